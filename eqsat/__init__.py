@@ -1,0 +1,24 @@
+"""eqsat: an equality-saturation optimizer for loop programs.
+
+    plan = eqsat.optimize(prog, shapes={"M": 64, ...})
+    out = plan.run(*args)
+"""
+from .errors import ArgumentError, EqsatError, ProgramError
+from .frontend import program
+from .lang import bf16, empty, exp, f16, f32, gelu, maximum, minimum, relu, sigmoid, silu, sqrt, tanh, transpose, zeros
+from .reference import reference
+
+__all__ = [
+    "program", "reference", "optimize", "Plan", "Kernel", "Limits",
+    "f32", "f16", "bf16", "empty", "zeros", "transpose",
+    "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "sqrt", "maximum", "minimum",
+    "EqsatError", "ProgramError", "ArgumentError",
+]
+
+
+def __getattr__(name):  # the optimizer pulls in egglog; import it only when asked for
+    if name in ("optimize", "Plan", "Kernel", "Limits"):
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(name)

@@ -1,0 +1,57 @@
+"""Checking a program's arguments and binding its dims to sizes."""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ArgumentError
+
+
+def to_numpy(x):
+    """A numpy view of `x` (numpy array, torch tensor, or anything array-like)."""
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor, without importing torch
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def bind_args(prog, args, shapes=None) -> tuple[list, dict]:
+    """Convert `args` to float32 numpy values and return them with the dims they imply.
+
+    Every dim must get one size: from `shapes`, or from the arguments' shapes.
+    """
+    if len(args) != len(prog.params):
+        names = ", ".join(p.name for p in prog.params)
+        raise ArgumentError(f"{prog.name} takes {len(prog.params)} arguments ({names}), got {len(args)}")
+    dims = dict(shapes or {})
+    out = []
+    for p, a in zip(prog.params, args):
+        if p.shape is None:
+            if isinstance(a, (int, float, np.floating, np.integer)) or (hasattr(a, "ndim") and a.ndim == 0):
+                out.append(np.float32(float(to_numpy(a))))
+                continue
+            raise ArgumentError(f"parameter {p.name!r} of {prog.name} is a scalar, got {type(a).__name__}")
+        arr = to_numpy(a)
+        if arr.ndim != len(p.shape):
+            raise ArgumentError(f"parameter {p.name!r} of {prog.name} has rank {len(p.shape)} "
+                                f"{list(p.shape)}, got an array of shape {tuple(arr.shape)}")
+        if not np.issubdtype(arr.dtype, np.number):
+            raise ArgumentError(f"parameter {p.name!r} of {prog.name} must be numeric, got dtype {arr.dtype}")
+        for d, n in zip(p.shape, arr.shape):
+            if isinstance(d, int):
+                if d != n:
+                    raise ArgumentError(f"parameter {p.name!r}: axis of fixed size {d} got size {n}")
+            elif dims.setdefault(d, n) != n:
+                raise ArgumentError(f"dimension {d!r} is {dims[d]} but parameter {p.name!r} has size {n} there "
+                                    f"(shape {tuple(arr.shape)})")
+        out.append(np.ascontiguousarray(arr, dtype=np.float32))
+    check_dims(prog, dims)
+    return out, dims
+
+
+def check_dims(prog, dims: dict) -> None:
+    missing = [d for d in prog.dims if d not in dims]
+    if missing:
+        raise ArgumentError(f"no size given for dimension(s) {', '.join(missing)} of {prog.name}")
+    for d in prog.dims:
+        v = dims[d]
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+            raise ArgumentError(f"dimension {d!r} must be a non-negative int, got {v!r}")

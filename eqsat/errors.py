@@ -1,0 +1,31 @@
+"""Errors a user sees: every one names the file, line and column of the offending code."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Loc:
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+class EqsatError(Exception):
+    """Base class of the errors eqsat raises on purpose."""
+
+
+class ProgramError(EqsatError):
+    """A program uses something the language does not support, or is ill-formed."""
+
+    def __init__(self, message: str, loc: Loc | None):
+        self.message = message
+        self.loc = loc
+        super().__init__(f"{loc}: {message}" if loc else message)
+
+
+class ArgumentError(EqsatError):
+    """`run`/`reference`/`optimize` got arguments that do not fit the program."""

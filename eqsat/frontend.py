@@ -1,0 +1,461 @@
+"""The front end: `@program` parses a function's source into the loop IR (`eqsat.ir`).
+
+Everything outside the language of DESIGN.md is rejected here, at decoration time,
+with `file:line:col` and what is wrong. Shapes are checked symbolically (dims are
+names); sizes are checked again with concrete numbers when a program is optimized
+or run.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+
+from . import lang
+from .errors import Loc, ProgramError
+from .ir import (
+    Alloc, Assign, Bin, Call, Const, For, Index, MatMul, Param, Program, Ref, Store, Transpose, ie_names,
+)
+
+
+def program(fn) -> Program:
+    """Decorator: parse `fn` as an eqsat program (see DESIGN.md for the language)."""
+    return _Parser(fn).parse()
+
+
+class _Parser:
+    def __init__(self, fn):
+        self.fn = fn
+        try:
+            lines, self.first = inspect.getsourcelines(fn)
+            self.file = inspect.getsourcefile(fn) or "<unknown>"
+        except (OSError, TypeError) as e:
+            raise ProgramError(f"cannot read the source of {fn!r}: {e}", None) from None
+        src = "".join(lines)
+        dedented = textwrap.dedent(src)
+        self.indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+        self.tree = ast.parse(dedented)
+        self.globals = fn.__globals__
+        self.sym: dict[str, tuple] = {}  # name -> (kind, type)
+        self.loopvars: set[str] = set()
+
+    # ------------------------------------------------------------------ helpers
+    def loc(self, node) -> Loc:
+        return Loc(self.file, self.first + getattr(node, "lineno", 1) - 1, getattr(node, "col_offset", 0) + self.indent + 1)
+
+    def err(self, node, msg: str) -> ProgramError:
+        return ProgramError(msg, self.loc(node))
+
+    def resolve_global(self, name: str):
+        if name in self.globals:
+            return self.globals[name]
+        return getattr(builtins, name, None)
+
+    def fn_name(self, node) -> str | None:
+        """The library function a call's callee names, or None."""
+        if not isinstance(node, ast.Name):
+            return None
+        obj = self.resolve_global(node.id)
+        if obj is builtins.max:
+            return "max"
+        if obj is builtins.min:
+            return "min"
+        if obj is builtins.range:
+            return "range"
+        for table in (lang.UNARY, lang.BINARY, lang.BUILDERS):
+            for k, f in table.items():
+                if obj is f:
+                    return k
+        if obj is lang.transpose:
+            return "transpose"
+        return None
+
+    # ------------------------------------------------------------------ top level
+    def parse(self) -> Program:
+        fdefs = [n for n in self.tree.body if isinstance(n, ast.FunctionDef)]
+        if not fdefs:
+            raise ProgramError("@program expects a function definition", Loc(self.file, self.first, 1))
+        fdef = fdefs[0]
+        params = self.parse_params(fdef)
+        body = list(fdef.body)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]  # docstring
+        if not body or not isinstance(body[-1], ast.Return):
+            raise self.err(fdef, "a program must end with `return x` or `return x, y`")
+        stmts = [s for s in (self.stmt(n, top=True) for n in body[:-1]) if s is not None]
+        ret = body[-1]
+        if ret.value is None:
+            raise self.err(ret, "`return` needs a value")
+        vals = ret.value.elts if isinstance(ret.value, ast.Tuple) else [ret.value]
+        returns = tuple(self.expr(v) for v in vals)
+        dims = []
+        for p in params:
+            for d in p.shape or ():
+                if isinstance(d, str) and d not in dims:
+                    dims.append(d)
+        kinds = {}
+        for s in stmts:
+            if isinstance(s, Alloc):
+                kinds[s.name] = s.kind
+        return Program(fdef.name, params, stmts, returns, dims, self.file, self.fn, self.loc(fdef), kinds)
+
+    def parse_params(self, fdef) -> list:
+        a = fdef.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+            raise self.err(fdef, "program parameters must be plain positional parameters without defaults")
+        ann = getattr(self.fn, "__annotations__", {})
+        params = []
+        for arg in a.args:
+            t = ann.get(arg.arg)
+            if isinstance(t, lang.TensorType):
+                shape = t.dims
+                for d in shape:
+                    if isinstance(d, str):
+                        if d in self.sym and self.sym[d][0] != "dim":
+                            raise self.err(arg, f"dimension name {d!r} clashes with a parameter")
+                        self.sym[d] = ("dim", None)
+                if arg.arg in self.sym:
+                    raise self.err(arg, f"parameter {arg.arg!r} clashes with a dimension name")
+                ty = tuple(("name", d) if isinstance(d, str) else ("int", d) for d in shape)
+                self.sym[arg.arg] = ("tparam", ty)
+                params.append(Param(arg.arg, t.dtype, shape, self.loc(arg)))
+            elif isinstance(t, lang.DType):
+                if arg.arg in self.sym:
+                    raise self.err(arg, f"parameter {arg.arg!r} clashes with a dimension name")
+                self.sym[arg.arg] = ("sparam", None)
+                params.append(Param(arg.arg, t, None, self.loc(arg)))
+            else:
+                raise self.err(arg, f"parameter {arg.arg!r} needs an annotation like f32['M', 'K'] or f32, "
+                                    f"got {t!r}")
+        return params
+
+    # ------------------------------------------------------------------ statements
+    def stmt(self, n, top: bool):
+        if isinstance(n, ast.Pass):
+            return None
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str):
+            return None
+        if isinstance(n, ast.For):
+            return self.for_(n)
+        if isinstance(n, ast.Assign):
+            if len(n.targets) != 1:
+                raise self.err(n, "chained assignment `a = b = ...` is not supported")
+            return self.assign(n, n.targets[0], n.value, aug=None, top=top)
+        if isinstance(n, ast.AugAssign):
+            if not isinstance(n.op, (ast.Add, ast.Sub)):
+                raise self.err(n, f"only `+=` and `-=` are supported, not `{_opname(n.op)}=`")
+            return self.assign(n, n.target, n.value, aug=type(n.op), top=top)
+        if isinstance(n, ast.AnnAssign):
+            if n.value is None:
+                raise self.err(n, "a bare annotation declares nothing; assign a value")
+            return self.assign(n, n.target, n.value, aug=None, top=top)
+        if isinstance(n, ast.Return):
+            raise self.err(n, "`return` must be the last statement of the program, outside loops")
+        raise self.err(n, f"unsupported statement: {type(n).__name__}")
+
+    def for_(self, n: ast.For) -> For:
+        if n.orelse:
+            raise self.err(n, "`for ... else` is not supported")
+        if not isinstance(n.target, ast.Name):
+            raise self.err(n.target, "a loop variable must be a plain name")
+        it = n.iter
+        if not (isinstance(it, ast.Call) and self.fn_name(it.func) == "range" and not it.keywords
+                and 1 <= len(it.args) <= 2):
+            raise self.err(it, "loops must be `for v in range(n)` or `for v in range(lo, hi)`")
+        bounds = [self.extent(a) for a in it.args]
+        lo, hi = (("int", 0), bounds[0]) if len(bounds) == 1 else bounds
+        v = n.target.id
+        if v in self.sym or v in self.loopvars:
+            raise self.err(n.target, f"loop variable {v!r} shadows another name")
+        self.loopvars.add(v)
+        try:
+            body = [s for s in (self.stmt(b, top=False) for b in n.body) if s is not None]
+        finally:
+            self.loopvars.discard(v)
+        return For(self.loc(n), v, lo, hi, body, node=n)
+
+    def assign(self, n, target, value, aug, top: bool):
+        loc = self.loc(n)
+        if isinstance(target, ast.Subscript):
+            buf, idx = self.subscript_parts(target)
+            kind, ty = self.lookup(target.value, buf)
+            if kind == "tparam":
+                raise self.err(target, f"cannot write into parameter {buf!r}; copy it into a buffer first")
+            if kind not in ("buffer", "tlocal"):
+                raise self.err(target, f"{buf!r} is not a tensor buffer")
+            if len(idx) > len(ty):
+                raise self.err(target, f"{buf!r} has rank {len(ty)} but is indexed with {len(idx)} indices")
+            val = self.expr(value)
+            rest = ty[len(idx):]
+            if rest:
+                if val.ty is None or tuple(val.ty) != tuple(rest):
+                    raise self.err(value, f"shape mismatch: storing {_shape_str(val.ty)} into "
+                                          f"{buf}[...] of shape {_shape_str(rest)}")
+            elif val.ty is not None:
+                raise self.err(value, f"shape mismatch: storing a tensor of shape {_shape_str(val.ty)} "
+                                      f"into the element {buf}[...]")
+            if aug is ast.Sub:
+                val = Call(val.loc, "neg", (val,), ty=val.ty)
+            self.sym[buf] = ("buffer", ty) if kind == "buffer" else (kind, ty)
+            return Store(loc, buf, idx, val, aug=aug is not None)
+        if not isinstance(target, ast.Name):
+            raise self.err(target, "assignment targets must be a name or an indexed buffer")
+        name = target.id
+        if name in self.loopvars:
+            raise self.err(target, f"cannot assign to loop variable {name!r}")
+        if name in self.sym and self.sym[name][0] in ("dim", "tparam", "sparam"):
+            raise self.err(target, f"cannot assign to {self.sym[name][0][1:] if self.sym[name][0] != 'dim' else 'dimension'} {name!r}")
+        if self.resolve_global(name) is not None and name not in self.sym and self.fn_name(ast.Name(id=name)):
+            raise self.err(target, f"{name!r} shadows a library function")
+        if isinstance(value, ast.Call) and self.fn_name(value.func) in ("empty", "zeros"):
+            if aug is not None:
+                raise self.err(n, "cannot augment-assign a new buffer")
+            if not top:
+                raise self.err(n, "buffers must be allocated outside loops")
+            if len(value.args) != 1 or value.keywords:
+                raise self.err(value, f"{self.fn_name(value.func)}(shape) takes one shape tuple")
+            sh = value.args[0]
+            elts = sh.elts if isinstance(sh, ast.Tuple) else [sh]
+            shape = tuple(self.extent(e) for e in elts)
+            self.sym[name] = ("buffer", shape)
+            return Alloc(loc, name, shape, self.fn_name(value.func))
+        val = self.expr(value)
+        if aug is not None:
+            if name not in self.sym:
+                raise self.err(target, f"{name!r} is used before it is assigned")
+            kind, ty = self.sym[name]
+            if (ty is None) != (val.ty is None) or (ty is not None and _broadcast(ty, val.ty) != tuple(ty)):
+                raise self.err(value, f"shape mismatch in `{name} {'+' if aug is ast.Add else '-'}= ...`: "
+                                      f"{_shape_str(ty)} and {_shape_str(val.ty)}")
+            if aug is ast.Sub:
+                val = Call(val.loc, "neg", (val,), ty=val.ty)
+        if val.ty is not None and not top:
+            raise self.err(n, "a tensor-valued local inside a loop is not supported; store into a buffer")
+        if name in self.sym and (self.sym[name][1] is None) != (val.ty is None):
+            raise self.err(target, f"{name!r} changes between scalar and tensor")
+        self.sym[name] = ("slocal", None) if val.ty is None else ("tlocal", val.ty)
+        return Assign(loc, name, val, aug=aug is not None)
+
+    # ------------------------------------------------------------------ index / extent
+    def subscript_parts(self, node: ast.Subscript):
+        if not isinstance(node.value, ast.Name):
+            raise self.err(node, "only named tensors can be indexed")
+        s = node.slice
+        elts = s.elts if isinstance(s, ast.Tuple) else [s]
+        idx = []
+        for e in elts:
+            if isinstance(e, ast.Slice):
+                raise self.err(e, "slices like `a[:, i]` are not supported; index leading axes only (`a[i]`)")
+            idx.append(self.index(e))
+        return node.value.id, tuple(idx)
+
+    def index(self, e) -> tuple:
+        t = self.iexpr(e)
+        for nm in ie_names(t):
+            if nm not in self.loopvars and self.sym.get(nm, ("",))[0] != "dim":
+                raise self.err(e, f"index uses {nm!r}, which is neither a loop variable nor a dimension")
+        _check_affine(t, self.loopvars, lambda m: self.err(e, m))
+        return t
+
+    def extent(self, e) -> tuple:
+        t = self.iexpr(e)
+        for nm in ie_names(t):
+            if nm in self.loopvars:
+                raise self.err(e, f"loop bounds and shapes must not depend on loop variable {nm!r}")
+            if self.sym.get(nm, ("",))[0] != "dim":
+                raise self.err(e, f"{nm!r} is not a dimension name")
+        return t
+
+    def iexpr(self, e) -> tuple:
+        if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
+            return ("int", e.value)
+        if isinstance(e, ast.Name):
+            if e.id not in self.loopvars and e.id not in self.sym:
+                raise self.err(e, f"undefined name {e.id!r}")
+            return ("name", e.id)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+            return ("neg", self.iexpr(e.operand))
+        if isinstance(e, ast.BinOp):
+            ops = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "floordiv"}
+            if type(e.op) in ops:
+                return (ops[type(e.op)], self.iexpr(e.left), self.iexpr(e.right))
+        raise self.err(e, f"unsupported index expression: {ast.unparse(e)!r} (indices must be affine in "
+                          "loop variables, with integer constants and dimensions)")
+
+    def lookup(self, node, name):
+        if name in self.loopvars:
+            raise self.err(node, f"loop variable {name!r} cannot be used as a value")
+        if name not in self.sym:
+            if self.fn_name(ast.Name(id=name)):
+                raise self.err(node, f"{name!r} is a function; call it")
+            raise self.err(node, f"undefined name {name!r}")
+        return self.sym[name]
+
+    # ------------------------------------------------------------------ value expressions
+    def expr(self, e):
+        loc = self.loc(e)
+        if isinstance(e, ast.Constant):
+            if isinstance(e.value, bool) or not isinstance(e.value, (int, float)):
+                raise self.err(e, f"unsupported constant {e.value!r}")
+            return Const(loc, float(e.value))
+        if isinstance(e, ast.Name):
+            kind, ty = self.lookup(e, e.id)
+            if kind == "dim":
+                raise self.err(e, f"dimension {e.id!r} cannot be used as a value")
+            return Ref(loc, e.id, ty=ty)
+        if isinstance(e, ast.Subscript):
+            base, idx = self.subscript_parts(e)
+            kind, ty = self.lookup(e.value, base)
+            if ty is None:
+                raise self.err(e, f"{base!r} is a scalar and cannot be indexed")
+            if len(idx) > len(ty):
+                raise self.err(e, f"{base!r} has rank {len(ty)} but is indexed with {len(idx)} indices")
+            rest = tuple(ty[len(idx):])
+            return Index(loc, base, idx, ty=rest or None)
+        if isinstance(e, ast.Attribute):
+            if e.attr != "T":
+                raise self.err(e, f"unsupported attribute `.{e.attr}`")
+            x = self.expr(e.value)
+            if x.ty is None:
+                raise self.err(e, "`.T` of a scalar")
+            perm = tuple(reversed(range(len(x.ty))))
+            return Transpose(loc, x, perm, ty=tuple(x.ty[p] for p in perm))
+        if isinstance(e, ast.UnaryOp):
+            if isinstance(e.op, ast.USub):
+                x = self.expr(e.operand)
+                return Call(loc, "neg", (x,), ty=x.ty)
+            if isinstance(e.op, ast.UAdd):
+                return self.expr(e.operand)
+            raise self.err(e, f"unsupported operator {type(e.op).__name__}")
+        if isinstance(e, ast.BinOp):
+            a, b = self.expr(e.left), self.expr(e.right)
+            if isinstance(e.op, ast.MatMult):
+                return self.matmul(e, a, b)
+            ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+            if type(e.op) not in ops:
+                raise self.err(e, f"unsupported operator `{_opname(e.op)}`")
+            return Bin(loc, ops[type(e.op)], a, b, ty=self.bcast(e, a.ty, b.ty))
+        if isinstance(e, ast.Call):
+            return self.call(e)
+        raise self.err(e, f"unsupported expression: {type(e).__name__}")
+
+    def bcast(self, node, ta, tb):
+        if ta is None:
+            return tb
+        if tb is None:
+            return ta
+        try:
+            return _broadcast(ta, tb)
+        except ValueError:
+            raise self.err(node, f"shape mismatch: cannot broadcast {_shape_str(ta)} with {_shape_str(tb)}") \
+                from None
+
+    def matmul(self, node, a, b):
+        if a.ty is None or b.ty is None:
+            raise self.err(node, "`@` needs tensor operands; use `*` for scalars")
+        ra, rb = len(a.ty), len(b.ty)
+        if ra not in (2, 3) or rb not in (2, 3):
+            raise self.err(node, f"`@` supports operands of rank 2 or 3, got ranks {ra} and {rb}")
+        if a.ty[-1] != b.ty[-2]:
+            raise self.err(node, f"shape mismatch in `@`: {_shape_str(a.ty)} @ {_shape_str(b.ty)} "
+                                 f"(contraction {_d(a.ty[-1])} vs {_d(b.ty[-2])})")
+        batch = ()
+        if ra == 3 and rb == 3:
+            if a.ty[0] != b.ty[0]:
+                raise self.err(node, f"batch sizes differ in `@`: {_d(a.ty[0])} vs {_d(b.ty[0])}")
+            batch = (a.ty[0],)
+        elif ra == 3:
+            batch = (a.ty[0],)
+        elif rb == 3:
+            batch = (b.ty[0],)
+        return MatMul(self.loc(node), a, b, ty=batch + (a.ty[-2], b.ty[-1]))
+
+    def call(self, e: ast.Call):
+        loc = self.loc(e)
+        name = self.fn_name(e.func)
+        if e.keywords:
+            raise self.err(e, "keyword arguments are not supported")
+        if name is None:
+            shown = ast.unparse(e.func)
+            raise self.err(e, f"unsupported function {shown!r}")
+        if name in ("empty", "zeros"):
+            raise self.err(e, f"{name}(...) must be assigned directly to a name, outside loops")
+        if name == "range":
+            raise self.err(e, "range(...) is only allowed as a loop's iterable")
+        if name == "transpose":
+            if not 1 <= len(e.args) <= 2:
+                raise self.err(e, "transpose(x, perm) takes a tensor and an optional permutation tuple")
+            x = self.expr(e.args[0])
+            if x.ty is None:
+                raise self.err(e, "transpose of a scalar")
+            if len(e.args) == 2:
+                p = e.args[1]
+                if not (isinstance(p, ast.Tuple) and all(isinstance(c, ast.Constant) and isinstance(c.value, int)
+                                                         for c in p.elts)):
+                    raise self.err(p, "transpose's permutation must be a tuple of integer literals")
+                perm = tuple(c.value for c in p.elts)
+            else:
+                perm = tuple(reversed(range(len(x.ty))))
+            if sorted(perm) != list(range(len(x.ty))):
+                raise self.err(e, f"{perm} is not a permutation of the {len(x.ty)} axes")
+            return Transpose(loc, x, perm, ty=tuple(x.ty[p] for p in perm))
+        args = tuple(self.expr(a) for a in e.args)
+        if name in lang.UNARY:
+            if len(args) != 1:
+                raise self.err(e, f"{name} takes one argument")
+            return Call(loc, name, args, ty=args[0].ty)
+        if len(args) != 2:
+            raise self.err(e, f"{name} takes two arguments")
+        if name in ("max", "min"):
+            if args[0].ty is not None or args[1].ty is not None:
+                raise self.err(e, f"builtin {name}() is for scalars; use {name}imum() on tensors")
+            return Call(loc, name, args)
+        fn = "max" if name == "maximum" else "min"
+        return Call(loc, fn, args, ty=self.bcast(e, args[0].ty, args[1].ty))
+
+
+def _check_affine(t, loopvars, fail):
+    tag = t[0]
+    if tag == "mul":
+        if ie_names(t[1]) & loopvars and ie_names(t[2]) & loopvars:
+            fail("index is not affine: a product of two loop variables")
+    if tag == "floordiv" and ie_names(t) & loopvars:
+        fail("index is not affine: floor division of a loop variable")
+    for c in t[1:]:
+        if isinstance(c, tuple):
+            _check_affine(c, loopvars, fail)
+
+
+def _broadcast(ta, tb) -> tuple:
+    ta, tb = tuple(ta), tuple(tb)
+    n = max(len(ta), len(tb))
+    ta = (("int", 1),) * (n - len(ta)) + ta
+    tb = (("int", 1),) * (n - len(tb)) + tb
+    out = []
+    for x, y in zip(ta, tb):
+        if x == y or y == ("int", 1):
+            out.append(x)
+        elif x == ("int", 1):
+            out.append(y)
+        else:
+            raise ValueError
+    return tuple(out)
+
+
+def _d(x) -> str:
+    from .ir import ie_str
+
+    return ie_str(x)
+
+
+def _shape_str(ty) -> str:
+    if ty is None:
+        return "a scalar"
+    return "[" + ", ".join(_d(x) for x in ty) + "]"
+
+
+def _opname(op) -> str:
+    return {ast.Mult: "*", ast.Div: "/", ast.Mod: "%", ast.Pow: "**", ast.FloorDiv: "//", ast.BitAnd: "&",
+            ast.BitOr: "|", ast.LShift: "<<", ast.RShift: ">>", ast.BitXor: "^"}.get(type(op), type(op).__name__)

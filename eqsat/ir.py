@@ -1,0 +1,213 @@
+"""The loop IR: what the front end makes of a program's source.
+
+Index and extent expressions (`IExpr`) are small tuples so they hash and compare:
+``("int", 3)``, ``("name", "M")``, ``("add", a, b)``, ``("sub", a, b)``, ``("mul", a, b)``,
+``("floordiv", a, b)``, ``("neg", a)``. Names are dims or loop variables.
+
+Value expressions carry `ty`: ``None`` for a scalar, else the symbolic shape (a tuple of
+IExpr). Statements carry the source location for error messages.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import Loc, ProgramError
+
+IExpr = tuple
+
+
+# ----------------------------------------------------------------------------- values
+@dataclass(eq=False)
+class Expr:
+    loc: Loc
+    ty: Any = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
+class Const(Expr):
+    value: float
+
+
+@dataclass(eq=False)
+class Ref(Expr):
+    name: str
+
+
+@dataclass(eq=False)
+class Index(Expr):
+    """`base[idx]`: an element load, or a slice when fewer indices than the rank."""
+
+    base: str
+    idx: tuple
+
+
+@dataclass(eq=False)
+class Bin(Expr):
+    op: str  # + - * /
+    a: Expr
+    b: Expr
+
+
+@dataclass(eq=False)
+class Call(Expr):
+    fn: str  # a name from lang.UNARY / lang.BINARY, or "neg", "max", "min"
+    args: tuple
+
+
+@dataclass(eq=False)
+class MatMul(Expr):
+    a: Expr
+    b: Expr
+
+
+@dataclass(eq=False)
+class Transpose(Expr):
+    x: Expr
+    perm: tuple
+
+
+# ----------------------------------------------------------------------------- statements
+@dataclass(eq=False)
+class Stmt:
+    loc: Loc
+
+
+@dataclass(eq=False)
+class Alloc(Stmt):
+    name: str
+    shape: tuple
+    kind: str  # "empty" | "zeros"
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    """`name = value` (scalar or tensor local); `name += value` when aug."""
+
+    name: str
+    value: Expr
+    aug: bool = False
+
+
+@dataclass(eq=False)
+class Store(Stmt):
+    buf: str
+    idx: tuple
+    value: Expr
+    aug: bool = False
+
+
+@dataclass(eq=False)
+class For(Stmt):
+    var: str
+    lo: IExpr
+    hi: IExpr
+    body: list
+    node: Any = None  # the ast.For, kept so a loop kernel can run exactly as written
+
+
+@dataclass
+class Param:
+    name: str
+    dtype: Any
+    shape: tuple | None  # None for a scalar parameter
+    loc: Loc
+
+
+@dataclass
+class Program:
+    name: str
+    params: list
+    body: list
+    returns: tuple
+    dims: list
+    file: str
+    fn: Any
+    loc: Loc
+    buffer_kinds: dict = field(default_factory=dict)  # buffer name -> "zeros"/"empty"
+
+    def __call__(self, *args, **kwargs):
+        from .reference import reference
+
+        return reference(self, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<eqsat program {self.name} at {self.loc}>"
+
+
+# ----------------------------------------------------------------------------- IExpr helpers
+def ie_names(e: IExpr) -> set:
+    if e[0] == "name":
+        return {e[1]}
+    if e[0] == "int":
+        return set()
+    out: set = set()
+    for c in e[1:]:
+        out |= ie_names(c)
+    return out
+
+
+def ie_eval(e: IExpr, env: dict) -> int:
+    """Evaluate an index expression with every name bound to an int."""
+    tag = e[0]
+    if tag == "int":
+        return e[1]
+    if tag == "name":
+        return env[e[1]]
+    if tag == "neg":
+        return -ie_eval(e[1], env)
+    a, b = ie_eval(e[1], env), ie_eval(e[2], env)
+    if tag == "add":
+        return a + b
+    if tag == "sub":
+        return a - b
+    if tag == "mul":
+        return a * b
+    if tag == "floordiv":
+        return a // b
+    raise AssertionError(tag)
+
+
+def ie_affine(e: IExpr, dims: dict, loc: Loc) -> tuple[dict, int]:
+    """`e` as ({loop var: coefficient}, constant), dims substituted; raise if not affine."""
+    tag = e[0]
+    if tag == "int":
+        return {}, e[1]
+    if tag == "name":
+        if e[1] in dims:
+            return {}, dims[e[1]]
+        return {e[1]: 1}, 0
+    if tag == "neg":
+        c, k = ie_affine(e[1], dims, loc)
+        return {v: -x for v, x in c.items()}, -k
+    ca, ka = ie_affine(e[1], dims, loc)
+    cb, kb = ie_affine(e[2], dims, loc)
+    if tag in ("add", "sub"):
+        s = 1 if tag == "add" else -1
+        out = dict(ca)
+        for v, x in cb.items():
+            out[v] = out.get(v, 0) + s * x
+        return {v: x for v, x in out.items() if x}, ka + s * kb
+    if tag == "mul":
+        if ca and cb:
+            raise ProgramError("index is not affine: a product of two loop variables", loc)
+        if ca:
+            return {v: x * kb for v, x in ca.items() if x * kb}, ka * kb
+        return {v: x * ka for v, x in cb.items() if x * ka}, ka * kb
+    if tag == "floordiv":
+        if ca or cb:
+            raise ProgramError("index is not affine: floor division of a loop variable", loc)
+        if kb == 0:
+            raise ProgramError("division by zero in an index or extent", loc)
+        return {}, ka // kb
+    raise AssertionError(tag)
+
+
+def ie_str(e: IExpr) -> str:
+    tag = e[0]
+    if tag in ("int", "name"):
+        return str(e[1])
+    if tag == "neg":
+        return f"-{ie_str(e[1])}"
+    op = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}[tag]
+    return f"({ie_str(e[1])} {op} {ie_str(e[2])})"

@@ -1,0 +1,100 @@
+"""The surface of the input language: dtypes, buffer constructors and library functions.
+
+A program is plain Python; these objects make it runnable with numpy (that run is the
+oracle, see `eqsat.reference`) and let the front end recognise what a name means.
+`empty` is zero-filled on purpose: a program that reads an element it never wrote gets
+the same answer from `reference` and from every backend, instead of garbage.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str
+    np_dtype: type
+    itemsize: int
+
+    def __getitem__(self, dims) -> TensorType:
+        if not isinstance(dims, tuple):
+            dims = (dims,)
+        for d in dims:
+            if not (isinstance(d, str) and d.isidentifier()) and not (isinstance(d, int) and d >= 0):
+                raise TypeError(f"{self.name}[...] dims must be identifiers or non-negative ints, got {d!r}")
+        return TensorType(self, tuple(dims))
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class TensorType:
+    dtype: DType
+    dims: tuple[str | int, ...]
+
+    def __repr__(self) -> str:
+        return f"{self.dtype.name}[{', '.join(repr(d) for d in self.dims)}]"
+
+
+f32 = DType("f32", np.float32, 4)
+f16 = DType("f16", np.float16, 2)
+bf16 = DType("bf16", np.float32, 2)  # numpy has no bfloat16: computed in f32, costed as 2 bytes
+DTYPES = {"f32": f32, "f16": f16, "bf16": bf16}
+
+
+def empty(shape) -> np.ndarray:
+    return np.zeros(shape, dtype=np.float32)
+
+
+def zeros(shape) -> np.ndarray:
+    return np.zeros(shape, dtype=np.float32)
+
+
+def transpose(x, perm=None):
+    return np.transpose(x, perm)
+
+
+def relu(x):
+    return np.maximum(x, np.float32(0))
+
+
+def gelu(x):
+    """The tanh approximation, as in GPT-2 and PyTorch's approximate='tanh'."""
+    c = np.float32(np.sqrt(2.0 / np.pi))
+    return np.float32(0.5) * x * (np.float32(1) + np.tanh(c * (x + np.float32(0.044715) * x * x * x)))
+
+
+def sigmoid(x):
+    return np.float32(1) / (np.float32(1) + np.exp(-x))
+
+
+def silu(x):
+    return x * sigmoid(x)
+
+
+def tanh(x):
+    return np.tanh(x)
+
+
+def exp(x):
+    return np.exp(x)
+
+
+def sqrt(x):
+    return np.sqrt(x)
+
+
+def maximum(x, y):
+    return np.maximum(x, y)
+
+
+def minimum(x, y):
+    return np.minimum(x, y)
+
+
+UNARY = {"relu": relu, "gelu": gelu, "silu": silu, "sigmoid": sigmoid, "tanh": tanh, "exp": exp, "sqrt": sqrt}
+BINARY = {"maximum": maximum, "minimum": minimum}
+BUILDERS = {"empty": empty, "zeros": zeros}
