@@ -133,6 +133,12 @@ class _Parser:
 
     # ------------------------------------------------------------------ statements
     def stmt(self, n, top: bool):
+        s = self._stmt(n, top)
+        if s is not None:
+            s.node = n  # kept so a nest left as written runs exactly as written
+        return s
+
+    def _stmt(self, n, top: bool):
         if isinstance(n, ast.Pass):
             return None
         if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str):

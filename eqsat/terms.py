@@ -1,0 +1,206 @@
+"""Python-side terms of the functional IR, one-to-one with the egglog constructors.
+
+A `Node` is hash-consed: equal terms are the same object, so a program's DAG stays a
+DAG (hashing and comparing are O(1)). The same type carries terms built by the
+lowering and terms decoded from an extraction.
+
+Sorts and constructors (argument kinds in brackets):
+
+    Var   Var.named[str]                 a loop/reduction variable (unique per binder)
+          Var.mmk[Ten, Ix, Ix]           the contraction variable of an expanded matmul
+    Ix    Ix.v[Var] Ix.lit[int] Ix.add[Ix, Ix] Ix.scale[Ix, int]     affine index
+    Ixs   Ixs.nil Ixs.cons[Ix, Ixs]
+    Dims  Dims.nil Dims.cons[Var, int, Dims]                         bound output axes
+    Sc    Sc.lit[float] Sc.param[str] Sc.load[Ten, Ixs]
+          Sc.add Sc.sub Sc.mul Sc.div Sc.max Sc.min [Sc, Sc]
+          Sc.fn[str, Sc]                 relu gelu silu sigmoid tanh exp sqrt neg
+          Sc.red[str, Var, int, Sc]      reduction "sum" | "max" | "min" over a variable
+    Ten   Ten.input[str] Ten.compute[Dims, Sc] Ten.matmul[Ten, Ten]
+          Ten.transpose[Ten, str] Ten.slice[Ten, Ix]
+          Ten.fused[Dims, Sc, Ten]       a matmul (3rd arg) with its elementwise epilogue
+          Ten.opaque[int, str, Tens, Scs]  output of a loop nest kept as written
+    Tens  Tens.nil Tens.cons[Ten, Tens]
+    Scs   Scs.nil Scs.cons[Sc, Scs]
+"""
+from __future__ import annotations
+
+
+class Node:
+    __slots__ = ("op", "args", "_hash", "__weakref__")
+    _table: dict = {}
+
+    def __new__(cls, op: str, *args):
+        key = (op, args)
+        n = cls._table.get(key)
+        if n is None:
+            n = object.__new__(cls)
+            n.op, n.args, n._hash = op, args, hash(key)
+            cls._table[key] = n
+        return n
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        return self is other
+
+    @property
+    def sort(self) -> str:
+        return self.op.split(".", 1)[0]
+
+    def __repr__(self) -> str:
+        return show(self)
+
+
+BINOPS = ("Sc.add", "Sc.sub", "Sc.mul", "Sc.div", "Sc.max", "Sc.min")
+SYMBOL = {"Sc.add": "+", "Sc.sub": "-", "Sc.mul": "*", "Sc.div": "/"}
+
+
+# ------------------------------------------------------------------ builders
+def var(name: str) -> Node:
+    return Node("Var.named", name)
+
+
+def iv(v: Node) -> Node:
+    return Node("Ix.v", v)
+
+
+def ilit(n: int) -> Node:
+    return Node("Ix.lit", int(n))
+
+
+def ixs(items) -> Node:
+    out = Node("Ixs.nil")
+    for x in reversed(list(items)):
+        out = Node("Ixs.cons", x, out)
+    return out
+
+
+def dims(pairs) -> Node:
+    out = Node("Dims.nil")
+    for v, n in reversed(list(pairs)):
+        out = Node("Dims.cons", v, int(n), out)
+    return out
+
+
+def tens(items) -> Node:
+    out = Node("Tens.nil")
+    for x in reversed(list(items)):
+        out = Node("Tens.cons", x, out)
+    return out
+
+
+def scs(items) -> Node:
+    out = Node("Scs.nil")
+    for x in reversed(list(items)):
+        out = Node("Scs.cons", x, out)
+    return out
+
+
+def lit(x: float) -> Node:
+    return Node("Sc.lit", float(x))
+
+
+def load(t: Node, idx) -> Node:
+    return Node("Sc.load", t, idx if isinstance(idx, Node) else ixs(idx))
+
+
+def compute(pairs, body: Node) -> Node:
+    return Node("Ten.compute", dims(pairs), body)
+
+
+def binop(op: str, a: Node, b: Node) -> Node:
+    """A scalar binary op with the foldings the lowering may do for free: 0 + x, x * 1."""
+    if op == "Sc.add":
+        if a is lit(0.0):
+            return b
+        if b is lit(0.0):
+            return a
+    if op == "Sc.sub" and b is lit(0.0):
+        return a
+    return Node(op, a, b)
+
+
+# ------------------------------------------------------------------ list views
+def unlist(n: Node) -> list:
+    """Items of an Ixs/Tens/Scs list; for Dims, (Var, extent) pairs."""
+    out = []
+    while n.op.endswith(".cons"):
+        if n.op == "Dims.cons":
+            out.append((n.args[0], n.args[1]))
+            n = n.args[2]
+        else:
+            out.append(n.args[0])
+            n = n.args[1]
+    return out
+
+
+def walk(n: Node, seen=None):
+    """Every node reachable from `n`, each once."""
+    seen = set() if seen is None else seen
+    stack = [n]
+    while stack:
+        x = stack.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        yield x
+        stack.extend(a for a in x.args if isinstance(a, Node))
+
+
+# ------------------------------------------------------------------ printing
+def show_var(v: Node) -> str:
+    if v.op == "Var.named":
+        return v.args[0]
+    return "k" + format(abs(hash(v)) % 4096, "x")
+
+
+def show_ix(x: Node) -> str:
+    if x.op == "Ix.v":
+        return show_var(x.args[0])
+    if x.op == "Ix.lit":
+        return str(x.args[0])
+    if x.op == "Ix.add":
+        return f"{show_ix(x.args[0])}+{show_ix(x.args[1])}"
+    if x.op == "Ix.scale":
+        return f"{show_ix(x.args[0])}*{x.args[1]}"
+    return show(x)
+
+
+def show(n: Node, names: dict | None = None) -> str:
+    """A readable one-line form; `names` maps tensor nodes to short names."""
+    names = names or {}
+    if n in names:
+        return names[n]
+    op, a = n.op, n.args
+    if op == "Sc.lit":
+        return repr(a[0])
+    if op == "Sc.param":
+        return a[0]
+    if op == "Sc.load":
+        return f"{show(a[0], names)}[{', '.join(show_ix(i) for i in unlist(a[1]))}]"
+    if op in SYMBOL:
+        return f"({show(a[0], names)} {SYMBOL[op]} {show(a[1], names)})"
+    if op in ("Sc.max", "Sc.min"):
+        return f"{op[3:]}({show(a[0], names)}, {show(a[1], names)})"
+    if op == "Sc.fn":
+        return f"{a[0]}({show(a[1], names)})"
+    if op == "Sc.red":
+        return f"{a[0]}[{show_var(a[1])}<{a[2]}]({show(a[3], names)})"
+    if op == "Ten.input":
+        return a[0]
+    if op == "Ten.compute":
+        d = ", ".join(f"{show_var(v)}<{e}" for v, e in unlist(a[0]))
+        return f"for[{d}] {show(a[1], names)}"
+    if op == "Ten.matmul":
+        return f"matmul({show(a[0], names)}, {show(a[1], names)})"
+    if op == "Ten.transpose":
+        return f"transpose({show(a[0], names)}, ({a[1]}))"
+    if op == "Ten.slice":
+        return f"{show(a[0], names)}[{show_ix(a[1])}]"
+    if op == "Ten.fused":
+        d = ", ".join(f"{show_var(v)}<{e}" for v, e in unlist(a[0]))
+        return f"fused[{d}] {show(a[1], names)}"
+    if op == "Ten.opaque":
+        return f"loop#{a[0]}.{a[1]}"
+    return f"{op}({', '.join(show(x, names) if isinstance(x, Node) else repr(x) for x in a)})"
