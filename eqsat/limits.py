@@ -1,0 +1,28 @@
+"""Limits on saturation, in one object; each can be overridden by an environment variable."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+def _env(name: str, default, cast):
+    v = os.environ.get(name)
+    return cast(v) if v not in (None, "") else default
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on equality saturation. The best form found so far is used when one is hit.
+
+    nodes:       stop once the e-graph holds more e-nodes than this
+    iterations:  rounds of (support rules to saturation + each family once)
+    seconds:     wall-clock budget for saturation
+    match_limit: back-off scheduler: a rule matching more often than this in a round is
+                 banned for `ban_length` rounds (keeps x*y = y*x from exploding)
+    """
+
+    nodes: int = field(default_factory=lambda: _env("EQSAT_NODES", 50_000, int))
+    iterations: int = field(default_factory=lambda: _env("EQSAT_ITERATIONS", 12, int))
+    seconds: float = field(default_factory=lambda: _env("EQSAT_SECONDS", 10.0, float))
+    match_limit: int = field(default_factory=lambda: _env("EQSAT_MATCH_LIMIT", 2_000, int))
+    ban_length: int = field(default_factory=lambda: _env("EQSAT_BAN_LENGTH", 3, int))

@@ -1,0 +1,174 @@
+"""The functional IR as typed egglog sorts (see `eqsat.terms` for the meaning of each).
+
+Rule files import these names. Constructors are classmethods so the serialized
+e-graph names them `Sort.op`, exactly as `eqsat.terms.Node` does. Helper functions
+that rules rewrite away (`subst`, `bind`, `dvars`, ...) are plain functions: the
+extractor treats any node that is not a constructor as not executable.
+"""
+from __future__ import annotations
+
+from egglog import Expr, StringLike, f64Like, function, i64Like, relation
+
+
+class Var(Expr):
+    @classmethod
+    def named(cls, name: StringLike) -> Var: ...
+
+    @classmethod
+    def mmk(cls, mm: Ten, p: Ix, q: Ix) -> Var:
+        """The contraction variable of `mm` expanded at element [p, q] (a fresh binder)."""
+
+
+class Ix(Expr):
+    @classmethod
+    def v(cls, x: Var) -> Ix: ...
+
+    @classmethod
+    def lit(cls, n: i64Like) -> Ix: ...
+
+    @classmethod
+    def add(cls, a: Ix, b: Ix) -> Ix: ...
+
+    @classmethod
+    def scale(cls, a: Ix, c: i64Like) -> Ix: ...
+
+
+class Ixs(Expr):
+    @classmethod
+    def nil(cls) -> Ixs: ...
+
+    @classmethod
+    def cons(cls, head: Ix, tail: Ixs) -> Ixs: ...
+
+
+class Dims(Expr):
+    @classmethod
+    def nil(cls) -> Dims: ...
+
+    @classmethod
+    def cons(cls, v: Var, extent: i64Like, tail: Dims) -> Dims: ...
+
+
+class Shp(Expr):
+    @classmethod
+    def nil(cls) -> Shp: ...
+
+    @classmethod
+    def cons(cls, n: i64Like, tail: Shp) -> Shp: ...
+
+
+class Env(Expr):
+    """A simultaneous substitution of index variables."""
+
+    @classmethod
+    def nil(cls) -> Env: ...
+
+    @classmethod
+    def cons(cls, v: Var, ix: Ix, tail: Env) -> Env: ...
+
+
+class Sc(Expr):
+    @classmethod
+    def lit(cls, x: f64Like) -> Sc: ...
+
+    @classmethod
+    def param(cls, name: StringLike) -> Sc: ...
+
+    @classmethod
+    def load(cls, t: Ten, idx: Ixs) -> Sc: ...
+
+    @classmethod
+    def add(cls, a: Sc, b: Sc) -> Sc: ...
+
+    @classmethod
+    def sub(cls, a: Sc, b: Sc) -> Sc: ...
+
+    @classmethod
+    def mul(cls, a: Sc, b: Sc) -> Sc: ...
+
+    @classmethod
+    def div(cls, a: Sc, b: Sc) -> Sc: ...
+
+    @classmethod
+    def max(cls, a: Sc, b: Sc) -> Sc: ...
+
+    @classmethod
+    def min(cls, a: Sc, b: Sc) -> Sc: ...
+
+    @classmethod
+    def fn(cls, name: StringLike, a: Sc) -> Sc: ...
+
+    @classmethod
+    def red(cls, op: StringLike, v: Var, extent: i64Like, body: Sc) -> Sc: ...
+
+
+class Ten(Expr):
+    @classmethod
+    def input(cls, name: StringLike) -> Ten: ...
+
+    @classmethod
+    def compute(cls, dims: Dims, body: Sc) -> Ten: ...
+
+    @classmethod
+    def matmul(cls, a: Ten, b: Ten) -> Ten: ...
+
+    @classmethod
+    def transpose(cls, a: Ten, perm: StringLike) -> Ten: ...
+
+    @classmethod
+    def slice(cls, a: Ten, i: Ix) -> Ten: ...
+
+    @classmethod
+    def fused(cls, dims: Dims, body: Sc, mm: Ten) -> Ten: ...
+
+    @classmethod
+    def opaque(cls, nest: i64Like, name: StringLike, inputs: Tens, scalars: Scs) -> Ten: ...
+
+
+class Tens(Expr):
+    @classmethod
+    def nil(cls) -> Tens: ...
+
+    @classmethod
+    def cons(cls, head: Ten, tail: Tens) -> Tens: ...
+
+
+class Scs(Expr):
+    @classmethod
+    def nil(cls) -> Scs: ...
+
+    @classmethod
+    def cons(cls, head: Sc, tail: Scs) -> Scs: ...
+
+
+# ---------------------------------------------------------------- analyses and helpers
+@function
+def shape_of(t: Ten) -> Shp: ...
+
+
+@function
+def dshape(d: Dims) -> Shp: ...
+
+
+@function
+def dvars(d: Dims) -> Ixs: ...
+
+
+@function
+def bind(d: Dims, idx: Ixs) -> Env: ...
+
+
+@function
+def subst(s: Sc, env: Env) -> Sc: ...
+
+
+@function
+def subst_ix(x: Ix, env: Env) -> Ix: ...
+
+
+@function
+def subst_ixs(x: Ixs, env: Env) -> Ixs: ...
+
+
+closed = relation("closed", Ten)
+"""The tensor mentions no free index variable (it can be a kernel of its own)."""

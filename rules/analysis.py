@@ -1,0 +1,79 @@
+"""Analysis: shapes, closedness, list helpers and explicit substitution.
+
+Not an optimization: facts the optimizing rules' guards read, saturated before them.
+
+- `shape_of(t)`: the concrete shape of every tensor term.
+- `closed(t)`: `t` mentions no free index variable, so it can be a kernel of its own.
+- `subst(body, env)`: a scalar with index variables renamed; rules push it down to the
+  leaves (binders are unique names, so there is no capture to avoid).
+"""
+from __future__ import annotations
+
+from egglog import String, f64, i64, rewrite, rule, ruleset, eq, ne, union
+
+from eqsat.sorts import (
+    Dims, Env, Ix, Ixs, Sc, Shp, Ten, Var, bind, closed, dshape, dvars, shape_of, subst, subst_ix, subst_ixs,
+)
+from ._patterns import all_perms, perm_str, shp
+
+
+@ruleset
+def ruleset(t: Ten, a: Ten, b: Ten, d: Dims, r: Dims, v: Var, w: Var, n: i64, m: i64, body: Sc, x: Sc, y: Sc,
+            ix: Ix, jx: Ix, idx: Ixs, rest: Ixs, s: Shp, e: Env, M: i64, N: i64, K: i64, B: i64, f: String,
+            c: f64, name: String):
+    # ---- list helpers
+    yield rewrite(dshape(Dims.nil())).to(Shp.nil())
+    yield rewrite(dshape(Dims.cons(v, n, r))).to(Shp.cons(n, dshape(r)))
+    yield rewrite(dvars(Dims.nil())).to(Ixs.nil())
+    yield rewrite(dvars(Dims.cons(v, n, r))).to(Ixs.cons(Ix.v(v), dvars(r)))
+    yield rewrite(bind(Dims.nil(), Ixs.nil())).to(Env.nil())
+    yield rewrite(bind(Dims.cons(v, n, r), Ixs.cons(ix, rest))).to(Env.cons(v, ix, bind(r, rest)))
+
+    # ---- shapes
+    yield rule(eq(t).to(Ten.compute(d, body))).then(union(shape_of(t)).with_(dshape(d)), dvars(d))
+    yield rule(eq(t).to(Ten.fused(d, body, a))).then(union(shape_of(t)).with_(dshape(d)), dvars(d))
+    yield rule(eq(t).to(Ten.matmul(a, b)), eq(shape_of(a)).to(shp(M, K)), eq(shape_of(b)).to(shp(K, N))).then(
+        union(shape_of(t)).with_(shp(M, N)))
+    yield rule(eq(t).to(Ten.matmul(a, b)), eq(shape_of(a)).to(shp(B, M, K)), eq(shape_of(b)).to(shp(B, K, N))).then(
+        union(shape_of(t)).with_(shp(B, M, N)))
+    yield rule(eq(t).to(Ten.matmul(a, b)), eq(shape_of(a)).to(shp(B, M, K)), eq(shape_of(b)).to(shp(K, N))).then(
+        union(shape_of(t)).with_(shp(B, M, N)))
+    yield rule(eq(t).to(Ten.matmul(a, b)), eq(shape_of(a)).to(shp(M, K)), eq(shape_of(b)).to(shp(B, K, N))).then(
+        union(shape_of(t)).with_(shp(B, M, N)))
+    yield rule(eq(t).to(Ten.slice(a, ix)), eq(shape_of(a)).to(Shp.cons(n, s))).then(union(shape_of(t)).with_(s))
+    ns = [M, N, K]
+    for p in all_perms(3):
+        src = ns[:len(p)]
+        yield rule(eq(t).to(Ten.transpose(a, perm_str(p))), eq(shape_of(a)).to(shp(*src))).then(
+            union(shape_of(t)).with_(shp(*[src[q] for q in p])))
+
+    # ---- closedness
+    yield rule(eq(t).to(Ten.compute(d, body))).then(closed(t))
+    yield rule(eq(t).to(Ten.fused(d, body, a))).then(closed(t))
+    yield rule(eq(t).to(Ten.input(name))).then(closed(t))
+    yield rule(eq(t).to(Ten.matmul(a, b)), closed(a), closed(b)).then(closed(t))
+    yield rule(eq(t).to(Ten.transpose(a, f)), closed(a)).then(closed(t))
+    yield rule(eq(t).to(Ten.slice(a, Ix.lit(n))), closed(a)).then(closed(t))
+
+    # ---- explicit substitution
+    yield rewrite(subst(Sc.lit(c), e)).to(Sc.lit(c))
+    yield rewrite(subst(Sc.param(name), e)).to(Sc.param(name))
+    for op in (Sc.add, Sc.sub, Sc.mul, Sc.div, Sc.max, Sc.min):
+        yield rewrite(subst(op(x, y), e)).to(op(subst(x, e), subst(y, e)))
+    yield rewrite(subst(Sc.fn(f, x), e)).to(Sc.fn(f, subst(x, e)))
+    yield rewrite(subst(Sc.red(f, v, n, x), e)).to(Sc.red(f, v, n, subst(x, e)))
+    yield rule(eq(x).to(subst(Sc.load(t, idx), e)), closed(t)).then(union(x).with_(Sc.load(t, subst_ixs(idx, e))))
+    yield rewrite(subst_ixs(Ixs.nil(), e)).to(Ixs.nil())
+    yield rewrite(subst_ixs(Ixs.cons(ix, rest), e)).to(Ixs.cons(subst_ix(ix, e), subst_ixs(rest, e)))
+    yield rewrite(subst_ix(Ix.v(v), Env.cons(v, ix, e))).to(ix)
+    yield rewrite(subst_ix(Ix.v(v), Env.cons(w, ix, e))).to(subst_ix(Ix.v(v), e), ne(v).to(w))
+    yield rewrite(subst_ix(Ix.v(v), Env.nil())).to(Ix.v(v))
+    yield rewrite(subst_ix(Ix.lit(n), e)).to(Ix.lit(n))
+    yield rewrite(subst_ix(Ix.add(ix, jx), e)).to(Ix.add(subst_ix(ix, e), subst_ix(jx, e)))
+    yield rewrite(subst_ix(Ix.scale(ix, n), e)).to(Ix.scale(subst_ix(ix, e), n))
+
+    # ---- affine index arithmetic
+    yield rewrite(Ix.add(ix, Ix.lit(0))).to(ix)
+    yield rewrite(Ix.add(Ix.lit(0), ix)).to(ix)
+    yield rewrite(Ix.add(Ix.lit(n), Ix.lit(m))).to(Ix.lit(n + m))
+    yield rewrite(Ix.scale(ix, 1)).to(ix)

@@ -1,0 +1,33 @@
+"""Epilogue fusion: elementwise work on a matmul's result joins the matmul's kernel.
+
+Preconditions:
+  1. The tensor is `for[d] body` where body reads the matmul at exactly d's variables
+     (the element the kernel's accumulator holds), through elementwise operations.
+  2. The matmul's shape equals d's extents.
+
+Before:  acc = A @ B;  y = for[i, j] relu(acc[i, j] + bias[j])
+After:   y = fused[i, j](A @ B) relu(acc + bias[j])   (one kernel; acc never stored)
+
+Bias along rows or columns, transposed epilogue operands, residuals, scalars
+(alpha/beta) and the activations are all just elementwise bodies here.
+"""
+from __future__ import annotations
+
+from egglog import String, eq, relation, rule, ruleset, union
+
+from eqsat.sorts import Dims, Ixs, Sc, Ten, closed, dshape, dvars, shape_of
+
+reads_mm = relation("reads_mm", Sc, Ten, Ixs)
+"""reads_mm(s, mm, idx): s contains mm[idx] under elementwise operations only."""
+
+
+@ruleset
+def ruleset(t: Ten, mm: Ten, a: Ten, b: Ten, d: Dims, body: Sc, s: Sc, x: Sc, y: Sc, idx: Ixs, f: String):
+    yield rule(eq(s).to(Sc.load(mm, idx)), eq(mm).to(Ten.matmul(a, b)), closed(mm)).then(reads_mm(s, mm, idx))
+    for op in (Sc.add, Sc.sub, Sc.mul, Sc.div, Sc.max, Sc.min):
+        yield rule(reads_mm(x, mm, idx), eq(s).to(op(x, y))).then(reads_mm(s, mm, idx))
+        yield rule(reads_mm(y, mm, idx), eq(s).to(op(x, y))).then(reads_mm(s, mm, idx))
+    yield rule(reads_mm(x, mm, idx), eq(s).to(Sc.fn(f, x))).then(reads_mm(s, mm, idx))
+    # for[d] body(mm[d]) -> fused[d](mm) body
+    yield rule(eq(t).to(Ten.compute(d, body)), reads_mm(body, mm, dvars(d)), eq(shape_of(mm)).to(dshape(d))).then(
+        union(t).with_(Ten.fused(d, body, mm)))

@@ -1,0 +1,43 @@
+"""Transpose folding: transposes are permutations of indices, so they move freely.
+
+Preconditions: the tensor is closed and its rank matches the permutation.
+
+    X[a, b]            == (X^T)[b, a]          (and the last two axes of a 3-D X)
+    transpose(X, p)[i] == X[i permuted by p^-1]
+    (X^T)^T            == X                    (any two permutations compose)
+    (A @ B)^T          == B^T @ A^T
+"""
+from __future__ import annotations
+
+from egglog import i64, eq, rewrite, rule, ruleset, union
+
+from eqsat.sorts import Ix, Ixs, Sc, Ten, closed, shape_of
+from ._patterns import all_perms, ixs, perm_str, shp
+
+
+@ruleset
+def ruleset(s: Sc, x: Ten, a: Ten, b: Ten, i0: Ix, i1: Ix, i2: Ix, M: i64, N: i64, K: i64):
+    # X[a, b] -> (X^T)[b, a]
+    yield rule(eq(s).to(Sc.load(x, ixs(i0, i1))), closed(x), eq(shape_of(x)).to(shp(M, N))).then(
+        union(s).with_(Sc.load(Ten.transpose(x, "1 0"), ixs(i1, i0))))
+    # X[r, a, b] -> (X^T12)[r, b, a]
+    yield rule(eq(s).to(Sc.load(x, ixs(i0, i1, i2))), closed(x), eq(shape_of(x)).to(shp(M, N, K))).then(
+        union(s).with_(Sc.load(Ten.transpose(x, "0 2 1"), ixs(i0, i2, i1))))
+    idx = [i0, i1, i2]
+    for p in all_perms(3):
+        r = len(p)
+        # transpose(X, p)[i] = X[j] with j[p[a]] = i[a]
+        j = [None] * r
+        for a_ in range(r):
+            j[p[a_]] = idx[a_]
+        yield rewrite(Sc.load(Ten.transpose(x, perm_str(p)), ixs(*idx[:r]))).to(Sc.load(x, ixs(*j)))
+        if list(p) == list(range(r)):
+            yield rewrite(Ten.transpose(x, perm_str(p))).to(x)
+        for q in all_perms(3):
+            if len(q) == r:
+                # transpose(transpose(X, p), q) = transpose(X, p o q)
+                yield rewrite(Ten.transpose(Ten.transpose(x, perm_str(p)), perm_str(q))).to(
+                    Ten.transpose(x, perm_str([p[q[a_]] for a_ in range(r)])))
+    # (A @ B)^T -> B^T @ A^T
+    yield rewrite(Ten.transpose(Ten.matmul(a, b), "1 0")).to(
+        Ten.matmul(Ten.transpose(b, "1 0"), Ten.transpose(a, "1 0")))
