@@ -60,6 +60,8 @@ def build(lowered, opaque_shapes: dict) -> tuple[EGraph, Builder, list]:
     for name, shape in lowered.input_shapes.items():
         eg.register(union(S.shape_of(S.Ten.input(name))).with_(shape_expr(shape)))
     roots = [b.encode(r) for r in lowered.roots]
+    for i, r in enumerate(roots):
+        eg.register(union(S.output(i)).with_(r))
     for a, c in lowered.unions:
         eg.register(union(b.encode(a)).with_(b.encode(c)))
     for node, shape in opaque_shapes.items():

@@ -51,6 +51,7 @@ class Nest:
     work: dict  # modeled work: scalar ops, bytes, library flops, library calls
     reason: str = ""  # why it has no functional form ("" when it has one)
     code: object = None
+    out_shapes: dict = field(default_factory=dict)  # output name -> shape (() for a scalar)
 
 
 @dataclass
@@ -62,6 +63,7 @@ class Lowered:
     input_shapes: dict  # tensor param -> shape
     scalar_params: list
     vars: dict = field(default_factory=dict)  # Var node -> extent
+    tensor_shapes: dict = field(default_factory=dict)  # every tensor name -> shape
 
 
 class _Lowerer:
@@ -114,7 +116,8 @@ class _Lowerer:
                 roots.append(self.tensor(r))
                 scal.append(False)
         return Lowered(roots, scal, self.unions, self.nests, dict(self.shapes),
-                       [p.name for p in self.prog.params if p.shape is None], self.var_extent)
+                       [p.name for p in self.prog.params if p.shape is None], self.var_extent,
+                       dict(self.shapes))
 
     def top(self, s):
         if isinstance(s, Alloc):
@@ -249,7 +252,8 @@ class _Lowerer:
         outputs = sorted(writes) + sorted(swrites)
         code = compile(ast.fix_missing_locations(ast.Module(body=[s.node], type_ignores=[])),
                        self.prog.file, "exec")
-        nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), _work(s, self.dims), code=code)
+        nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), _work(s, self.dims), code=code,
+                    out_shapes={n: self.shapes.get(n, ()) if n not in swrites else () for n in outputs})
         self.nests[nid] = nest
         tin = T.tens([self.env[n] for n in tensor_in])
         sin = T.scs([self.env[n] for n in scalar_in])

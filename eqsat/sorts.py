@@ -162,12 +162,18 @@ def bind(d: Dims, idx: Ixs) -> Env: ...
 def subst(s: Sc, env: Env) -> Sc: ...
 
 
+
 @function
 def subst_ix(x: Ix, env: Env) -> Ix: ...
 
 
 @function
 def subst_ixs(x: Ixs, env: Env) -> Ixs: ...
+
+
+@function
+def output(i: i64Like) -> Ten:
+    """Marks the i-th output of the program, so its e-class can be found after saturation."""
 
 
 closed = relation("closed", Ten)

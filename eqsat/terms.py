@@ -15,9 +15,12 @@ Sorts and constructors (argument kinds in brackets):
           Sc.add Sc.sub Sc.mul Sc.div Sc.max Sc.min [Sc, Sc]
           Sc.fn[str, Sc]                 relu gelu silu sigmoid tanh exp sqrt neg
           Sc.red[str, Var, int, Sc]      reduction "sum" | "max" | "min" over a variable
+          Sc.acc                         the accumulator, inside a Ten.fused body (only in
+                                         extracted terms: it means mm[d] of the enclosing fused)
     Ten   Ten.input[str] Ten.compute[Dims, Sc] Ten.matmul[Ten, Ten]
           Ten.transpose[Ten, str] Ten.slice[Ten, Ix]
-          Ten.fused[Dims, Sc, Ten]       a matmul (3rd arg) with its elementwise epilogue
+          Ten.fused[Dims, Sc, Ten]       a matmul (3rd arg) and its elementwise epilogue over
+                                         the output axes: for[d] body, where body reads mm[d]
           Ten.opaque[int, str, Tens, Scs]  output of a loop nest kept as written
     Tens  Tens.nil Tens.cons[Ten, Tens]
     Scs   Scs.nil Scs.cons[Sc, Scs]
@@ -175,6 +178,8 @@ def show(n: Node, names: dict | None = None) -> str:
     op, a = n.op, n.args
     if op == "Sc.lit":
         return repr(a[0])
+    if op == "Sc.acc":
+        return "acc"
     if op == "Sc.param":
         return a[0]
     if op == "Sc.load":

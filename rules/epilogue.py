@@ -6,10 +6,11 @@ Preconditions:
   2. The matmul's shape equals d's extents.
 
 Before:  acc = A @ B;  y = for[i, j] relu(acc[i, j] + bias[j])
-After:   y = fused[i, j](A @ B) relu(acc + bias[j])   (one kernel; acc never stored)
+After:   y = fused[i, j](A @ B) relu(acc[i, j] + bias[j])   (one kernel; the product is never stored)
 
-Bias along rows or columns, transposed epilogue operands, residuals, scalars
-(alpha/beta) and the activations are all just elementwise bodies here.
+`fused(d, body, mm)` means exactly `for[d] body`; it only records that mm[d] is the
+kernel's accumulator. Bias along rows or columns, transposed epilogue operands,
+residuals, scalars (alpha/beta) and the activations are all just elementwise bodies.
 """
 from __future__ import annotations
 

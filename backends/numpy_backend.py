@@ -1,0 +1,190 @@
+"""The numpy backend: runs a Plan's kernels on the CPU.
+
+matmul kernels go through `np.matmul` (BLAS), their epilogues are evaluated on the
+product in place; elementwise and reduction kernels are evaluated vectorized over
+their index space; loop kernels run the nest exactly as written.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from eqsat import lang
+from eqsat.terms import Node, unlist
+
+_BIN = {"Sc.add": np.add, "Sc.sub": np.subtract, "Sc.mul": np.multiply, "Sc.div": np.divide,
+        "Sc.max": np.maximum, "Sc.min": np.minimum}
+
+
+class Runner:
+    def __init__(self, plan, args: list, scalars: dict):
+        self.plan = plan
+        self.args = dict(zip([p.name for p in plan.program.params], args))
+        self.scalars = scalars
+        self.values: dict = {}  # kernel term -> array
+        self.nest_out: dict = {}  # nest id -> {name: value}
+
+    # -------------------------------------------------------------- tensors
+    def tensor(self, n: Node) -> np.ndarray:
+        v = self.values.get(n)
+        if v is not None:
+            return v
+        op = n.op
+        if op == "Ten.input":
+            return self.args[n.args[0]]
+        if op == "Ten.transpose":
+            return np.transpose(self.tensor(n.args[0]), [int(p) for p in n.args[1].split()])
+        if op == "Ten.slice":
+            return self.tensor(n.args[0])[self.index_const(n.args[1])]
+        if op == "Ten.opaque":
+            return self.nest_out[n.args[0]][n.args[1]]
+        raise RuntimeError(f"tensor {op} used before its kernel ran")
+
+    def index_const(self, ix: Node) -> int:
+        if ix.op == "Ix.lit":
+            return ix.args[0]
+        raise RuntimeError("a slice with a variable index cannot be a view")
+
+    def run_kernel(self, k):
+        if k.kind == "loop":
+            self.run_nest(k.nest)
+            return
+        n = k.term
+        if n.op == "Ten.matmul":
+            self.values[n] = np.matmul(self.tensor(n.args[0]), self.tensor(n.args[1]))
+        elif n.op == "Ten.fused":
+            mm = n.args[2]
+            acc = np.matmul(self.tensor(mm.args[0]), self.tensor(mm.args[1]))
+            self.values[n] = self.evaluate(n.args[0], n.args[1], out=acc, acc=acc)
+        else:
+            self.values[n] = self.evaluate(n.args[0], n.args[1])
+
+    def evaluate(self, dims: Node, body: Node, out=None, acc=None) -> np.ndarray:
+        pairs = unlist(dims)
+        axes = {v: i for i, (v, _) in enumerate(pairs)}
+        shape = tuple(e for _, e in pairs)
+        val = _Eval(self, axes, len(pairs), acc).sc(body)
+        val = np.asarray(val, dtype=np.float32)
+        if out is not None and out.shape == shape and val is not out and val.shape == shape:
+            # the accumulator is dead after the epilogue: write the result over it
+            np.copyto(out, val)
+            return out
+        return np.ascontiguousarray(np.broadcast_to(val, shape), dtype=np.float32)
+
+    # -------------------------------------------------------------- loops as written
+    def run_nest(self, nid: int):
+        nest = self.plan.lowered.nests[nid]
+        ns = dict(self.plan.program.fn.__globals__)
+        ns.update(self.plan.dims)
+        term = self.plan.nest_terms[nid]
+        for name, t in zip(nest.tensor_inputs, unlist(term.args[2])):
+            ns[name] = np.array(self.tensor(t), dtype=np.float32, copy=True)
+        for name, s in zip(nest.scalar_inputs, unlist(term.args[3])):
+            ns[name] = np.float32(_Eval(self, {}, 0).sc(s))
+        exec(nest.code, ns)
+        out = {}
+        for name in nest.outputs:
+            v = ns.get(name)
+            out[name] = np.asarray(v, dtype=np.float32) if v is not None else None
+        self.nest_out[nid] = out
+
+
+class _Eval:
+    """Vectorized evaluation of a scalar term over an index space (one numpy axis per variable)."""
+
+    def __init__(self, runner: Runner, axes: dict, rank: int, acc=None):
+        self.r = runner
+        self.axes = axes
+        self.rank = rank
+        self.acc = acc
+        self.memo: dict = {}
+
+    def ix(self, x: Node):
+        op = x.op
+        if op == "Ix.lit":
+            return x.args[0]
+        if op == "Ix.v":
+            v = x.args[0]
+            ax = self.axes[v]
+            shape = [1] * self.rank
+            n = self.extent[v]
+            shape[ax] = n
+            return np.arange(n).reshape(shape)
+        if op == "Ix.add":
+            return self.ix(x.args[0]) + self.ix(x.args[1])
+        if op == "Ix.scale":
+            return self.ix(x.args[0]) * x.args[1]
+        raise RuntimeError(f"index {op}")
+
+    @property
+    def extent(self):
+        return self.r.plan.var_extent
+
+    def sc(self, n: Node):
+        got = self.memo.get(n)
+        if got is not None:
+            return got
+        op = n.op
+        if op == "Sc.lit":
+            v = np.float32(n.args[0])
+        elif op == "Sc.acc":
+            v = self.acc.reshape(self.acc.shape + (1,) * (self.rank - self.acc.ndim))
+        elif op == "Sc.param":
+            v = self.r.scalars[n.args[0]]
+        elif op == "Sc.load":
+            v = self.load(n)
+        elif op in _BIN:
+            v = _BIN[op](self.sc(n.args[0]), self.sc(n.args[1]))
+        elif op == "Sc.fn":
+            x = self.sc(n.args[1])
+            v = -x if n.args[0] == "neg" else lang.UNARY[n.args[0]](x)
+        elif op == "Sc.red":
+            v = self.reduce(n)
+        else:
+            raise RuntimeError(f"cannot evaluate {op}")
+        self.memo[n] = v
+        return v
+
+    def load(self, n: Node):
+        arr = self.r.tensor(n.args[0])
+        idx = unlist(n.args[1])
+        if arr.ndim != len(idx):
+            raise RuntimeError(f"rank {arr.ndim} tensor loaded with {len(idx)} indices")
+        # fast path: distinct plain variables -> a transposed, reshaped view
+        if all(i.op == "Ix.v" for i in idx) and len({i.args[0] for i in idx}) == len(idx):
+            pos = [self.axes[i.args[0]] for i in idx]
+            order = np.argsort(pos)
+            view = np.transpose(arr, order) if list(order) != list(range(len(order))) else arr
+            shape = [1] * self.rank
+            for p, s in zip(sorted(pos), view.shape):
+                shape[p] = s
+            return view.reshape(shape)
+        return arr[tuple(self.ix(i) for i in idx)]
+
+    def reduce(self, n: Node):
+        kind, v, ext, body = n.args
+        inner = _Eval(self.r, {**self.axes, v: self.rank}, self.rank + 1, self.acc)
+        val = np.asarray(inner.sc(body), dtype=np.float32)
+        if val.ndim == 0:
+            val = val.reshape((1,) * (self.rank + 1))
+        if val.shape[self.rank] == 1 and ext != 1:
+            val = np.squeeze(val, axis=self.rank)
+            if kind == "sum":
+                return val * np.float32(ext)
+            return val if ext > 0 else np.full_like(val, -np.inf if kind == "max" else np.inf)
+        if kind == "sum":
+            return np.sum(val, axis=self.rank, dtype=np.float32)
+        if ext == 0:
+            return np.full(val.shape[:self.rank], -np.inf if kind == "max" else np.inf, dtype=np.float32)
+        return (np.max if kind == "max" else np.min)(val, axis=self.rank)
+
+
+def run(plan, args: list, scalars: dict):
+    r = Runner(plan, args, scalars)
+    for k in plan.kernels:
+        r.run_kernel(k)
+    outs = []
+    for root, is_scalar in zip(plan.roots, plan.lowered.outputs_scalar):
+        v = np.array(r.tensor(root), dtype=np.float32, copy=True)
+        v = np.array(v, dtype=np.float32, copy=True)
+        outs.append(np.float32(v.reshape(())) if is_scalar else v)
+    return outs[0] if len(outs) == 1 else tuple(outs)

@@ -1,0 +1,185 @@
+"""`optimize()`: a program in, a Plan out. Reads as the list of its phases."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import time
+
+from egglog import Ruleset
+
+from . import egraph
+from .args import bind_args, check_dims
+from .cost import TARGETS, Model
+from .errors import ArgumentError, EqsatError
+from .extract import Extractor, Graph
+from .ir import Program
+from .limits import Limits
+from .lower import lower
+from .plan import Kernel, TermCost, describe, form_kernels
+from .terms import show, unlist, walk
+
+__all__ = ["optimize", "Plan", "Kernel", "Limits"]
+
+
+def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Limits | None = None) -> "Plan":
+    """Find the cheapest equivalent form of `prog` at these sizes and return it as a Plan.
+
+    rules:  None for every family in `eqsat.rules.FAMILIES`; otherwise a list of family
+            names, paths of rule files, modules, or egglog Rulesets (`[]`: no rewriting).
+    limits: bounds on saturation (`Limits()`); when one is hit the best form found so far
+            is used and `plan.report.stop_reason` says which.
+    """
+    if not isinstance(prog, Program):
+        raise EqsatError(f"optimize() expects a function decorated with @eqsat.program, got {type(prog).__name__}")
+    if target not in TARGETS:
+        raise ArgumentError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+    shapes = dict(shapes)
+    check_dims(prog, shapes)
+    limits = limits or Limits()
+    t0 = time.perf_counter()
+
+    lowered = lower(prog, shapes)                                  # loop IR -> functional terms
+    families = resolve_rules(rules)                                # which rewrites may run
+    eg, _, _ = egraph.build(lowered, _opaque_shapes(lowered))      # one e-graph, every output a root
+    t1 = time.perf_counter()
+    support = _support()
+    report = egraph.saturate(eg, [r for _, r in families], support, limits)
+    report.build_seconds = t1 - t0
+    t2 = time.perf_counter()
+    graph = Graph(egraph.serialize(eg))                            # read back, extract the cheapest
+    nest_work = {n.id: n.work for n in lowered.nests.values()}
+    ext = Extractor(graph, lambda shape: Model(TARGETS[target], shape, nest_work.__getitem__))
+    roots = [ext.decode(graph.outputs[i]) for i in range(len(lowered.roots))]
+    extract_seconds = time.perf_counter() - t2
+    plan = Plan(prog, shapes, target, lowered, roots, report, [n for n, _ in families])
+    plan.extract_seconds = extract_seconds
+    plan.egraph_nodes = graph.n_nodes()
+    plan.optimize_seconds = time.perf_counter() - t0
+    return plan
+
+
+def _support() -> Ruleset:
+    from .rules import analysis, sanity
+
+    return analysis.ruleset | sanity.ruleset
+
+
+def resolve_rules(rules) -> list:
+    from .rules import FAMILIES
+
+    if rules is None:
+        rules = list(FAMILIES)
+    out = []
+    for r in rules:
+        if isinstance(r, Ruleset):
+            out.append((str(getattr(r, "name", "ruleset")), r))
+        elif isinstance(r, str) and r in FAMILIES:
+            out.append((r, importlib.import_module(f"eqsat.rules.{r}").ruleset))
+        elif isinstance(r, (str, os.PathLike)) and os.path.isfile(r):
+            out.append((os.path.basename(str(r)), _load_rule_file(str(r))))
+        elif hasattr(r, "ruleset") and isinstance(r.ruleset, Ruleset):
+            out.append((r.__name__.rsplit(".", 1)[-1], r.ruleset))
+        else:
+            raise ArgumentError(f"unknown rule family or file {r!r}; families: {', '.join(FAMILIES)}")
+    return out
+
+
+def _load_rule_file(path: str) -> Ruleset:
+    name = "eqsat_user_rules_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:  # a user's file: report where, not a deep traceback
+        raise EqsatError(f"{path}: cannot load rule file: {type(e).__name__}: {e}") from e
+    rs = getattr(mod, "ruleset", None)
+    if not isinstance(rs, Ruleset):
+        raise EqsatError(f"{path}: a rule file must define `ruleset` (an egglog @ruleset)")
+    return rs
+
+
+def _opaque_shapes(lowered) -> dict:
+    out = {}
+    seen = set()
+    for root in list(lowered.roots) + [x for pair in lowered.unions for x in pair]:
+        for n in walk(root, seen):
+            if n.op == "Ten.opaque":
+                out[n] = lowered.nests[n.args[0]].out_shapes[n.args[1]]
+    return out
+
+
+class Plan:
+    """The chosen form of a program at fixed sizes (see DESIGN.md for the contract)."""
+
+    def __init__(self, program, dims, target, lowered, roots, report, rules):
+        self.program = program
+        self.dims = dims
+        self.target = target
+        self.lowered = lowered
+        self.roots = roots
+        self.report = report
+        self.rules = rules
+        t = TARGETS[target]
+        nest_shapes = {(n.id, k): v for n in lowered.nests.values() for k, v in n.out_shapes.items()}
+        nest_work = {n.id: n.work for n in lowered.nests.values()}.__getitem__
+        self.costing = TermCost(t, lowered.input_shapes, nest_shapes, nest_work)
+        self.kernels: list[Kernel] = form_kernels(roots, self.costing, lowered.nests)
+        self.cost = self.costing.total(roots)
+        self.baseline_cost = TermCost(t, lowered.input_shapes, nest_shapes, nest_work).total(lowered.roots)
+        self.nest_terms = {}
+        self.var_extent = {}
+        for r in roots:
+            for n in walk(r):
+                if n.op == "Ten.opaque":
+                    self.nest_terms.setdefault(n.args[0], n)
+                elif n.op == "Dims.cons":
+                    self.var_extent[n.args[0]] = n.args[1]
+                elif n.op == "Sc.red":
+                    self.var_extent[n.args[1]] = n.args[2]
+
+    # ------------------------------------------------------------------ running
+    def run(self, *args, backend: str = "numpy"):
+        vals, dims = bind_args(self.program, args, None)
+        for d, n in dims.items():
+            if self.dims.get(d) != n:
+                raise ArgumentError(f"this plan was optimized for {d}={self.dims.get(d)}, but the arguments "
+                                    f"have {d}={n}; call optimize() again for these sizes")
+        scalars = {p.name: v for p, v in zip(self.program.params, vals) if p.shape is None}
+        if backend == "numpy":
+            from eqsat.backends import numpy_backend
+
+            return numpy_backend.run(self, vals, scalars)
+        raise ArgumentError(f"unknown backend {backend!r} (available: 'numpy')")
+
+    # ------------------------------------------------------------------ reading
+    def names(self) -> dict:
+        out = {}
+        for k in self.kernels:
+            if k.term is not None:
+                out[k.term] = k.name
+        return out
+
+    def __str__(self) -> str:
+        r = self.report
+        sizes = ", ".join(f"{k}={v}" for k, v in self.dims.items())
+        lines = [
+            f"plan for {self.program.name} on {self.target} ({sizes})",
+            f"  modeled cost {self.cost * 1e6:.3f} us; as written {self.baseline_cost * 1e6:.3f} us "
+            f"({self.baseline_cost / self.cost:.2f}x)" if self.cost else "  modeled cost 0",
+            f"  e-graph: {r.nodes} e-nodes after {r.iterations} iterations ({r.stop_reason}); "
+            f"optimize() took {getattr(self, 'optimize_seconds', 0):.3f} s",
+            f"  rules: {', '.join(self.rules) or '(none)'}",
+        ]
+        names = self.names()
+        for k in self.kernels:
+            epi = f" + {'+'.join(k.epilogue)}" if k.epilogue else ""
+            what = (f"loop nest #{k.nest} as written ({self.lowered.nests[k.nest].reason or 'kept'})"
+                    if k.kind == "loop" else describe(k.term, {n: m for n, m in names.items() if n is not k.term}))
+            lines.append(f"  {k.name:<14} {k.kind}{epi:<16} {k.cost * 1e6:9.3f} us  {what}")
+        outs = ", ".join(show(r, names) for r in self.roots)
+        lines.append(f"  return {outs}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<Plan {self.program.name}: {len(self.kernels)} kernels, {self.cost * 1e6:.2f} us>"

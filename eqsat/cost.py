@@ -1,0 +1,219 @@
+"""The cost model: target profiles as data, and short formulas a user can read.
+
+A kernel costs ``max(flops / peak, bytes / bandwidth, latency) + launch``:
+
+- a matmul (`matmul`, or `fused` with its epilogue) runs at the tensor-core peak and
+  reads each operand once (tiling); its epilogue reads its own operands and writes the
+  output, and the accumulator is never stored;
+- an elementwise or reduction kernel (`compute`) runs at the SIMT peak; each distinct
+  load outside a reduction reads `min(elements, size of the tensor)` items (broadcasts
+  are cached), each load inside a reduction is re-read on every step (no tiling);
+- `latency` is the chain of dependent memory steps one thread makes: a tiled matmul
+  makes one per K-tile (`ceil(K / tile_k)` loads of `load_latency`); an untiled kernel
+  issues each load of its element in turn, `loads_in_flight` at a time, and adds each
+  step of its reductions as a dependent multiply-add (`fma_latency`). This is what
+  makes a matmul recomputed inside another kernel's reduction lose to two matmul
+  kernels, even at sizes where one launch more would otherwise dominate;
+- a loop nest kept as written (`loop`) runs as scalar code: `loop_efficiency` of the
+  SIMT peak and `loop_bandwidth_efficiency` of the bandwidth, plus one launch per
+  library call inside it;
+- views (`transpose`, `slice`, inputs) cost nothing.
+
+Costs are seconds as floats. A tensor used twice is paid for once: every cost carries
+the set of kernels it depends on, and sums over the union.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    simt_flops: float  # FP32 non-tensor-core peak, flop/s
+    tc_flops: float  # tensor-core peak for f32 inputs (TF32), flop/s
+    bandwidth: float  # DRAM bytes/s
+    launch: float  # seconds per kernel launch
+    loop_efficiency: float = 1 / 64  # share of simt_flops a loop nest as written reaches
+    loop_bandwidth_efficiency: float = 1 / 8
+    load_latency: float = 3.5e-7  # a global load's latency (~600 cycles at 1.7 GHz)
+    loads_in_flight: int = 8  # independent loads one thread keeps outstanding
+    tile_k: int = 32  # K-depth of one matmul tile step
+    fma_latency: float = 2.5e-9  # a dependent fused multiply-add (~4 cycles)
+    vector_bytes: int = 16  # widest vector load (ld.global.v4.f32)
+
+
+TARGETS = {
+    # H100 SXM datasheet: 67 TF FP32, 495 TF TF32 dense, 3.35 TB/s HBM3
+    "h100": Target("h100", 67e12, 495e12, 3.35e12, 4e-6),
+    # A100 SXM 80GB: 19.5 TF FP32, 156 TF TF32 dense, 2.04 TB/s HBM2e
+    "a100": Target("a100", 19.5e12, 156e12, 2.04e12, 4e-6),
+    # a 2-core x86 machine running numpy: no tensor cores; BLAS reaches ~the SIMT peak
+    "cpu": Target("cpu", 100e9, 100e9, 20e9, 2e-6, loop_efficiency=1 / 2000, loop_bandwidth_efficiency=1 / 200,
+                  load_latency=1e-8, loads_in_flight=4, tile_k=256, fma_latency=1e-9),
+}
+
+# flops charged per application of a function
+FN_FLOPS = {"relu": 1, "neg": 1, "exp": 4, "sqrt": 4, "tanh": 8, "sigmoid": 6, "silu": 7, "gelu": 14}
+ITEM = 4  # bytes per f32 element
+
+
+@dataclass
+class ScInfo:
+    """Cost of one evaluation of a scalar expression."""
+
+    flops: float = 0.0
+    loads: frozenset = frozenset()  # (tensor key, index key) read outside any reduction
+    red_bytes: float = 0.0  # bytes read inside reductions (re-read per step)
+    deps: dict = field(default_factory=dict)  # kernel key -> its own cost
+    has_red: bool = False
+    steps: float = 0.0  # dependent reduction steps per evaluation
+
+    def per_eval(self, t: Target) -> float:
+        return self.flops / t.simt_flops + (ITEM * len(self.loads) + self.red_bytes) / t.bandwidth
+
+
+@dataclass
+class TenInfo:
+    own: float = 0.0  # this node's own kernel time (0 for views)
+    deps: dict = field(default_factory=dict)
+    view: bool = False
+    mm: tuple | None = None  # for a matmul node: (flops, operand+output bytes, deps)
+
+    @property
+    def total(self) -> float:
+        return self.own + sum(self.deps.values())
+
+
+def union(*ds) -> dict:
+    out: dict = {}
+    for d in ds:
+        out.update(d)
+    return out
+
+
+def kernel_time(t: Target, flops: float, bytes_: float, latency: float = 0.0, tensor_cores: bool = False) -> float:
+    peak = t.tc_flops if tensor_cores else t.simt_flops
+    return max(flops / peak, bytes_ / t.bandwidth, latency) + t.launch
+
+
+def untiled_latency(t: Target, body: "ScInfo") -> float:
+    """Dependent load steps of one element of an untiled kernel."""
+    return (len(body.loads) + body.red_bytes / ITEM) * t.load_latency / t.loads_in_flight + body.steps * t.fma_latency
+
+
+def matmul_latency(t: Target, k: int) -> float:
+    return math.ceil(k / t.tile_k) * t.load_latency
+
+
+def loop_time(t: Target, work: dict) -> float:
+    scalar = max(work["ops"] / (t.simt_flops * t.loop_efficiency),
+                 work["bytes"] / (t.bandwidth * t.loop_bandwidth_efficiency))
+    return scalar + work["lib_flops"] / t.tc_flops + work["lib_calls"] * t.launch + t.launch
+
+
+class Model:
+    """Combines child costs into a node's cost; shared by extraction and plan costing.
+
+    `shape(key)` gives a tensor's concrete shape (or None), `nest_work(id)` a loop
+    kernel's modeled work. Keys are e-class ids during extraction and terms afterwards.
+    """
+
+    def __init__(self, target: Target, shape, nest_work):
+        self.t = target
+        self.shape = shape
+        self.nest_work = nest_work
+
+    def size(self, key) -> float:
+        s = self.shape(key)
+        return INF if s is None else float(math.prod(s))
+
+    def entry(self, key, info: TenInfo) -> dict:
+        return union(info.deps, {key: info.own}) if not info.view else dict(info.deps)
+
+    # -------------------------------------------------------------- scalars
+    def sc(self, op: str, a: list) -> ScInfo | None:
+        """`a`: ScInfo for scalar children, (key, TenInfo) for tensors, raw values otherwise."""
+        if op in ("Sc.lit", "Sc.param", "Sc.acc"):
+            return ScInfo()
+        if op == "Sc.load":
+            key, info = a[0]
+            if info.own == INF:
+                return None
+            return ScInfo(0.0, frozenset({(key, a[1])}), 0.0, self.entry(key, info))
+        if op in ("Sc.add", "Sc.sub", "Sc.mul", "Sc.div", "Sc.max", "Sc.min"):
+            x, y = a
+            return ScInfo(x.flops + y.flops + 1, x.loads | y.loads, x.red_bytes + y.red_bytes,
+                          union(x.deps, y.deps), x.has_red or y.has_red, x.steps + y.steps)
+        if op == "Sc.fn":
+            x = a[1]
+            return ScInfo(x.flops + FN_FLOPS.get(a[0], 4), x.loads, x.red_bytes, x.deps, x.has_red, x.steps)
+        if op == "Sc.red":
+            n, x = a[2], a[3]
+            return ScInfo(n * (x.flops + 1), frozenset(), n * (ITEM * len(x.loads) + x.red_bytes), x.deps, True,
+                          n * (x.steps + 1))
+        return None
+
+    # -------------------------------------------------------------- tensors
+    def ten(self, key, op: str, a: list, closed: bool, extents=None) -> TenInfo | None:
+        """`extents`: the output extents for compute/fused nodes."""
+        t = self.t
+        if op == "Ten.input":
+            return TenInfo(0.0, {}, view=True)
+        if op in ("Ten.transpose", "Ten.slice"):
+            if not closed:
+                return TenInfo(INF, {}, view=True)
+            ck, ci = a[0]
+            return TenInfo(ci.own if ci.own == INF else 0.0, self.entry(ck, ci), view=True)
+        if not closed:
+            return TenInfo(INF, {})
+        if op == "Ten.compute":
+            body = a[1]
+            elems = float(math.prod(extents))
+            by = sum(min(elems, self.size(k)) * ITEM for k, _ in body.loads) + elems * body.red_bytes + elems * ITEM
+            return TenInfo(kernel_time(t, elems * body.flops, by, untiled_latency(t, body)), dict(body.deps))
+        if op == "Ten.matmul":
+            (ka, ia), (kb, ib) = a
+            sa, sb, so = self.shape(ka), self.shape(kb), self.shape(key)
+            if sa is None or sb is None or so is None or ia.own == INF or ib.own == INF:
+                return None
+            flops = 2.0 * math.prod(so) * sa[-1]
+            by = ITEM * (math.prod(sa) + math.prod(sb) + math.prod(so))
+            deps = union(self.entry(ka, ia), self.entry(kb, ib))
+            lat = matmul_latency(t, sa[-1])
+            return TenInfo(kernel_time(t, flops, by, lat, tensor_cores=True), deps, mm=(flops, by, deps, lat))
+        if op == "Ten.fused":
+            body, (kmm, imm) = a[1], a[2]
+            if imm.mm is None:
+                return None
+            flops, by, deps, lat = imm.mm
+            elems = float(math.prod(extents))
+            epi = sum(min(elems, self.size(k)) * ITEM for k, _ in body.loads) + elems * body.red_bytes
+            lat += untiled_latency(t, body)
+            own = max(flops / t.tc_flops + elems * body.flops / t.simt_flops, (by + epi) / t.bandwidth, lat) + t.launch
+            return TenInfo(own, union(deps, body.deps))
+        if op == "Ten.opaque":
+            nest = a[0]
+            deps = union(a[2], a[3], {("nest", nest): loop_time(t, self.nest_work(nest))})
+            return TenInfo(0.0, deps, view=True)
+        return None
+
+    def lists(self, op: str, a: list) -> dict | None:
+        """Tens/Scs lists carry the dependencies of their items."""
+        if op in ("Tens.nil", "Scs.nil"):
+            return {}
+        if op == "Tens.cons":
+            key, info = a[0]
+            if info.own == INF:
+                return None
+            return union(self.entry(key, info), a[1])
+        if op == "Scs.cons":
+            return union(a[0].deps, a[1])
+        return None
+
+
+def total(deps: dict) -> float:
+    return sum(deps.values())

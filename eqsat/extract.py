@@ -1,0 +1,400 @@
+"""Extraction: the cheapest form of each root, read off the serialized e-graph.
+
+Greedy and DAG-aware: every e-class gets its best node by a fixpoint (Bellman-Ford
+style, strict improvement only, so the choice is acyclic), where a node's cost is
+its own kernel plus the union of the kernels it depends on, so shared tensors are
+paid once. A scalar's per-evaluation cost is scaled by how often it is evaluated: the
+product of the extents of its free index variables.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .cost import INF, Model, ScInfo, TenInfo
+from .terms import Node
+
+CONSTRUCTORS = {
+    "Var.named", "Var.mmk", "Ix.v", "Ix.lit", "Ix.add", "Ix.scale", "Ixs.nil", "Ixs.cons", "Dims.nil",
+    "Dims.cons", "Shp.nil", "Shp.cons", "Sc.lit", "Sc.param", "Sc.load", "Sc.add", "Sc.sub", "Sc.mul", "Sc.div",
+    "Sc.max", "Sc.min", "Sc.fn", "Sc.red", "Sc.acc", "Ten.input", "Ten.compute", "Ten.matmul", "Ten.transpose", "Ten.slice",
+    "Ten.fused", "Ten.opaque", "Tens.nil", "Tens.cons", "Scs.nil", "Scs.cons",
+}
+STRUCTURAL = {"Var", "Ix", "Ixs", "Dims", "Shp"}
+
+
+@dataclass
+class ENode:
+    id: str
+    op: str
+    args: tuple  # ("c", class id) or ("p", value)
+    cls: str
+
+    @property
+    def sort(self) -> str:
+        return self.op.split(".", 1)[0]
+
+
+class Graph:
+    """The serialized e-graph, reduced to constructor nodes grouped by class."""
+
+    def __init__(self, data: dict):
+        nodes = data["nodes"]
+        self.classes: dict[str, list[ENode]] = {}
+        self.shape_cls: dict[str, str] = {}  # Ten class -> Shp class
+        self.outputs: dict[int, str] = {}  # output index -> e-class
+        for nid, n in nodes.items():
+            op = n["op"]
+            if op == "output":
+                self.outputs[int(nodes[n["children"][0]]["op"])] = n["eclass"]
+                continue
+            if op == "shape_of":
+                self.shape_cls[nodes[n["children"][0]]["eclass"]] = n["eclass"]
+                continue
+            if op not in CONSTRUCTORS:
+                continue
+            args = []
+            for c in n["children"]:
+                cn = nodes[c]
+                if c.startswith("primitive-"):
+                    args.append(("p", _prim(cn["eclass"], cn["op"])))
+                else:
+                    args.append(("c", cn["eclass"]))
+            self.classes.setdefault(n["eclass"], []).append(ENode(nid, op, tuple(args), n["eclass"]))
+        for ns in self.classes.values():
+            ns.sort(key=lambda e: e.id)
+        self.order = sorted(self.classes)
+
+    def n_nodes(self) -> int:
+        return sum(len(v) for v in self.classes.values())
+
+
+def _prim(eclass: str, op: str):
+    kind = eclass.split("-", 1)[0]
+    if kind == "i64":
+        return int(op)
+    if kind == "f64":
+        return float(op)
+    if kind == "String":
+        import json
+
+        return json.loads(op)
+    if kind == "bool":
+        return op == "true"
+    return op
+
+
+class Extractor:
+    def __init__(self, g: Graph, model_factory):
+        self.g = g
+        self.small: dict[str, tuple[int, ENode]] = {}  # structural class -> (size, node)
+        self._structural()
+        self.shapes = {c: self.decode_shape(s) for c, s in g.shape_cls.items()}
+        self.extent = self._extents()
+        self.fv = self._free_vars()
+        self.model: Model = model_factory(lambda k: self.shapes.get(k))
+        self.best: dict[str, tuple] = {}  # class -> (key, node, info)
+        self.mm_best: dict[str, tuple] = {}  # class -> (info, node) of its cheapest matmul (for fusion)
+        self.epi_choice: dict[str, dict] = {}  # fused node id -> its epilogue's choices
+        self._fixpoint()
+
+    # -------------------------------------------------------------- structural sorts
+    def _structural(self):
+        changed = True
+        while changed:
+            changed = False
+            for cid in self.g.order:
+                for n in self.g.classes[cid]:
+                    if n.sort not in STRUCTURAL:
+                        continue
+                    size = 1
+                    for kind, v in n.args:
+                        if kind == "c":
+                            if n.op == "Var.mmk":
+                                continue  # a name: its parts are not evaluated
+                            if v not in self.small:
+                                size = None
+                                break
+                            size += self.small[v][0]
+                    if size is not None and (cid not in self.small or size < self.small[cid][0]):
+                        self.small[cid] = (size, n)
+                        changed = True
+
+    def decode_shape(self, cid) -> tuple | None:
+        out = []
+        while cid in self.small:
+            n = self.small[cid][1]
+            if n.op == "Shp.nil":
+                return tuple(out)
+            out.append(n.args[0][1])
+            cid = n.args[1][1]
+        return None
+
+    def _extents(self) -> dict:
+        ext = {}
+        for ns in self.g.classes.values():
+            for n in ns:
+                if n.op == "Dims.cons":
+                    ext[n.args[0][1]] = n.args[1][1]
+                elif n.op == "Sc.red":
+                    ext[n.args[1][1]] = n.args[2][1]
+        return ext
+
+    def _free_vars(self) -> dict:
+        """Free index variables of each class: the intersection over its nodes."""
+        fv: dict[str, frozenset] = {}
+
+        def node_fv(n: ENode):
+            if n.sort == "Var":
+                return frozenset({n.cls})
+            kids = []
+            for kind, v in n.args:
+                if kind == "c":
+                    if v not in fv:
+                        return None
+                    kids.append(v)
+            if n.op in ("Ten.compute", "Ten.fused"):
+                bound = fv[n.args[0][1]]
+                out = fv[n.args[1][1]] - bound
+                return out | (fv[n.args[2][1]] if n.op == "Ten.fused" else frozenset())
+            if n.op == "Sc.red":
+                return fv[n.args[3][1]] - {n.args[1][1]}
+            if n.op == "Ten.opaque":
+                return frozenset()
+            out = frozenset()
+            for k in kids:
+                out |= fv[k]
+            return out
+
+        for _ in range(200):
+            changed = False
+            for cid in self.g.order:
+                acc = None
+                for n in self.g.classes[cid]:
+                    f = node_fv(n)
+                    if f is not None:
+                        acc = f if acc is None else acc & f
+                if acc is not None and fv.get(cid) != acc:
+                    fv[cid] = acc
+                    changed = True
+            if not changed:
+                break
+        return fv
+
+    def mult(self, cid) -> float:
+        return float(math.prod(self.extent.get(v, 1) for v in self.fv.get(cid, ())))
+
+    # -------------------------------------------------------------- costs
+    def _node_info(self, n: ENode):
+        a = []
+        for kind, v in n.args:
+            if kind == "p":
+                a.append(v)
+                continue
+            if n.sort in ("Sc", "Ten", "Tens", "Scs") and self.g.classes.get(v) and \
+                    self.g.classes[v][0].sort in ("Sc", "Ten", "Tens", "Scs"):
+                if v not in self.best:
+                    return None
+                info = self.best[v][2]
+                a.append((v, info) if isinstance(info, TenInfo) else info)
+            else:
+                if v not in self.small:
+                    return None
+                a.append(v)
+        m = self.model
+        if n.sort == "Sc":
+            info = m.sc(n.op, a)
+            if info is None:
+                return None
+            return info.per_eval(m.t) * self.mult(n.cls) + sum(info.deps.values()), info
+        if n.sort == "Ten":
+            closed = not self.fv.get(n.cls)
+            extents = None
+            if n.op in ("Ten.compute", "Ten.fused"):
+                extents = self.shapes.get(n.cls) or self._dims_extents(n.args[0][1])
+            if n.op == "Ten.fused":
+                kmm = a[2][0]
+                body = self._epilogue(n)
+                if kmm not in self.mm_best or body is None:
+                    return None
+                a[1] = body
+                a[2] = (kmm, self.mm_best[kmm][0])
+            info = m.ten(n.cls, n.op, a, closed, extents)
+            if info is None or info.own == INF:
+                return None
+            return info.total, info
+        if n.sort in ("Tens", "Scs"):
+            d = m.lists(n.op, a)
+            return (None if d is None else (sum(d.values()), d))
+        return None
+
+    def _dims_extents(self, cid) -> list:
+        out = []
+        while cid in self.small and self.small[cid][1].op == "Dims.cons":
+            n = self.small[cid][1]
+            out.append(n.args[1][1])
+            cid = n.args[2][1]
+        return out
+
+    def _fixpoint(self):
+        rank = {op: i for i, op in enumerate(sorted(CONSTRUCTORS))}
+        for _ in range(1000):
+            changed = False
+            for cid in self.g.order:
+                for n in self.g.classes[cid]:
+                    if n.sort in STRUCTURAL:
+                        continue
+                    r = self._node_info(n)
+                    if r is None:
+                        continue
+                    if n.op == "Ten.matmul":
+                        old = self.mm_best.get(cid)
+                        if old is None or r[0] < old[0].total:
+                            self.mm_best[cid] = (r[1], n)
+                    key = (r[0], rank[n.op], n.id)
+                    cur = self.best.get(cid)
+                    # strict improvement only: equal-cost alternatives never displace a choice,
+                    # which keeps the chosen nodes acyclic
+                    if cur is None or r[0] < cur[0][0]:
+                        self.best[cid] = (key, n, r[1])
+                        changed = True
+            if not changed:
+                break
+
+    # -------------------------------------------------------------- fused epilogues
+    def _var_list(self, cid, op_cons: str) -> list | None:
+        """Variable classes of a Dims or an Ixs of plain variables, in order."""
+        out = []
+        while cid in self.small:
+            n = self.small[cid][1]
+            if n.op in ("Dims.nil", "Ixs.nil"):
+                return out
+            if n.op != op_cons:
+                return None
+            if op_cons == "Dims.cons":
+                out.append(n.args[0][1])
+                cid = n.args[2][1]
+            else:
+                ix = self.small.get(n.args[0][1])
+                if ix is None or ix[1].op != "Ix.v":
+                    return None
+                out.append(ix[1].args[0][1])
+                cid = n.args[1][1]
+        return None
+
+    def _epilogue(self, f: ENode):
+        """Cost of a fused node's body with the accumulator free: a choice made in context.
+
+        A scalar class holding `mm[d]` is the accumulator there (cost 0); every other
+        class takes its cheapest node under that assumption.
+        """
+        dims_cls, body_cls, mm_cls = (v for _, v in f.args)
+        want = self._var_list(dims_cls, "Dims.cons")
+        acc = set()
+        for cid, ns in self.g.classes.items():
+            for n in ns:
+                if n.op == "Sc.load" and n.args[0][1] == mm_cls and \
+                        self._var_list(n.args[1][1], "Ixs.cons") == want:
+                    acc.add(cid)
+        choice: dict = {}
+        m = self.model
+
+        def go(cid, visiting):
+            if cid in choice:
+                return choice[cid]
+            if cid in acc:
+                choice[cid] = (0.0, ScInfo(), "acc")
+                return choice[cid]
+            if cid in visiting:
+                return None
+            visiting.add(cid)
+            best = None
+            for n in self.g.classes.get(cid, ()):
+                a = []
+                for kind, v in n.args:
+                    if kind == "p":
+                        a.append(v)
+                        continue
+                    sort = self.g.classes[v][0].sort if v in self.g.classes else None
+                    if sort == "Sc":
+                        r = go(v, visiting)
+                        if r is None:
+                            break
+                        a.append(r[1])
+                    elif sort == "Ten":
+                        if v not in self.best:
+                            break
+                        a.append((v, self.best[v][2]))
+                    elif v in self.small:
+                        a.append(v)
+                    else:
+                        break
+                else:
+                    info = m.sc(n.op, a)
+                    if info is not None:
+                        key = info.per_eval(m.t) * self.mult(cid) + sum(info.deps.values())
+                        if best is None or key < best[0]:
+                            best = (key, info, n)
+            visiting.discard(cid)
+            if best is not None:
+                choice[cid] = best
+            return best
+
+        r = go(body_cls, set())
+        if r is None:
+            return None
+        self.epi_choice[f.id] = choice
+        return r[1]
+
+    # -------------------------------------------------------------- decoding
+    def decode(self, cid, memo=None, stack=None) -> Node:
+        memo = {} if memo is None else memo
+        stack = set() if stack is None else stack
+        if cid in memo:
+            return memo[cid]
+        if cid in stack:
+            raise RuntimeError(f"extraction chose a cycle through {cid}")
+        stack.add(cid)
+        if cid in self.small:
+            n = self.small[cid][1]
+        elif cid in self.best:
+            n = self.best[cid][1]
+        else:
+            raise LookupError(f"no executable form for e-class {cid}")
+        if n.sort == "Var":
+            name = n.args[0][1] if n.op == "Var.named" else f"k#{cid.rsplit('-', 1)[-1]}"
+            out = Node("Var.named", name)
+        elif n.op == "Ten.fused":
+            choice = self.epi_choice[n.id]
+            mm = self.mm_best[n.args[2][1]][1]
+            dims = self.decode(n.args[0][1], memo, stack)
+            body = self._decode_in(n.args[1][1], choice, memo, stack, {})
+            out = Node("Ten.fused", dims, body, Node("Ten.matmul", *[self.decode(v, memo, stack) for _, v in mm.args]))
+        else:
+            out = Node(n.op, *[v if kind == "p" else self.decode(v, memo, stack) for kind, v in n.args])
+        stack.discard(cid)
+        memo[cid] = out
+        return out
+
+    def _decode_in(self, cid, choice, memo, stack, local) -> Node:
+        """Decode a fused body with its in-context choices (the accumulator as Sc.acc)."""
+        if cid in local:
+            return local[cid]
+        entry = choice.get(cid)
+        if entry is None:
+            return self.decode(cid, memo, stack)
+        if entry[2] == "acc":
+            out = Node("Sc.acc")
+        else:
+            n = entry[2]
+            args = []
+            for kind, v in n.args:
+                if kind == "p":
+                    args.append(v)
+                elif v in choice:
+                    args.append(self._decode_in(v, choice, memo, stack, local))
+                else:
+                    args.append(self.decode(v, memo, stack))
+            out = Node(n.op, *args)
+        local[cid] = out
+        return out

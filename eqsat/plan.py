@@ -1,0 +1,238 @@
+"""The Plan: the chosen program as a list of kernels, its modeled cost, and a way to run it."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .cost import ITEM, Model, TenInfo
+from .terms import SYMBOL, Node, show, show_var, unlist, walk
+
+KERNEL_OPS = ("Ten.compute", "Ten.matmul", "Ten.fused")
+EPILOGUE_NAME = {"Sc.add": "add", "Sc.sub": "sub", "Sc.mul": "mul", "Sc.div": "div", "Sc.max": "max",
+                 "Sc.min": "min"}
+
+
+@dataclass
+class Kernel:
+    """One launch. `kind`: matmul | pointwise | reduction | loop."""
+
+    name: str
+    kind: str
+    epilogue: list
+    term: Node | None  # the tensor it computes (None for a loop kernel)
+    nest: int | None = None  # the loop nest, for a loop kernel
+    cost: float = 0.0
+    flops: float = 0.0
+    bytes: float = 0.0
+    inputs: list = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        epi = f" +{'+'.join(self.epilogue)}" if self.epilogue else ""
+        return f"Kernel({self.name}: {self.kind}{epi}, {self.cost * 1e6:.2f} us)"
+
+
+# ------------------------------------------------------------------ shapes of terms
+def term_shape(n: Node, input_shapes: dict, nest_shapes: dict, memo: dict) -> tuple:
+    if n in memo:
+        return memo[n]
+    op = n.op
+    if op == "Ten.input":
+        s = tuple(input_shapes[n.args[0]])
+    elif op == "Ten.opaque":
+        s = tuple(nest_shapes[(n.args[0], n.args[1])])
+    elif op in ("Ten.compute", "Ten.fused"):
+        s = tuple(e for _, e in unlist(n.args[0]))
+    elif op == "Ten.matmul":
+        a = term_shape(n.args[0], input_shapes, nest_shapes, memo)
+        b = term_shape(n.args[1], input_shapes, nest_shapes, memo)
+        batch = a[:-2] if len(a) == 3 else b[:-2]
+        s = tuple(batch) + (a[-2], b[-1])
+    elif op == "Ten.transpose":
+        a = term_shape(n.args[0], input_shapes, nest_shapes, memo)
+        s = tuple(a[int(p)] for p in n.args[1].split())
+    elif op == "Ten.slice":
+        s = term_shape(n.args[0], input_shapes, nest_shapes, memo)[1:]
+    else:
+        raise ValueError(f"no shape for {op}")
+    memo[n] = s
+    return s
+
+
+def free_vars(n: Node, memo: dict) -> frozenset:
+    if n in memo:
+        return memo[n]
+    op = n.op
+    if op == "Var.named":
+        out = frozenset({n})
+    elif op == "Ten.opaque":
+        out = frozenset()
+    elif op in ("Ten.compute", "Ten.fused"):
+        bound = frozenset(v for v, _ in unlist(n.args[0]))
+        out = free_vars(n.args[1], memo) - bound
+        if op == "Ten.fused":
+            out |= free_vars(n.args[2], memo)
+    elif op == "Sc.red":
+        out = free_vars(n.args[3], memo) - {n.args[1]}
+    else:
+        out = frozenset()
+        for a in n.args:
+            if isinstance(a, Node):
+                out |= free_vars(a, memo)
+    memo[n] = out
+    return out
+
+
+class TermCost:
+    """The cost model applied to concrete terms (the chosen plan, or the program as written)."""
+
+    def __init__(self, target, input_shapes, nest_shapes, nest_work):
+        self.shape_memo: dict = {}
+        self.input_shapes, self.nest_shapes = input_shapes, nest_shapes
+        self.model = Model(target, self.shape, nest_work)
+        self.infos: dict = {}
+        self.fv: dict = {}
+        self.extent: dict = {}
+
+    def shape(self, n):
+        try:
+            return term_shape(n, self.input_shapes, self.nest_shapes, self.shape_memo)
+        except (KeyError, ValueError, IndexError):
+            return None
+
+    def info(self, n: Node):
+        if n in self.infos:
+            return self.infos[n]
+        for x in walk(n):
+            if x.op == "Dims.cons":
+                self.extent[x.args[0]] = x.args[1]
+            elif x.op == "Sc.red":
+                self.extent[x.args[1]] = x.args[2]
+        out = self._info(n)
+        self.infos[n] = out
+        return out
+
+    def _info(self, n: Node):
+        m = self.model
+        sort = n.sort
+        a = []
+        for x in n.args:
+            if isinstance(x, Node) and x.sort in ("Sc", "Ten", "Tens", "Scs"):
+                i = self.info(x)
+                a.append((x, i) if isinstance(i, TenInfo) else i)
+            else:
+                a.append(x)
+        if sort == "Sc":
+            return m.sc(n.op, a)
+        if sort == "Ten":
+            closed = not free_vars(n, self.fv)
+            extents = [e for _, e in unlist(n.args[0])] if n.op in ("Ten.compute", "Ten.fused") else None
+            if n.op == "Ten.fused":
+                a[2] = (a[2][0], a[2][1] if a[2][1].mm else self._info(n.args[2]))
+            return m.ten(n, n.op, a, closed, extents)
+        return m.lists(n.op, a)
+
+    def total(self, roots) -> float:
+        deps: dict = {}
+        for r in roots:
+            i = self.info(r)
+            deps.update(self.model.entry(r, i))
+        return sum(deps.values())
+
+
+# ------------------------------------------------------------------ kernels
+def epilogue_ops(body: Node, mm: Node) -> list:
+    ops: list = []
+    for x in walk(body):
+        if x.op in EPILOGUE_NAME:
+            name = EPILOGUE_NAME[x.op]
+        elif x.op == "Sc.fn":
+            name = x.args[0]
+        else:
+            continue
+        if name not in ops:
+            ops.append(name)
+    return ops
+
+
+def tensor_deps(n: Node) -> list:
+    """Tensors a kernel (or view) reads, in a stable order."""
+    out = []
+    if n.op in ("Ten.compute", "Ten.fused"):
+        for x in walk(n.args[1]):
+            if x.op == "Sc.load":
+                out.append(x.args[0])
+        if n.op == "Ten.fused":
+            out.append(n.args[2])
+    elif n.op == "Ten.opaque":
+        out.extend(unlist(n.args[2]))
+        for s in unlist(n.args[3]):
+            out.extend(x.args[0] for x in walk(s) if x.op == "Sc.load")
+    else:
+        out.extend(a for a in n.args if isinstance(a, Node) and a.sort == "Ten")
+    return out
+
+
+def form_kernels(roots: list, costing: TermCost, nests: dict) -> list:
+    """The kernels the chosen terms need, in an order where producers come first."""
+    kernels: list = []
+    seen: set = set()
+    seen_nests: set = set()
+    fused_mm: set = set()
+
+    def visit(n: Node, as_accumulator=False):
+        if n in seen:
+            return
+        seen.add(n)
+        if n.op == "Ten.fused":
+            fused_mm.add(n.args[2])
+        for d in tensor_deps(n):
+            if n.op == "Ten.fused" and d is n.args[2]:
+                # the fused kernel computes its matmul itself; only the operands are needed
+                for op_ in d.args:
+                    if isinstance(op_, Node):
+                        visit(op_)
+                continue
+            visit(d)
+        info = costing.info(n)
+        if n.op == "Ten.opaque":
+            nid = n.args[0]
+            if nid not in seen_nests:
+                seen_nests.add(nid)
+                w = nests[nid].work
+                kernels.append(Kernel(f"loop{nid}", "loop", [], None, nest=nid,
+                                      cost=info.deps.get(("nest", nid), 0.0), flops=w["ops"] + w["lib_flops"],
+                                      bytes=w["bytes"]))
+            return
+        if n.op not in KERNEL_OPS:
+            return
+        k = len(kernels)
+        if n.op == "Ten.matmul":
+            kind, epi = "matmul", []
+        elif n.op == "Ten.fused":
+            kind, epi = "matmul", epilogue_ops(n.args[1], n.args[2])
+        else:
+            kind = "reduction" if any(x.op == "Sc.red" for x in walk(n.args[1])) else "pointwise"
+            epi = []
+        kernels.append(Kernel(f"k{k}_{kind}", kind, epi, n, cost=info.own))
+
+    for r in roots:
+        visit(r)
+    return kernels
+
+
+def describe(n: Node, names: dict) -> str:
+    """One kernel's computation in readable form."""
+    if n.op == "Ten.fused":
+        d = ", ".join(show_var(v) for v, _ in unlist(n.args[0]))
+        return f"acc = {show(n.args[2], names)}; [{d}] -> {show(n.args[1], names)}"
+    if n.op == "Ten.compute":
+        d = ", ".join(f"{show_var(v)}<{e}" for v, e in unlist(n.args[0]))
+        return f"for [{d}]: {show(n.args[1], names)}"
+    return show(n, names)
+
+
+def dram_bytes(kernels, input_shapes) -> float:
+    return sum(k.bytes for k in kernels)
+
+
+__all__ = ["Kernel", "TermCost", "form_kernels", "describe", "term_shape", "SYMBOL", "ITEM", "math"]
