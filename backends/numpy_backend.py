@@ -151,6 +151,9 @@ class _Eval:
             raise RuntimeError(f"rank {arr.ndim} tensor loaded with {len(idx)} indices")
         # fast path: distinct plain variables -> a transposed, reshaped view
         if all(i.op == "Ix.v" for i in idx) and len({i.args[0] for i in idx}) == len(idx):
+            ext = [self.extent[i.args[0]] for i in idx]
+            if any(e != n for e, n in zip(ext, arr.shape)):  # a loop over part of an axis
+                arr = arr[tuple(slice(0, e) for e in ext)]
             pos = [self.axes[i.args[0]] for i in idx]
             order = np.argsort(pos)
             view = np.transpose(arr, order) if list(order) != list(range(len(order))) else arr

@@ -8,10 +8,11 @@ A kernel costs ``max(flops / peak, bytes / bandwidth, latency) + launch``:
 - an elementwise or reduction kernel (`compute`) runs at the SIMT peak; each distinct
   load outside a reduction reads `min(elements, size of the tensor)` items (broadcasts
   are cached), each load inside a reduction is re-read on every step (no tiling);
-- `latency` is the chain of dependent memory steps one thread makes: a tiled matmul
-  makes one per K-tile (`ceil(K / tile_k)` loads of `load_latency`); an untiled kernel
-  issues each load of its element in turn, `loads_in_flight` at a time, and adds each
-  step of its reductions as a dependent multiply-add (`fma_latency`). This is what
+- `latency` is the chain of dependent memory round trips one thread makes, each a
+  `load_latency`: a tiled matmul makes one per K-tile (`ceil(K / tile_k)`; its epilogue
+  operands are fetched alongside the first tile); an untiled kernel issues the loads of
+  its element `loads_in_flight` at a time, and adds each step of its reductions as a
+  dependent multiply-add (`fma_latency`). This is what
   makes a matmul recomputed inside another kernel's reduction lose to two matmul
   kernels, even at sizes where one launch more would otherwise dominate;
 - a loop nest kept as written (`loop`) runs as scalar code: `loop_efficiency` of the
@@ -102,7 +103,8 @@ def kernel_time(t: Target, flops: float, bytes_: float, latency: float = 0.0, te
 
 def untiled_latency(t: Target, body: "ScInfo") -> float:
     """Dependent load steps of one element of an untiled kernel."""
-    return (len(body.loads) + body.red_bytes / ITEM) * t.load_latency / t.loads_in_flight + body.steps * t.fma_latency
+    trips = math.ceil((len(body.loads) + body.red_bytes / ITEM) / t.loads_in_flight)
+    return trips * t.load_latency + body.steps * t.fma_latency
 
 
 def matmul_latency(t: Target, k: int) -> float:
@@ -192,7 +194,7 @@ class Model:
             flops, by, deps, lat = imm.mm
             elems = float(math.prod(extents))
             epi = sum(min(elems, self.size(k)) * ITEM for k, _ in body.loads) + elems * body.red_bytes
-            lat += untiled_latency(t, body)
+            lat += math.ceil(body.red_bytes / ITEM / t.loads_in_flight) * t.load_latency + body.steps * t.fma_latency
             own = max(flops / t.tc_flops + elems * body.flops / t.simt_flops, (by + epi) / t.bandwidth, lat) + t.launch
             return TenInfo(own, union(deps, body.deps))
         if op == "Ten.opaque":

@@ -655,5 +655,63 @@ class _LazyWrite:
         yield idx
 
 
+def check_bounds(prog, dims: dict) -> None:
+    """Every index stays inside its tensor for every iteration, or a ProgramError says where.
+
+    numpy would wrap a negative index around silently; eqsat rejects it instead, since no
+    kernel can honour that and it is almost always an off-by-one.
+    """
+    shapes: dict = {}
+    for p in prog.params:
+        if p.shape is not None:
+            shapes[p.name] = tuple(dims[d] if isinstance(d, str) else d for d in p.shape)
+
+    def check(base, idx, ranges, loc):
+        shape = shapes.get(base)
+        if shape is None:
+            return
+        for axis, ie in enumerate(idx):
+            coef, const = ie_affine(ie, dims, loc)
+            lo = hi = const
+            for v, c in coef.items():
+                a, b = ranges[v]
+                lo += min(c * a, c * b)
+                hi += max(c * a, c * b)
+            if lo < 0 or hi >= shape[axis]:
+                raise ProgramError(f"index {axis} of {base!r} ranges over {lo}..{hi}, outside 0..{shape[axis] - 1}",
+                                   loc)
+
+    def expr(e, ranges):
+        if isinstance(e, Index):
+            check(e.base, e.idx, ranges, e.loc)
+        for f in ("a", "b", "x"):
+            if hasattr(e, f):
+                expr(getattr(e, f), ranges)
+        for x in getattr(e, "args", ()):
+            expr(x, ranges)
+
+    def stmt(s, ranges):
+        if isinstance(s, Alloc):
+            shapes[s.name] = tuple(ie_eval(d, dims) for d in s.shape)
+        elif isinstance(s, Assign):
+            expr(s.value, ranges)
+            if s.value.ty is not None and not ranges:
+                shapes[s.name] = tuple(ie_eval(d, dims) for d in s.value.ty)
+        elif isinstance(s, Store):
+            expr(s.value, ranges)
+            check(s.buf, s.idx, ranges, s.loc)
+        elif isinstance(s, For):
+            lo, hi = ie_eval(s.lo, dims), ie_eval(s.hi, dims)
+            if hi > lo:
+                for b in s.body:
+                    stmt(b, {**ranges, s.var: (lo, hi - 1)})
+
+    for s in prog.body:
+        stmt(s, {})
+    for r in prog.returns:
+        expr(r, {})
+
+
 def lower(prog, dims: dict) -> Lowered:
+    check_bounds(prog, dims)
     return _Lowerer(prog, dims).run()

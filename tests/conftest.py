@@ -1,0 +1,92 @@
+"""Shared test helpers: the corpus, random inputs, and e-graphs built from programs."""
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import eqsat
+from eqsat.ir import Program
+
+CORPUS = Path(os.environ.get("EQSAT_CORPUS", Path(__file__).resolve().parents[1].parent / "shared" / "corpus"))
+if not CORPUS.is_dir():  # a clone without ../shared: use the copy kept in the repository
+    CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def load_case(path: Path):
+    spec = importlib.util.spec_from_file_location(f"corpus_{path.stem}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    prog = next(v for v in vars(mod).values() if isinstance(v, Program))
+    return mod, prog
+
+
+def corpus_paths():
+    return sorted(p for p in CORPUS.glob("*.py"))
+
+
+def random_args(prog, dims, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in prog.params:
+        if p.shape is None:
+            out.append(float(rng.uniform(0.5, 1.5)))
+        else:
+            shape = [dims[d] if isinstance(d, str) else d for d in p.shape]
+            out.append(rng.standard_normal(shape).astype(np.float32))
+    return out
+
+
+def rel_err(got, want) -> float:
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    assert got.shape == want.shape, f"shape {got.shape} != {want.shape}"
+    denom = np.linalg.norm(want)
+    return float(np.linalg.norm(got - want) / (denom if denom > 0 else 1.0))
+
+
+def assert_matches_reference(plan, prog, dims, seed=0, tol=1e-4):
+    args = random_args(prog, dims, seed)
+    got = plan.run(*args)
+    want = eqsat.reference(prog, *args)
+    if not isinstance(want, tuple):
+        got, want = (got,), (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert rel_err(g, w) < tol
+
+
+def saturated(prog, dims, families):
+    """(egraph, graph) after running only `families` (plus the support rules) on `prog`."""
+    from eqsat import api, egraph
+    from eqsat.extract import Graph
+    from eqsat.lower import lower
+
+    low = lower(prog, dims)
+    eg, _, _ = egraph.build(low, api._opaque_shapes(low))
+    egraph.saturate(eg, [r for _, r in api.resolve_rules(families)], api._support(), eqsat.Limits())
+    return eg, Graph(egraph.serialize(eg))
+
+
+def ops_in_class(graph, cid) -> set:
+    return {n.op for n in graph.classes.get(cid, [])}
+
+
+@pytest.fixture
+def tmp_program(tmp_path):
+    """Write program source to a file and return the decorated program (inspect needs a file)."""
+    counter = [0]
+
+    def make(src: str, name: str | None = None):
+        counter[0] += 1
+        path = tmp_path / f"prog_{counter[0]}.py"
+        path.write_text("from eqsat import *\n" + src)
+        spec = importlib.util.spec_from_file_location(f"tmp_prog_{counter[0]}_{id(path)}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        progs = [v for v in vars(mod).values() if isinstance(v, Program)]
+        return next(p for p in progs if name is None or p.name == name)
+
+    return make
