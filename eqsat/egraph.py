@@ -82,6 +82,7 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
     rep = SaturationReport()
     t0 = time.perf_counter()
     eg.run(run(support).saturate())
+    rep.nodes = node_count(eg)
     if not families:
         rep.nodes = node_count(eg)
         rep.seconds = time.perf_counter() - t0
@@ -90,13 +91,20 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
     for r in families:
         step = run(r, scheduler=back_off(match_limit=limits.match_limit, ban_length=limits.ban_length))
         sched = step if sched is None else sched + step
-    for it in range(limits.iterations):
-        report = eg.run(sched)
-        eg.run(run(support).saturate())
-        rep.iterations = it + 1
-        rep.nodes = node_count(eg)
+    one = sched + run(support).saturate()
+    # Each eg.run() call costs ~15 ms of Python-side schedule processing, so rounds run in
+    # chunks while the e-graph is small, and one at a time once it nears the node limit.
+    rep.stop_reason = f"iteration limit ({limits.iterations})"
+    while rep.iterations < limits.iterations:
+        n = limits.chunk if rep.nodes < limits.nodes // 8 else 1
+        n = min(n, limits.iterations - rep.iterations)
+        report = eg.run(one * n)
+        rep.iterations += n
+        before, rep.nodes = rep.nodes, node_count(eg)
         rep.per_iteration_nodes.append(rep.nodes)
-        if not report.updated:
+        # egglog reports `updated` when rules matched, even if nothing new came of it; a
+        # round that adds no e-node is a fixpoint for these rules
+        if not report.updated or rep.nodes == before:
             rep.stop_reason = "saturated"
             break
         if rep.nodes > limits.nodes:
@@ -105,8 +113,6 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
         if time.perf_counter() - t0 > limits.seconds:
             rep.stop_reason = f"time limit ({limits.seconds:g} s)"
             break
-    else:
-        rep.stop_reason = f"iteration limit ({limits.iterations})"
     rep.seconds = time.perf_counter() - t0
     return rep
 

@@ -19,6 +19,7 @@ class Limits:
     seconds:     wall-clock budget for saturation
     match_limit: back-off scheduler: a rule matching more often than this in a round is
                  banned for `ban_length` rounds (keeps x*y = y*x from exploding)
+    chunk:       rounds run per call into egglog while the e-graph is under nodes / 8
     """
 
     nodes: int = field(default_factory=lambda: _env("EQSAT_NODES", 50_000, int))
@@ -26,3 +27,4 @@ class Limits:
     seconds: float = field(default_factory=lambda: _env("EQSAT_SECONDS", 10.0, float))
     match_limit: int = field(default_factory=lambda: _env("EQSAT_MATCH_LIMIT", 2_000, int))
     ban_length: int = field(default_factory=lambda: _env("EQSAT_BAN_LENGTH", 3, int))
+    chunk: int = field(default_factory=lambda: _env("EQSAT_CHUNK", 6, int))

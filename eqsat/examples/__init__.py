@@ -1,0 +1,1 @@
+"""Bundled example programs (each with SHAPES and a numpy `truth`)."""
