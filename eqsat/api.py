@@ -153,6 +153,12 @@ class Plan:
         raise ArgumentError(f"unknown backend {backend!r} (available: 'numpy')")
 
     # ------------------------------------------------------------------ reading
+    def view(self, path) -> str:
+        """Write the viewer page (one self-contained HTML file) and return its path."""
+        from .view import write
+
+        return write(self, path)
+
     def names(self) -> dict:
         out = {}
         for k in self.kernels:

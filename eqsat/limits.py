@@ -23,7 +23,7 @@ class Limits:
     """
 
     nodes: int = field(default_factory=lambda: _env("EQSAT_NODES", 50_000, int))
-    iterations: int = field(default_factory=lambda: _env("EQSAT_ITERATIONS", 12, int))
+    iterations: int = field(default_factory=lambda: _env("EQSAT_ITERATIONS", 30, int))
     seconds: float = field(default_factory=lambda: _env("EQSAT_SECONDS", 10.0, float))
     match_limit: int = field(default_factory=lambda: _env("EQSAT_MATCH_LIMIT", 2_000, int))
     ban_length: int = field(default_factory=lambda: _env("EQSAT_BAN_LENGTH", 3, int))

@@ -1,0 +1,1538 @@
+# ruff: noqa: F821, F841, E731
+"""Malformed programs and bad arguments get clear errors.
+
+A malformed program raises `eqsat.ProgramError` (an `eqsat.EqsatError`) at decoration
+time whose message starts with `file:line:col:` naming the file and the line of the
+offending code, then says what is wrong. Bad arguments to `reference`, `Plan.run` and
+`optimize` raise `eqsat.ArgumentError` naming the parameter or dimension. Never an
+internal exception (KeyError, AttributeError, AssertionError, egglog errors, ...), and
+never a silently wrong result.
+
+Each offending line below ends with a marker comment `# ERR:<tag>`; the expected line
+number is found by searching this file for that marker, so editing the file does not
+break the tests. The programs are nested functions: `@program` reads their source with
+`inspect` when the `def` statement runs, and their bodies are never executed by Python
+(so names such as `M` need not exist).
+"""
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import re
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import eqsat
+from eqsat import empty, f32, maximum, program, relu, transpose, zeros
+
+THIS_FILE = os.path.realpath(__file__)
+BAD_DIR = Path(__file__).parent / "bad_programs"
+
+# An error message: "<file>:<line>:<col>: <what is wrong>"
+LOC_RE = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$", re.S)
+
+
+# ---------------------------------------------------------------------------- helpers
+def marker_line(tag: str, path: str = THIS_FILE) -> int:
+    """The 1-based line of `path` that ends with the comment `# ERR:<tag>` (exactly one)."""
+    marker = f"# ERR:{tag}"
+    lines = Path(path).read_text().splitlines()
+    hits = [n for n, text in enumerate(lines, 1) if text.rstrip().endswith(marker)]
+    assert len(hits) == 1, f"marker {marker!r} found {len(hits)} times in {path}"
+    return hits[0]
+
+
+def source_line(line: int, path: str = THIS_FILE) -> str:
+    return Path(path).read_text().splitlines()[line - 1]
+
+
+def check_program_error(err: BaseException, tag: str, *phrases: str, at: str | None = None,
+                        path: str = THIS_FILE) -> None:
+    """`err` is a ProgramError located at the `# ERR:<tag>` line of `path`, mentioning `phrases`.
+
+    at: if given, a snippet of that line the column must point at (its first occurrence).
+    """
+    assert isinstance(err, eqsat.ProgramError), (
+        f"expected eqsat.ProgramError, got {type(err).__module__}.{type(err).__name__}: {err}")
+    assert isinstance(err, eqsat.EqsatError)
+    text = str(err)
+    m = LOC_RE.match(text)
+    assert m, f"message does not start with file:line:col: {text!r}"
+    want_line = marker_line(tag, path)
+    assert os.path.realpath(m["file"]) == os.path.realpath(path), f"wrong file in {text!r}"
+    assert int(m["line"]) == want_line, (
+        f"wrong line in {text!r}: expected {want_line} ({source_line(want_line, path).strip()!r}), "
+        f"got {m['line']}")
+    line_text = source_line(want_line, path)
+    col = int(m["col"])
+    assert 1 <= col <= len(line_text), f"column {col} outside line {want_line} in {text!r}"
+    if at is not None:
+        want_col = line_text.index(at) + 1
+        assert col == want_col, f"column {col} should point at {at!r} (column {want_col}) in {text!r}"
+    msg = m["msg"].lower()
+    for p in phrases:
+        assert p.lower() in msg, f"{p!r} not in the message {text!r}"
+    # the structured location agrees with the text
+    assert err.loc is not None and err.loc.line == want_line and err.loc.col == col
+
+
+def expect_program_error(build, tag: str, *phrases: str, at: str | None = None) -> None:
+    """Run `build` (which decorates a nested program) and check the ProgramError it raises."""
+    try:
+        build()
+    except eqsat.ProgramError as e:
+        check_program_error(e, tag, *phrases, at=at)
+    except Exception as e:  # noqa: BLE001 - an internal error escaping is the failure
+        pytest.fail(f"expected eqsat.ProgramError, got {type(e).__module__}.{type(e).__name__}: {e}")
+    else:
+        pytest.fail(f"the program was accepted; expected a ProgramError at line {marker_line(tag)}")
+
+
+def expect_argument_error(fn, *phrases: str) -> eqsat.ArgumentError:
+    """Call `fn` and check it raises ArgumentError mentioning each of `phrases`."""
+    try:
+        fn()
+    except eqsat.ArgumentError as e:
+        for p in phrases:
+            assert p in str(e), f"{p!r} not in the message {str(e)!r}"
+        return e
+    except Exception as e:  # noqa: BLE001
+        pytest.fail(f"expected eqsat.ArgumentError, got {type(e).__module__}.{type(e).__name__}: {e}")
+    else:
+        pytest.fail("no error was raised; expected eqsat.ArgumentError")
+
+
+def load_module(path: Path):
+    """Import the file at `path` under a fresh module name."""
+    name = f"eqsat_bad_input_{path.stem}_{uuid.uuid4().hex}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.modules.pop(name, None)
+    return mod
+
+
+# ---------------------------------------------------------------------------- well-formed programs used by the argument tests
+@program
+def matmul_prog(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += a[i, k] * b[k, j]
+            y[i, j] = acc
+    return y
+
+
+@program
+def scale_prog(x: f32["M"], s: f32) -> f32["M"]:
+    y = empty((M,))
+    for i in range(M):
+        y[i] = x[i] * s
+    return y
+
+
+@program
+def fixed_prog(x: f32[4]) -> f32[4]:
+    y = empty((4,))
+    for i in range(4):
+        y[i] = x[i] + 1.0
+    return y
+
+
+def mats(m=4, k=3, n=5):
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+
+
+MM_SHAPES = {"M": 4, "K": 3, "N": 5}
+
+
+def test_the_helpers_accept_a_good_program():
+    """Sanity check of the fixtures: the good programs decorate, run and optimize."""
+    a, b = mats()
+    np.testing.assert_allclose(eqsat.reference(matmul_prog, a, b), a @ b, rtol=1e-5, atol=1e-5)
+    plan = eqsat.optimize(matmul_prog, MM_SHAPES, rules=[])
+    np.testing.assert_allclose(plan.run(a, b), a @ b, rtol=1e-5, atol=1e-5)
+
+
+# ============================================================================ unsupported statements
+def test_while_loop():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i]
+            while y[0] > 1.0:  # ERR:while
+                y[0] = y[0] * 0.5
+            return y
+
+    expect_program_error(build, "while", "unsupported statement", "while", at="while")
+
+
+def test_if_statement():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                if i > 0:  # ERR:if
+                    y[i] = x[i]
+            return y
+
+    expect_program_error(build, "if", "unsupported statement", "if", at="if")
+
+
+def test_try_statement():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            try:  # ERR:try
+                for i in range(M):
+                    y[i] = x[i]
+            except IndexError:
+                pass
+            return y
+
+    expect_program_error(build, "try", "unsupported statement", "try", at="try")
+
+
+@pytest.mark.parametrize("stmt", ["with", "assert", "del", "break", "expr", "import", "def"])
+def test_other_unsupported_statements(stmt):
+    def build_with():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            with open("log") as f:  # ERR:with
+                pass
+            return x
+
+    def build_assert():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            assert M > 0  # ERR:assert
+            return x
+
+    def build_del():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            t = x + 1.0
+            del t  # ERR:del
+            return x
+
+    def build_break():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i]
+                break  # ERR:break
+            return y
+
+    def build_expr():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            relu(x)  # ERR:expr
+            return x
+
+    def build_import():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            import math  # ERR:import
+            return x
+
+    def build_def():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            def helper(v):  # ERR:def
+                return v
+            return x
+
+    expect_program_error(locals()[f"build_{stmt}"], stmt, "unsupported statement")
+
+
+# ============================================================================ unsupported expressions
+def test_comparison():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] < 0.0  # ERR:compare
+            return y
+
+    expect_program_error(build, "compare", "unsupported expression", "compare", at="x[i] <")
+
+
+def test_lambda():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            f = lambda v: v * 2.0  # ERR:lambda
+            return x
+
+    expect_program_error(build, "lambda", "unsupported expression", "lambda", at="lambda")
+
+
+def test_list_literal():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                acc = [x[i], 1.0]  # ERR:list
+                y[i] = x[i]
+            return y
+
+    expect_program_error(build, "list", "unsupported expression", "list", at="[x[i], 1.0]")
+
+
+def test_power_operator():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] ** 2.0  # ERR:pow
+            return y
+
+    expect_program_error(build, "pow", "unsupported operator", "**", at="x[i] **")
+
+
+def test_conditional_expression():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] if M > 2 else 0.0  # ERR:ifexp
+            return y
+
+    expect_program_error(build, "ifexp", "unsupported expression")
+
+
+def test_unsupported_attribute():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            n = x.shape  # ERR:attr
+            return x
+
+    expect_program_error(build, "attr", "unsupported attribute", ".shape")
+
+
+def test_unsupported_function():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = np.abs(x[i])  # ERR:np-call
+            return y
+
+    expect_program_error(build, "np-call", "unsupported function", "np.abs", at="np.abs")
+
+
+def test_string_constant_in_expression():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] + "1"  # ERR:strconst
+            return y
+
+    expect_program_error(build, "strconst", "unsupported constant", at='"1"')
+
+
+def test_indexing_an_expression():
+    def build():
+        @program
+        def p(x: f32["M", "N"]) -> f32["M", "N"]:
+            y = empty((M, N))
+            for i in range(M):
+                for j in range(N):
+                    y[i, j] = relu(x)[i, j]  # ERR:call-index
+            return y
+
+    expect_program_error(build, "call-index", "only named tensors can be indexed")
+
+
+# ============================================================================ names
+def test_undefined_name():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] + undefined_thing  # ERR:undefined
+            return y
+
+    expect_program_error(build, "undefined", "undefined name", "undefined_thing", at="undefined_thing")
+
+
+def test_undefined_name_in_loop_bound():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(Q):  # ERR:undefined-bound
+                y[i] = x[i]
+            return y
+
+    expect_program_error(build, "undefined-bound", "undefined name", "'Q'", at="Q")
+
+
+def test_undefined_name_used_before_assignment():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] * later  # ERR:before-assign
+            later = 2.0
+            return y
+
+    expect_program_error(build, "before-assign", "undefined name", "later")
+
+
+def test_augmented_assign_before_assignment():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                acc += x[i]  # ERR:aug-before
+                y[i] = acc
+            return y
+
+    expect_program_error(build, "aug-before", "acc", "before it is assigned")
+
+
+def test_undefined_buffer_store():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            for i in range(M):
+                out[i] = x[i]  # ERR:undefined-store
+            return x
+
+    expect_program_error(build, "undefined-store", "undefined name", "out")
+
+
+def test_function_used_as_value():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            f = relu  # ERR:fn-value
+            return x
+
+    expect_program_error(build, "fn-value", "relu", "function")
+
+
+def test_shadowing_a_library_function():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            relu = x + 1.0  # ERR:shadow-fn
+            return x
+
+    expect_program_error(build, "shadow-fn", "relu", "shadows")
+
+
+# ============================================================================ indices
+def test_index_product_of_loop_variables():
+    def build():
+        @program
+        def p(a: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                for j in range(M):
+                    y[i] = a[i * j]  # ERR:i-times-j
+            return y
+
+    expect_program_error(build, "i-times-j", "not affine", "product", at="i * j")
+
+
+def test_index_floor_division_of_loop_variable():
+    def build():
+        @program
+        def p(a: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = a[i // 2]  # ERR:floordiv
+            return y
+
+    expect_program_error(build, "floordiv", "not affine", "floor division", at="i // 2")
+
+
+def test_non_affine_index_in_store():
+    def build():
+        @program
+        def p(a: f32["M"]) -> f32["M"]:
+            y = zeros((M,))
+            for i in range(M):
+                for j in range(M):
+                    y[i * j] += a[i]  # ERR:store-i-times-j
+            return y
+
+    expect_program_error(build, "store-i-times-j", "not affine", at="i * j")
+
+
+@pytest.mark.parametrize("tag, snippet", [("modulo", "i % 2"), ("float-index", "i * 0.5"),
+                                          ("tensor-index", "b[i]")])
+def test_unsupported_index_expressions(tag, snippet):
+    def build():
+        @program
+        def p(a: f32["M"], b: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = a[i % 2]  # ERR:modulo
+                y[i] = a[i * 0.5]  # ERR:float-index
+                y[i] = a[b[i]]  # ERR:tensor-index
+            return y
+
+    # only the first offending line is reported; build each variant on its own
+    src_tags = ["modulo", "float-index", "tensor-index"]
+    if tag != src_tags[0]:
+        build = _only_line(tag, src_tags)
+    expect_program_error(build, tag, "unsupported index expression", at=snippet)
+
+
+def _only_line(tag, tags):
+    """Variants of test_unsupported_index_expressions, each with one bad line."""
+    def build_float():
+        @program
+        def p(a: f32["M"], b: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = a[i * 0.5]  # ERR:float-index-only
+            return y
+
+    def build_tensor():
+        @program
+        def p(a: f32["M"], b: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = a[b[i]]  # ERR:tensor-index-only
+            return y
+
+    build = {"float-index": build_float, "tensor-index": build_tensor}[tag]
+
+    def run():
+        try:
+            build()
+        except eqsat.ProgramError as e:
+            # re-anchor on the variant's own marker
+            check_program_error(e, f"{tag}-only", "unsupported index expression")
+            raise eqsat.ProgramError(e.message, type(e.loc)(e.loc.file, marker_line(tag), e.loc.col
+                                                            - _col_shift(tag))) from None
+    return run
+
+
+def _col_shift(tag):
+    a = source_line(marker_line(f"{tag}-only"))
+    b = source_line(marker_line(tag))
+    return (len(a) - len(a.lstrip())) - (len(b) - len(b.lstrip()))
+
+
+def test_index_by_scalar_local():
+    def build():
+        @program
+        def p(a: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            s = 0.0
+            for i in range(M):
+                y[i] = a[s]  # ERR:scalar-index
+            return y
+
+    expect_program_error(build, "scalar-index", "'s'", "neither a loop variable nor a dimension")
+
+
+def test_loop_variable_used_as_value():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] * i  # ERR:loopvar-value
+            return y
+
+    expect_program_error(build, "loopvar-value", "loop variable", "'i'", "value", at="i  #")
+
+
+def test_dimension_used_as_value():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] / M  # ERR:dim-value
+            return y
+
+    expect_program_error(build, "dim-value", "dimension", "'M'", "value", at="M  #")
+
+
+def test_slicing():
+    def build():
+        @program
+        def p(a: f32["M", "N"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(N):
+                y += a[:, i]  # ERR:slice
+            return y
+
+    expect_program_error(build, "slice", "slice", "a[:, i]", at=":")
+
+
+def test_too_many_indices():
+    def build():
+        @program
+        def p(a: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = a[i, 0]  # ERR:rank-read
+            return y
+
+    expect_program_error(build, "rank-read", "'a'", "rank 1", "2 indices", at="a[i, 0]")
+
+
+def test_too_many_indices_in_store():
+    def build():
+        @program
+        def p(a: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i, i] = a[i]  # ERR:rank-store
+            return y
+
+    expect_program_error(build, "rank-store", "'y'", "rank 1", "2 indices", at="y[i, i]")
+
+
+def test_indexing_a_scalar():
+    def build():
+        @program
+        def p(x: f32["M"], s: f32) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = s[i]  # ERR:index-scalar
+            return y
+
+    expect_program_error(build, "index-scalar", "'s'", "scalar", at="s[i]")
+
+
+# ============================================================================ shapes
+def test_store_shape_mismatch():
+    def build():
+        @program
+        def p(x: f32["M", "N"], v: f32["K"]) -> f32["M", "N"]:
+            y = empty((M, N))
+            for i in range(M):
+                y[i] = v  # ERR:store-shape
+            return y
+
+    expect_program_error(build, "store-shape", "shape mismatch", "[K]", "[N]", at="v  #")
+
+
+def test_store_tensor_into_element():
+    def build():
+        @program
+        def p(x: f32["M", "N"]) -> f32["M", "N"]:
+            y = empty((M, N))
+            for i in range(M):
+                for j in range(N):
+                    y[i, j] = x[i]  # ERR:store-elem
+            return y
+
+    expect_program_error(build, "store-elem", "shape mismatch", "[N]", "element", at="x[i]")
+
+
+def test_matmul_contraction_mismatch():
+    def build():
+        @program
+        def p(a: f32["M", "K"], b: f32["N", "K"]) -> f32["M", "N"]:
+            y = a @ b  # ERR:mm-contract
+            return y
+
+    expect_program_error(build, "mm-contract", "shape mismatch", "@", "K", "N", at="a @ b")
+
+
+def test_matmul_of_a_scalar():
+    def build():
+        @program
+        def p(a: f32["M", "K"], s: f32) -> f32["M", "K"]:
+            y = a @ s  # ERR:mm-scalar
+            return y
+
+    expect_program_error(build, "mm-scalar", "`@`", "scalar", at="a @ s")
+
+
+def test_matmul_of_a_vector():
+    def build():
+        @program
+        def p(a: f32["M", "K"], v: f32["K"]) -> f32["M"]:
+            y = a @ v  # ERR:mm-vector
+            return y
+
+    expect_program_error(build, "mm-vector", "`@`", "rank", at="a @ v")
+
+
+def test_batched_matmul_batch_mismatch():
+    def build():
+        @program
+        def p(a: f32["B", "M", "K"], b: f32["C", "K", "N"]) -> f32["B", "M", "N"]:
+            y = a @ b  # ERR:mm-batch
+            return y
+
+    expect_program_error(build, "mm-batch", "batch", "B", "C", at="a @ b")
+
+
+def test_broadcasting_mismatch():
+    def build():
+        @program
+        def p(a: f32["M", "K"], bias: f32["N"]) -> f32["M", "K"]:
+            y = a + bias  # ERR:bcast
+            return y
+
+    expect_program_error(build, "bcast", "shape mismatch", "broadcast", "[M, K]", "[N]", at="a + bias")
+
+
+def test_broadcasting_mismatch_in_maximum():
+    def build():
+        @program
+        def p(a: f32["M", "K"], b: f32["K", "M"]) -> f32["M", "K"]:
+            y = maximum(a, b)  # ERR:bcast-max
+            return y
+
+    expect_program_error(build, "bcast-max", "broadcast", at="maximum")
+
+
+def test_augmented_assign_shape_mismatch():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            acc = 0.0
+            acc += x  # ERR:aug-shape
+            return x
+
+    expect_program_error(build, "aug-shape", "shape mismatch", "acc")
+
+
+def test_builtin_max_on_tensors():
+    def build():
+        @program
+        def p(a: f32["M"], b: f32["M"]) -> f32["M"]:
+            y = max(a, b)  # ERR:max-tensor
+            return y
+
+    expect_program_error(build, "max-tensor", "max", "scalars", "maximum")
+
+
+def test_transpose_bad_permutation():
+    def build():
+        @program
+        def p(a: f32["M", "N"]) -> f32["N", "M"]:
+            y = transpose(a, (0, 0))  # ERR:perm
+            return y
+
+    expect_program_error(build, "perm", "permutation")
+
+
+def test_transpose_of_a_scalar():
+    def build():
+        @program
+        def p(a: f32["M", "N"], s: f32) -> f32["N", "M"]:
+            t = s.T  # ERR:scalar-T
+            return a
+
+    expect_program_error(build, "scalar-T", ".T", "scalar")
+
+
+def test_unary_function_arity():
+    def build():
+        @program
+        def p(a: f32["M"], b: f32["M"]) -> f32["M"]:
+            y = relu(a, b)  # ERR:arity
+            return y
+
+    expect_program_error(build, "arity", "relu", "one argument", at="relu")
+
+
+def test_variable_changes_between_scalar_and_tensor():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            t = 0.0
+            t = x + 1.0  # ERR:scalar-to-tensor
+            return t
+
+    expect_program_error(build, "scalar-to-tensor", "'t'", "scalar and tensor")
+
+
+# ============================================================================ writes, assignments
+def test_writing_into_a_parameter():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            for i in range(M):
+                x[i] = x[i] * 2.0  # ERR:write-param
+            return x
+
+    expect_program_error(build, "write-param", "cannot write into parameter", "'x'", at="x[i] =")
+
+
+def test_augmented_write_into_a_parameter():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            for i in range(M):
+                x[i] += 1.0  # ERR:aug-write-param
+            return x
+
+    expect_program_error(build, "aug-write-param", "cannot write into parameter", "'x'")
+
+
+def test_writing_into_a_parameter_through_an_alias():
+    """`t = x` binds t to the caller's array (numpy semantics): `t[0] = ...` writes into the
+    parameter. `reference` then mutates the caller's input and later reads of `x` see the
+    write, while an optimized plan does not (a silently different result). It must be
+    rejected like a direct write."""
+
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            t = x
+            t[0] = 5.0  # ERR:write-alias
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] * 2.0
+            return y
+
+    expect_program_error(build, "write-alias", "parameter", "'x'")
+
+
+def test_writing_into_a_transposed_view_of_a_parameter():
+    def build():
+        @program
+        def p(x: f32["M", "N"]) -> f32["N", "M"]:
+            t = x.T
+            for i in range(N):
+                t[i, 0] = 5.0  # ERR:write-alias-T
+            return t
+
+    expect_program_error(build, "write-alias-T", "parameter", "'x'")
+
+
+def test_assigning_to_a_dimension_name():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            M = 3  # ERR:assign-dim
+            return x
+
+    expect_program_error(build, "assign-dim", "cannot assign", "dimension", "'M'", at="M =")
+
+
+def test_assigning_to_a_parameter_name():
+    def build():
+        @program
+        def p(x: f32["M"], s: f32) -> f32["M"]:
+            s = 2.0  # ERR:assign-param
+            return x
+
+    expect_program_error(build, "assign-param", "cannot assign", "'s'", at="s =")
+
+
+def test_assigning_to_a_loop_variable():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                i = 0  # ERR:assign-loopvar
+                y[i] = x[i]
+            return y
+
+    expect_program_error(build, "assign-loopvar", "cannot assign", "loop variable", "'i'")
+
+
+def test_augmented_assign_multiply():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                acc = 1.0
+                acc *= x[i]  # ERR:mul-assign
+                y[i] = acc
+            return y
+
+    expect_program_error(build, "mul-assign", "*=", "+=", at="acc *=")
+
+
+def test_tuple_unpacking_assignment():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            a, b = 1.0, 2.0  # ERR:unpack
+            return x
+
+    expect_program_error(build, "unpack", "assignment target")
+
+
+def test_chained_assignment():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            a = b = 1.0  # ERR:chained
+            return x
+
+    expect_program_error(build, "chained", "chained assignment")
+
+
+# ============================================================================ parameters and annotations
+def test_missing_annotation():
+    def build():
+        @program
+        def p(x: f32["M"], w) -> f32["M"]:  # ERR:no-ann
+            return x
+
+    expect_program_error(build, "no-ann", "parameter 'w'", "annotation", at="w)")
+
+
+def test_bad_annotation_python_type():
+    def build():
+        @program
+        def p(x: f32["M"], n: int) -> f32["M"]:  # ERR:int-ann
+            return x
+
+    expect_program_error(build, "int-ann", "parameter 'n'", "annotation", at="n: int")
+
+
+def test_bad_annotation_numpy_type():
+    def build():
+        @program
+        def p(x: np.ndarray) -> f32["M"]:  # ERR:np-ann
+            return x
+
+    expect_program_error(build, "np-ann", "parameter 'x'", "annotation", at="x: np")
+
+
+def test_bad_annotation_dimension_value():
+    """`f32["M", 1.5]` is evaluated by Python when the `def` runs, before `@program` sees
+    the function; the error must still be an eqsat ProgramError at that line, not a bare
+    TypeError raised from inside eqsat/lang.py."""
+
+    def build():
+        @program
+        def p(x: f32["M", 1.5]) -> f32["M"]:  # ERR:float-dim
+            return x
+
+    expect_program_error(build, "float-dim", "1.5")
+
+
+def test_parameter_with_default():
+    def build():
+        @program
+        def p(x: f32["M"], s: f32 = 1.0) -> f32["M"]:  # ERR:default
+            return x
+
+    expect_program_error(build, "default", "default")
+
+
+def test_varargs_parameter():
+    def build():
+        @program
+        def p(x: f32["M"], *rest) -> f32["M"]:  # ERR:varargs
+            return x
+
+    expect_program_error(build, "varargs", "positional")
+
+
+def test_parameter_named_like_a_dimension():
+    def build():
+        @program
+        def p(x: f32["M"], M: f32) -> f32["M"]:  # ERR:param-dim-clash
+            return x
+
+    expect_program_error(build, "param-dim-clash", "'M'", "clashes", at="M: f32")
+
+
+def test_return_annotation_disagrees_with_returned_shape():
+    """The return annotation is part of the program's signature (DESIGN.md writes
+    `-> f32["M", "N"]`); returning an [M, K] tensor under `-> f32["M", "N"]` is a
+    malformed program and must not be accepted silently."""
+
+    def build():
+        @program
+        def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
+            y = x + 1.0
+            return y  # ERR:ret-ann
+
+    expect_program_error(build, "ret-ann", "[M, N]", "[M, K]")
+
+
+# ============================================================================ buffers
+def test_buffer_allocated_inside_a_loop():
+    def build():
+        @program
+        def p(x: f32["M", "N"]) -> f32["M", "N"]:
+            y = empty((M, N))
+            for i in range(M):
+                row = zeros((N,))  # ERR:alloc-in-loop
+                for j in range(N):
+                    y[i, j] = x[i, j]
+            return y
+
+    expect_program_error(build, "alloc-in-loop", "allocated outside loops", at="row =")
+
+
+def test_buffer_shape_depending_on_loop_variable():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i]
+            z = empty((i,))  # ERR:alloc-shape
+            return y
+
+    expect_program_error(build, "alloc-shape", "'i'")
+
+
+def test_buffer_allocator_with_keyword():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = zeros((M,), dtype=f32)  # ERR:zeros-kw
+            return y
+
+    expect_program_error(build, "zeros-kw", "keyword")
+
+
+def test_buffer_allocator_used_in_an_expression():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = x + zeros((M,))  # ERR:zeros-expr
+            return y
+
+    expect_program_error(build, "zeros-expr", "zeros", "assigned directly", at="zeros(")
+
+
+def test_tensor_valued_local_inside_a_loop():
+    def build():
+        @program
+        def p(x: f32["M", "N"]) -> f32["M", "N"]:
+            y = empty((M, N))
+            for i in range(M):
+                row = relu(x[i])  # ERR:tlocal-in-loop
+                for j in range(N):
+                    y[i, j] = x[i, j]
+            return y
+
+    expect_program_error(build, "tlocal-in-loop", "tensor-valued local inside a loop", at="row =")
+
+
+def test_storing_into_a_scalar_local():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            acc = 0.0
+            for i in range(M):
+                acc[i] = x[i]  # ERR:store-scalar
+            return x
+
+    expect_program_error(build, "store-scalar", "'acc'", "not a tensor buffer")
+
+
+# ============================================================================ return
+def test_return_missing():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:  # ERR:no-return
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i]
+
+    expect_program_error(build, "no-return", "must end with `return", at="def p")
+
+
+def test_return_not_last():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            return y  # ERR:early-return
+            for i in range(M):
+                y[i] = x[i]
+            return y
+
+    expect_program_error(build, "early-return", "`return` must be the last statement", at="return")
+
+
+def test_return_inside_loop():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i]
+                return y  # ERR:loop-return
+            return y
+
+    expect_program_error(build, "loop-return", "`return`", "outside loops", at="return")
+
+
+def test_return_without_value():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            return  # ERR:bare-return
+
+    expect_program_error(build, "bare-return", "`return` needs a value", at="return")
+
+
+def test_return_of_a_dimension():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            return M  # ERR:return-dim
+
+    expect_program_error(build, "return-dim", "dimension", "'M'", at="M  #")
+
+
+# ============================================================================ loops
+def test_for_else():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):  # ERR:for-else
+                y[i] = x[i]
+            else:
+                pass
+            return y
+
+    expect_program_error(build, "for-else", "for ... else", at="for")
+
+
+def test_range_with_step():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = zeros((M,))
+            for i in range(0, M, 2):  # ERR:range-step
+                y[i] = x[i]
+            return y
+
+    expect_program_error(build, "range-step", "range(n)", "range(lo, hi)", at="range(")
+
+
+def test_loop_over_a_tensor():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            acc = 0.0
+            for v in x:  # ERR:iter-tensor
+                acc += v
+            return x
+
+    expect_program_error(build, "iter-tensor", "range(n)", at="x:")
+
+
+def test_loop_over_enumerate():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = zeros((M,))
+            for i in enumerate(range(M)):  # ERR:iter-enumerate
+                y[0] += 1.0
+            return y
+
+    expect_program_error(build, "iter-enumerate", "range(n)", at="enumerate")
+
+
+def test_loop_target_not_a_name():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = zeros((M,))
+            for i, j in range(M):  # ERR:loop-tuple
+                y[0] += 1.0
+            return y
+
+    expect_program_error(build, "loop-tuple", "loop variable", "plain name", at="i, j")
+
+
+def test_loop_bound_depends_on_loop_variable():
+    def build():
+        @program
+        def p(x: f32["M", "M"]) -> f32["M", "M"]:
+            y = zeros((M, M))
+            for i in range(M):
+                for j in range(i):  # ERR:triangular
+                    y[i, j] = x[i, j]
+            return y
+
+    expect_program_error(build, "triangular", "loop variable", "'i'", at="i)")
+
+
+def test_loop_bound_not_a_dimension():
+    def build():
+        @program
+        def p(x: f32["M"], n: f32) -> f32["M"]:
+            y = zeros((M,))
+            for i in range(n):  # ERR:scalar-bound
+                y[i] = x[i]
+            return y
+
+    expect_program_error(build, "scalar-bound", "'n'", "not a dimension", at="n)")
+
+
+def test_loop_variable_shadows():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = zeros((M,))
+            for i in range(M):
+                for i in range(M):  # ERR:shadow-loop
+                    y[i] += x[i]
+            return y
+
+    expect_program_error(build, "shadow-loop", "'i'", "shadows")
+
+
+def test_loop_variable_named_like_a_dimension():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = zeros((M,))
+            for M in range(3):  # ERR:loopvar-dim
+                y[0] += 1.0
+            return y
+
+    expect_program_error(build, "loopvar-dim", "'M'", "shadows")
+
+
+def test_range_outside_a_loop():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            r = range(M)  # ERR:range-value
+            return x
+
+    expect_program_error(build, "range-value", "range", "loop", at="range(")
+
+
+# ============================================================================ calls
+def test_keyword_argument_in_call():
+    def build():
+        @program
+        def p(a: f32["M", "N"]) -> f32["N", "M"]:
+            y = transpose(a, perm=(1, 0))  # ERR:kwarg
+            return y
+
+    expect_program_error(build, "kwarg", "keyword", at="transpose(")
+
+
+def test_keyword_argument_in_elementwise_call():
+    def build():
+        @program
+        def p(a: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = relu(x=a[i])  # ERR:kwarg-relu
+            return y
+
+    expect_program_error(build, "kwarg-relu", "keyword", at="relu(")
+
+
+def test_keyword_argument_in_range():
+    def build():
+        @program
+        def p(a: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(stop=M):  # ERR:kwarg-range
+                y[i] = a[i]
+            return y
+
+    expect_program_error(build, "kwarg-range", "range", at="range(")
+
+
+# ============================================================================ what @program is applied to
+def test_program_on_a_class():
+    class NotAFunction:
+        pass
+
+    with pytest.raises(eqsat.ProgramError) as ei:
+        program(NotAFunction)
+    assert "function" in str(ei.value)
+
+
+def test_program_on_a_non_function():
+    with pytest.raises(eqsat.ProgramError) as ei:
+        program(42)
+    assert "42" in str(ei.value)
+
+
+def test_program_without_source():
+    ns = {}
+    exec("def q(x: f32['M']) -> f32['M']:\n    return x\n", {"f32": f32}, ns)
+    with pytest.raises(eqsat.ProgramError) as ei:
+        program(ns["q"])
+    assert "source" in str(ei.value)
+
+
+def test_program_on_a_lambda():
+    with pytest.raises(eqsat.ProgramError) as ei:
+        program(lambda x: x)  # ERR:lambda-prog
+    check_program_error(ei.value, "lambda-prog", "function definition")
+
+
+# ============================================================================ programs in other files
+def test_error_names_the_module_file(tmp_path):
+    """A program in another module: the error names that file and its line."""
+    path = BAD_DIR / "while_loop.py"
+    with pytest.raises(eqsat.ProgramError) as ei:
+        load_module(path)
+    check_program_error(ei.value, "module-while", "unsupported statement", path=str(path))
+
+
+def test_error_names_a_temporary_file(tmp_path):
+    src = textwrap.dedent('''\
+        from eqsat import program, f32, empty
+
+
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] ** 3.0  # ERR:tmp-pow
+            return y
+        ''')
+    path = tmp_path / "user_prog.py"
+    path.write_text(src)
+    with pytest.raises(eqsat.ProgramError) as ei:
+        load_module(path)
+    check_program_error(ei.value, "tmp-pow", "**", path=str(path))
+
+
+def test_valid_program_with_postponed_annotations():
+    """Not bad input, but the same check: with `from __future__ import annotations` a
+    correct program must not be rejected as 'needs an annotation'."""
+    mod = load_module(BAD_DIR / "future_annotations.py")
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_allclose(eqsat.reference(mod.double, x), 2 * x)
+
+
+def test_valid_program_with_a_docstring_at_column_0():
+    """Not bad input: a nested program whose docstring has a line at column 0 must parse
+    (the front end dedents the source; an IndentationError must not escape)."""
+
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            """Doubles x.
+Written at column 0 on purpose.
+            """
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] * 2.0
+            return y
+        return p
+
+    p = build()
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_allclose(eqsat.reference(p, x), 2 * x)
+
+
+# ============================================================================ bad arguments: reference / run
+def test_wrong_number_of_arguments():
+    a, b = mats()
+    expect_argument_error(lambda: eqsat.reference(matmul_prog, a), "2 arguments", "a, b", "got 1")
+    expect_argument_error(lambda: eqsat.reference(matmul_prog, a, b, b), "2 arguments", "got 3")
+
+
+def test_wrong_rank():
+    a, b = mats()
+    expect_argument_error(lambda: eqsat.reference(matmul_prog, a[0], b), "'a'", "rank 2", "(3,)")
+    expect_argument_error(lambda: eqsat.reference(matmul_prog, a, b[None]), "'b'", "rank 2")
+
+
+def test_inconsistent_dimension_sizes():
+    a, _ = mats(4, 3, 5)
+    b = np.ones((4, 5), np.float32)  # K is 3 in a, 4 in b
+    expect_argument_error(lambda: eqsat.reference(matmul_prog, a, b), "'K'", "'b'", "3", "4")
+
+
+def test_fixed_size_axis_mismatch():
+    expect_argument_error(lambda: eqsat.reference(fixed_prog, np.ones(5, np.float32)), "'x'", "4", "5")
+
+
+def test_shapes_disagree_with_arguments():
+    a, b = mats()
+    expect_argument_error(lambda: eqsat.reference(matmul_prog, a, b, shapes={"M": 7}), "'M'", "7", "4")
+
+
+@pytest.mark.parametrize("bad", [
+    np.array([["a", "b", "c"]] * 4),
+    np.array([[None] * 3] * 4),
+    np.array([[object()] * 3] * 4),
+], ids=["str", "None", "object"])
+def test_non_numeric_array(bad):
+    _, b = mats()
+    expect_argument_error(lambda: eqsat.reference(matmul_prog, bad, b), "'a'", "numeric")
+
+
+def test_complex_array_is_rejected_not_truncated():
+    """Casting complex to float32 drops the imaginary part: a silently wrong result."""
+    a, b = mats()
+    expect_argument_error(lambda: eqsat.reference(matmul_prog, a + 1j, b), "'a'")
+
+
+def test_ragged_nested_list():
+    _, b = mats()
+    ragged = [[1.0, 2.0, 3.0], [1.0]]
+    expect_argument_error(lambda: eqsat.reference(matmul_prog, ragged, b), "'a'")
+
+
+@pytest.mark.parametrize("bad", [np.ones(4, np.float32), np.ones(1, np.float32), "2.0", None, 1 + 2j],
+                         ids=["array", "length-1", "str", "None", "complex"])
+def test_scalar_parameter_given_a_non_scalar(bad):
+    x = np.ones(4, np.float32)
+    expect_argument_error(lambda: eqsat.reference(scale_prog, x, bad), "'s'", "scalar")
+
+
+@pytest.mark.parametrize("bad", [np.array("abc"), np.complex64(1 + 2j)], ids=["0d-str", "np-complex"])
+def test_scalar_parameter_given_a_bad_0d_value(bad):
+    x = np.ones(4, np.float32)
+    expect_argument_error(lambda: eqsat.reference(scale_prog, x, bad), "'s'")
+
+
+def test_reference_on_an_undecorated_function():
+    def plain(a):
+        return a
+
+    expect_argument_error(lambda: eqsat.reference(plain, np.ones(3)), "@eqsat.program")
+
+
+def test_run_with_sizes_different_from_optimized():
+    plan = eqsat.optimize(matmul_prog, MM_SHAPES, rules=[])
+    a, b = mats(6, 3, 5)
+    expect_argument_error(lambda: plan.run(a, b), "M=4", "M=6")
+
+
+def test_run_with_bad_arguments():
+    plan = eqsat.optimize(matmul_prog, MM_SHAPES, rules=[])
+    a, b = mats()
+    expect_argument_error(lambda: plan.run(a), "2 arguments")
+    expect_argument_error(lambda: plan.run(a[0], b), "'a'", "rank")
+    expect_argument_error(lambda: plan.run(a, np.ones((4, 5), np.float32)), "'K'")
+    expect_argument_error(lambda: plan.run(a, b, backend="cuda"), "backend", "'cuda'")
+
+
+# ============================================================================ bad arguments: optimize
+def test_optimize_missing_dimension():
+    expect_argument_error(lambda: eqsat.optimize(matmul_prog, {"M": 4, "N": 5}), "K")
+
+
+@pytest.mark.parametrize("value", [-4, 4.0, "4", True, None], ids=["negative", "float", "str", "bool", "None"])
+def test_optimize_bad_dimension_value(value):
+    shapes = dict(MM_SHAPES, M=value)
+    expect_argument_error(lambda: eqsat.optimize(matmul_prog, shapes), "'M'")
+
+
+def test_optimize_shapes_not_a_dict():
+    expect_argument_error(lambda: eqsat.optimize(matmul_prog, None), "shapes")
+
+
+def test_optimize_unknown_target():
+    expect_argument_error(lambda: eqsat.optimize(matmul_prog, MM_SHAPES, target="tpu9"), "target", "'tpu9'")
+
+
+def test_optimize_unknown_rule_family():
+    expect_argument_error(lambda: eqsat.optimize(matmul_prog, MM_SHAPES, rules=["matmull"]), "'matmull'")
+
+
+def test_optimize_rules_given_as_a_string():
+    """rules="matmul" (not a list) must not be read character by character ('m', 'a', ...)."""
+    try:
+        plan = eqsat.optimize(matmul_prog, MM_SHAPES, rules="matmul")
+    except eqsat.ArgumentError as e:
+        assert "rules" in str(e) or "'matmul'" in str(e), f"message does not name rules/'matmul': {e}"
+    except Exception as e:  # noqa: BLE001
+        pytest.fail(f"expected eqsat.ArgumentError, got {type(e).__name__}: {e}")
+    else:
+        assert plan.rules == ["matmul"]
+
+
+def test_optimize_missing_rule_file(tmp_path):
+    missing = tmp_path / "no_such_rules.py"
+    expect_argument_error(lambda: eqsat.optimize(matmul_prog, MM_SHAPES, rules=[str(missing)]),
+                          "no_such_rules.py")
+
+
+def test_optimize_broken_rule_file(tmp_path):
+    path = tmp_path / "broken_rules.py"
+    path.write_text("def oops(:\n")
+    with pytest.raises(eqsat.EqsatError) as ei:
+        eqsat.optimize(matmul_prog, MM_SHAPES, rules=[str(path)])
+    assert str(ei.value).startswith(str(path))
+
+
+def test_optimize_rule_file_without_ruleset(tmp_path):
+    path = tmp_path / "empty_rules.py"
+    path.write_text("x = 1\n")
+    with pytest.raises(eqsat.EqsatError) as ei:
+        eqsat.optimize(matmul_prog, MM_SHAPES, rules=[str(path)])
+    assert str(ei.value).startswith(str(path)) and "ruleset" in str(ei.value)
+
+
+def test_optimize_limits_of_the_wrong_type():
+    expect_argument_error(lambda: eqsat.optimize(matmul_prog, MM_SHAPES, limits={"nodes": 10}), "limits")
+
+
+def test_optimize_on_an_undecorated_function():
+    def plain(a: f32["M"]) -> f32["M"]:
+        return a
+
+    e = expect_argument_error(lambda: eqsat.optimize(plain, {"M": 4}), "@eqsat.program")
+    assert isinstance(e, eqsat.EqsatError)
+
+
+# ============================================================================ out-of-bounds accesses
+def test_out_of_bounds_index_is_reported_with_its_line():
+    """`x[i + 1]` for i in range(M) reads past the end. The sizes are known to optimize(),
+    so the plan (at optimize or at run) must report a ProgramError at that line rather
+    than let an IndexError escape from the backend."""
+
+    @program
+    def p(x: f32["M"]) -> f32["M"]:
+        y = empty((M,))
+        for i in range(M):
+            y[i] = x[i + 1]  # ERR:oob
+        return y
+
+    x = np.arange(4, dtype=np.float32)
+    try:
+        plan = eqsat.optimize(p, {"M": 4})
+        plan.run(x)
+    except eqsat.ProgramError as e:
+        check_program_error(e, "oob", "out of bounds")
+    except Exception as e:  # noqa: BLE001
+        pytest.fail(f"expected eqsat.ProgramError, got {type(e).__module__}.{type(e).__name__}: {e}")
+    else:
+        pytest.fail("an out-of-bounds read was accepted")
