@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from eqsat import lang
-from eqsat.terms import Node, unlist
+from eqsat.terms import Node, shape_list, unlist
 
 _BIN = {"Sc.add": np.add, "Sc.sub": np.subtract, "Sc.mul": np.multiply, "Sc.div": np.divide,
         "Sc.max": np.maximum, "Sc.min": np.minimum}
@@ -35,6 +35,8 @@ class Runner:
             return np.transpose(self.tensor(n.args[0]), [int(p) for p in n.args[1].split()])
         if op == "Ten.slice":
             return self.tensor(n.args[0])[self.index_const(n.args[1])]
+        if op == "Ten.reshape":
+            return self.tensor(n.args[0]).reshape(shape_list(n.args[1]))
         if op == "Ten.opaque":
             return self.nest_out[n.args[0]][n.args[1]]
         raise RuntimeError(f"tensor {op} used before its kernel ran")

@@ -9,7 +9,7 @@ import time
 from egglog import Ruleset
 
 from . import egraph
-from .args import bind_args, check_dims
+from .args import bind_args, check_dims, check_program
 from .cost import TARGETS, Model
 from .errors import ArgumentError, EqsatError
 from .extract import Extractor, Graph
@@ -30,13 +30,14 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     limits: bounds on saturation (`Limits()`); when one is hit the best form found so far
             is used and `plan.report.stop_reason` says which.
     """
-    if not isinstance(prog, Program):
-        raise EqsatError(f"optimize() expects a function decorated with @eqsat.program, got {type(prog).__name__}")
+    check_program(prog, "optimize()")
     if target not in TARGETS:
         raise ArgumentError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
-    shapes = dict(shapes)
     check_dims(prog, shapes)
-    limits = limits or Limits()
+    shapes = dict(shapes)
+    limits = Limits() if limits is None else limits
+    if not isinstance(limits, Limits):
+        raise ArgumentError(f"limits must be an eqsat.Limits, got {type(limits).__name__}")
     t0 = time.perf_counter()
 
     lowered = lower(prog, shapes)                                  # loop IR -> functional terms
@@ -70,6 +71,8 @@ def resolve_rules(rules) -> list:
 
     if rules is None:
         rules = list(FAMILIES)
+    elif isinstance(rules, (str, os.PathLike, Ruleset)):
+        rules = [rules]  # one family, file or ruleset
     out = []
     for r in rules:
         if isinstance(r, Ruleset):

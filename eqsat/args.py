@@ -13,11 +13,32 @@ def to_numpy(x):
     return np.asarray(x)
 
 
+def check_program(prog, who: str) -> None:
+    from .ir import Program
+
+    if not isinstance(prog, Program):
+        raise ArgumentError(f"{who} expects a function decorated with @eqsat.program, got {type(prog).__name__}")
+
+
+def _scalar(p, prog, a):
+    if isinstance(a, bool) or isinstance(a, (complex, np.complexfloating)) or isinstance(a, str):
+        raise ArgumentError(f"parameter {p.name!r} of {prog.name} is a real scalar, got {a!r}")
+    try:
+        arr = to_numpy(a)
+    except Exception:
+        raise ArgumentError(f"parameter {p.name!r} of {prog.name} is a scalar, got {type(a).__name__}") from None
+    if arr.ndim != 0 or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise ArgumentError(f"parameter {p.name!r} of {prog.name} is a real scalar, got {type(a).__name__} "
+                            f"{getattr(arr, 'shape', '')}")
+    return np.float32(arr)
+
+
 def bind_args(prog, args, shapes=None) -> tuple[list, dict]:
     """Convert `args` to float32 numpy values and return them with the dims they imply.
 
     Every dim must get one size: from `shapes`, or from the arguments' shapes.
     """
+    check_program(prog, "this call")
     if len(args) != len(prog.params):
         names = ", ".join(p.name for p in prog.params)
         raise ArgumentError(f"{prog.name} takes {len(prog.params)} arguments ({names}), got {len(args)}")
@@ -25,16 +46,17 @@ def bind_args(prog, args, shapes=None) -> tuple[list, dict]:
     out = []
     for p, a in zip(prog.params, args):
         if p.shape is None:
-            if isinstance(a, (int, float, np.floating, np.integer)) or (hasattr(a, "ndim") and a.ndim == 0):
-                out.append(np.float32(float(to_numpy(a))))
-                continue
-            raise ArgumentError(f"parameter {p.name!r} of {prog.name} is a scalar, got {type(a).__name__}")
-        arr = to_numpy(a)
+            out.append(_scalar(p, prog, a))
+            continue
+        try:
+            arr = to_numpy(a)
+        except Exception as e:
+            raise ArgumentError(f"parameter {p.name!r} of {prog.name}: not an array ({e})") from None
         if arr.ndim != len(p.shape):
             raise ArgumentError(f"parameter {p.name!r} of {prog.name} has rank {len(p.shape)} "
                                 f"{list(p.shape)}, got an array of shape {tuple(arr.shape)}")
-        if not np.issubdtype(arr.dtype, np.number):
-            raise ArgumentError(f"parameter {p.name!r} of {prog.name} must be numeric, got dtype {arr.dtype}")
+        if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+            raise ArgumentError(f"parameter {p.name!r} of {prog.name} must be a real numeric array, got dtype {arr.dtype}")
         for d, n in zip(p.shape, arr.shape):
             if isinstance(d, int):
                 if d != n:
@@ -48,6 +70,8 @@ def bind_args(prog, args, shapes=None) -> tuple[list, dict]:
 
 
 def check_dims(prog, dims: dict) -> None:
+    if not isinstance(dims, dict):
+        raise ArgumentError(f"shapes must be a dict of dimension sizes like {{'M': 64}}, got {type(dims).__name__}")
     missing = [d for d in prog.dims if d not in dims]
     if missing:
         raise ArgumentError(f"no size given for dimension(s) {', '.join(missing)} of {prog.name}")

@@ -165,7 +165,7 @@ class Model:
         t = self.t
         if op == "Ten.input":
             return TenInfo(0.0, {}, view=True)
-        if op in ("Ten.transpose", "Ten.slice"):
+        if op in ("Ten.transpose", "Ten.slice", "Ten.reshape"):
             if not closed:
                 return TenInfo(INF, {}, view=True)
             ck, ci = a[0]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
-import textwrap
 
 from . import lang
 from .errors import Loc, ProgramError
@@ -27,17 +26,27 @@ def program(fn) -> Program:
 class _Parser:
     def __init__(self, fn):
         self.fn = fn
+        if not inspect.isfunction(fn):
+            raise ProgramError(f"@program expects a function, got {type(fn).__name__} {fn!r}", None)
         try:
             lines, self.first = inspect.getsourcelines(fn)
             self.file = inspect.getsourcefile(fn) or "<unknown>"
         except (OSError, TypeError) as e:
             raise ProgramError(f"cannot read the source of {fn!r}: {e}", None) from None
         src = "".join(lines)
-        dedented = textwrap.dedent(src)
-        self.indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-        self.tree = ast.parse(dedented)
+        self.line0 = self.first
+        self.indent = 0
+        if lines and lines[0][:1].isspace():
+            # a nested definition: parse it in place under `if 1:` (dedenting the text would
+            # break on a docstring line at column 0); line numbers shift by one
+            self.first -= 1
+            src = "if 1:\n" + src
+        self.tree = ast.parse(src)
+        if isinstance(self.tree.body[0], ast.If):
+            self.tree.body = self.tree.body[0].body
         self.globals = fn.__globals__
         self.sym: dict[str, tuple] = {}  # name -> (kind, type)
+        self.alias: dict[str, str | None] = {}  # tensor local -> the parameter it is a view of
         self.loopvars: set[str] = set()
 
     # ------------------------------------------------------------------ helpers
@@ -75,7 +84,7 @@ class _Parser:
     def parse(self) -> Program:
         fdefs = [n for n in self.tree.body if isinstance(n, ast.FunctionDef)]
         if not fdefs:
-            raise ProgramError("@program expects a function definition", Loc(self.file, self.first, 1))
+            raise ProgramError("@program expects a function definition (a `def`)", Loc(self.file, self.line0, 1))
         fdef = fdefs[0]
         params = self.parse_params(fdef)
         body = list(fdef.body)
@@ -90,6 +99,7 @@ class _Parser:
             raise self.err(ret, "`return` needs a value")
         vals = ret.value.elts if isinstance(ret.value, ast.Tuple) else [ret.value]
         returns = tuple(self.expr(v) for v in vals)
+        self.check_return(fdef, ret, returns)
         dims = []
         for p in params:
             for d in p.shape or ():
@@ -108,9 +118,13 @@ class _Parser:
         ann = getattr(self.fn, "__annotations__", {})
         params = []
         for arg in a.args:
-            t = ann.get(arg.arg)
+            t = self.annotation(arg, ann.get(arg.arg))
             if isinstance(t, lang.TensorType):
                 shape = t.dims
+                for d in shape:
+                    if not (isinstance(d, str) and d.isidentifier()) and \
+                            not (isinstance(d, int) and not isinstance(d, bool) and d >= 0):
+                        raise self.err(arg, f"dims of {arg.arg!r} must be names or non-negative ints, got {d!r}")
                 for d in shape:
                     if isinstance(d, str):
                         if d in self.sym and self.sym[d][0] != "dim":
@@ -130,6 +144,34 @@ class _Parser:
                 raise self.err(arg, f"parameter {arg.arg!r} needs an annotation like f32['M', 'K'] or f32, "
                                     f"got {t!r}")
         return params
+
+    def annotation(self, node, t):
+        """An annotation's value; with `from __future__ import annotations` it is a string."""
+        if isinstance(t, str):
+            try:
+                t = eval(t, dict(self.globals))  # noqa: S307 - the user's own annotation text
+            except Exception as e:
+                raise self.err(node, f"cannot evaluate annotation {t!r}: {e}") from None
+        return t
+
+    def check_return(self, fdef, ret, returns):
+        want = self.annotation(fdef, getattr(self.fn, "__annotations__", {}).get("return"))
+        if want is None:
+            return
+        if getattr(want, "__origin__", None) is tuple:  # tuple[f32[...], f32[...]]
+            want = want.__args__
+        wants = list(want) if isinstance(want, tuple) else [want]
+        if len(wants) != len(returns):
+            raise self.err(ret, f"returns {len(returns)} value(s) but the annotation declares {len(wants)}")
+        for w, r in zip(wants, returns):
+            if isinstance(w, lang.DType):
+                if r.ty is not None:
+                    raise self.err(ret, f"returns a tensor of shape {_shape_str(r.ty)} but the annotation "
+                                        "declares a scalar")
+            elif isinstance(w, lang.TensorType):
+                ty = tuple(("name", d) if isinstance(d, str) else ("int", d) for d in w.dims)
+                if r.ty is None or tuple(r.ty) != ty:
+                    raise self.err(ret, f"returns {_shape_str(r.ty)} but the annotation declares {_shape_str(ty)}")
 
     # ------------------------------------------------------------------ statements
     def stmt(self, n, top: bool):
@@ -189,7 +231,12 @@ class _Parser:
             kind, ty = self.lookup(target.value, buf)
             if kind == "tparam":
                 raise self.err(target, f"cannot write into parameter {buf!r}; copy it into a buffer first")
-            if kind not in ("buffer", "tlocal"):
+            if kind == "tlocal":
+                src = self.alias.get(buf)
+                what = f"a view of parameter {src!r}" if src else "a tensor value that may share memory with another"
+                raise self.err(target, f"cannot write into {buf!r}: it is {what}; allocate a buffer with "
+                                       "empty()/zeros() and store into it")
+            if kind != "buffer":
                 raise self.err(target, f"{buf!r} is not a tensor buffer")
             if len(idx) > len(ty):
                 raise self.err(target, f"{buf!r} has rank {len(ty)} but is indexed with {len(idx)} indices")
@@ -221,7 +268,8 @@ class _Parser:
             if not top:
                 raise self.err(n, "buffers must be allocated outside loops")
             if len(value.args) != 1 or value.keywords:
-                raise self.err(value, f"{self.fn_name(value.func)}(shape) takes one shape tuple")
+                extra = " and no keyword arguments (the dtype is f32)" if value.keywords else ""
+                raise self.err(value, f"{self.fn_name(value.func)}(shape) takes one shape tuple{extra}")
             sh = value.args[0]
             elts = sh.elts if isinstance(sh, ast.Tuple) else [sh]
             shape = tuple(self.extent(e) for e in elts)
@@ -242,7 +290,18 @@ class _Parser:
         if name in self.sym and (self.sym[name][1] is None) != (val.ty is None):
             raise self.err(target, f"{name!r} changes between scalar and tensor")
         self.sym[name] = ("slocal", None) if val.ty is None else ("tlocal", val.ty)
+        self.alias[name] = self.view_of(val)
         return Assign(loc, name, val, aug=aug is not None)
+
+    def view_of(self, e):
+        """The parameter a tensor expression is a view of (numpy shares its memory), if any."""
+        while isinstance(e, (Transpose, Index)):
+            if isinstance(e, Index):
+                return self.alias.get(e.base) or (e.base if self.sym[e.base][0] == "tparam" else None)
+            e = e.x
+        if isinstance(e, Ref) and e.name in self.sym:
+            return self.alias.get(e.name) or (e.name if self.sym[e.name][0] == "tparam" else None)
+        return None
 
     # ------------------------------------------------------------------ index / extent
     def subscript_parts(self, node: ast.Subscript):
@@ -262,7 +321,10 @@ class _Parser:
         for nm in ie_names(t):
             if nm not in self.loopvars and self.sym.get(nm, ("",))[0] != "dim":
                 raise self.err(e, f"index uses {nm!r}, which is neither a loop variable nor a dimension")
-        _check_affine(t, self.loopvars, lambda m: self.err(e, m))
+        def fail(msg):
+            raise self.err(e, msg)
+
+        _check_affine(t, self.loopvars, fail)
         return t
 
     def extent(self, e) -> tuple:

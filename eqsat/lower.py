@@ -410,11 +410,13 @@ class _NestRun:
             shared = 0
             while shared < min(len(wpath), len(path)) and wpath[shared] is path[shared]:
                 shared += 1
-            shared_ix = {self.loopix[id(f)] for f in wpath[:shared]}
+            shared_vars = set()
+            for f in wpath[:shared]:
+                shared_vars |= _ix_vars(self.loopix[id(f)])
             if len(widx) != len(idx):
                 raise NotFunctional(f"{name!r} is read whole or sliced while written element-wise")
             for w, r in zip(widx, idx):
-                if w in shared_ix and w is not r:
+                if w is not None and _ix_vars(w) & shared_vars and w is not r:
                     raise NotFunctional(f"{name!r} is read at an element another iteration writes "
                                         "(a loop-carried dependence)")
 
@@ -481,17 +483,29 @@ class _NestRun:
         """buf[idx] = val for every value of the bound variables: a new tensor value."""
         shape = self.low.shapes[buf]
         by_ix = {T.iv(v): (v, e) for v, e in bound}
-        axes = []
+        axes, split = [], False
         for pos, ix in enumerate(idx):
-            if ix not in by_ix:
+            parts = _split_index(ix)
+            if ix in by_ix:
+                v, e = by_ix.pop(ix)
+                if e != shape[pos]:
+                    raise NotFunctional(f"loop over {e} elements writes axis {pos} of {buf!r} of size {shape[pos]}")
+                axes.append((v, e))
+            elif parts is not None and parts[0] in by_ix and parts[2] in by_ix and parts[0] is not parts[2]:
+                # a loop split in tiles: axis = outer * T + inner, over full ranges
+                outer, tile, inner = parts
+                (vo, eo), (vi, ei) = by_ix[outer], by_ix[inner]
+                if ei != tile or eo * tile != shape[pos]:
+                    raise NotFunctional(f"split loops {eo} x {ei} (tile {tile}) do not cover axis {pos} of {buf!r}")
+                del by_ix[outer], by_ix[inner]
+                axes += [(vo, eo), (vi, ei)]
+                split = True
+            else:
                 raise NotFunctional(f"store into {buf!r} is not indexed by a plain loop variable on axis {pos}")
-            v, e = by_ix.pop(ix)
-            if e != shape[pos]:
-                raise NotFunctional(f"loop over {e} elements writes axis {pos} of {buf!r} of size {shape[pos]}")
-            axes.append((v, e))
         if by_ix:
             raise NotFunctional(f"store into {buf!r} repeats over a loop it does not index")
-        self.cur[buf] = T.compute(axes, val)
+        t = T.compute(axes, val)
+        self.cur[buf] = Node("Ten.reshape", t, T.shp(shape)) if split else t
 
     def reduction(self, f: For, spatial, path):
         """Lower an accumulation loop: every contribution becomes a reduction."""
@@ -563,6 +577,21 @@ class _NestRun:
                 raise NotFunctional(f"{s.buf!r} is accumulated at different elements in one loop")
             entry = contrib.setdefault(s.buf, ("buf", idx, bound, []))
             entry[3].append(_wrap("sum", red, body))
+
+
+def _ix_vars(ix: Node) -> set:
+    return {x.args[0] for x in T.walk(ix) if x.op == "Ix.v"}
+
+
+def _split_index(ix: Node):
+    """`outer * T + inner` as (Ix outer, T, Ix inner), else None."""
+    if ix.op != "Ix.add":
+        return None
+    a, b = ix.args
+    for s, v in ((a, b), (b, a)):
+        if s.op == "Ix.scale" and s.args[0].op == "Ix.v" and v.op == "Ix.v":
+            return s.args[0], s.args[1], v
+    return None
 
 
 def _load(t: Node, idx) -> Node:

@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass, field
 
 from .cost import ITEM, Model, TenInfo
-from .terms import SYMBOL, Node, show, show_var, unlist, walk
+from .terms import SYMBOL, Node, shape_list, show, show_var, unlist, walk
 
 KERNEL_OPS = ("Ten.compute", "Ten.matmul", "Ten.fused")
 EPILOGUE_NAME = {"Sc.add": "add", "Sc.sub": "sub", "Sc.mul": "mul", "Sc.div": "div", "Sc.max": "max",
@@ -52,6 +52,8 @@ def term_shape(n: Node, input_shapes: dict, nest_shapes: dict, memo: dict) -> tu
         s = tuple(a[int(p)] for p in n.args[1].split())
     elif op == "Ten.slice":
         s = term_shape(n.args[0], input_shapes, nest_shapes, memo)[1:]
+    elif op == "Ten.reshape":
+        s = shape_list(n.args[1])
     else:
         raise ValueError(f"no shape for {op}")
     memo[n] = s

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import types
 
-from .args import bind_args
+from .args import bind_args, check_program
 
 
 def reference(prog, *args, shapes=None):
@@ -11,6 +11,12 @@ def reference(prog, *args, shapes=None):
 
     Returns the output, or a tuple of outputs, as numpy values.
     """
+    check_program(prog, "reference()")
+    if shapes is not None:
+        from .args import check_dims
+
+        if not isinstance(shapes, dict):
+            check_dims(prog, shapes)
     vals, dims = bind_args(prog, args, shapes)
     fn = prog.fn
     g = dict(fn.__globals__)

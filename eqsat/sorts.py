@@ -7,7 +7,7 @@ extractor treats any node that is not a constructor as not executable.
 """
 from __future__ import annotations
 
-from egglog import Expr, StringLike, f64Like, function, i64Like, relation
+from egglog import Expr, StringLike, f64Like, function, i64, i64Like, relation
 
 
 class Var(Expr):
@@ -119,6 +119,10 @@ class Ten(Expr):
     def slice(cls, a: Ten, i: Ix) -> Ten: ...
 
     @classmethod
+    def reshape(cls, a: Ten, shape: Shp) -> Ten:
+        """A row-major reshape (a view): same elements, new shape."""
+
+    @classmethod
     def fused(cls, dims: Dims, body: Sc, mm: Ten) -> Ten: ...
 
     @classmethod
@@ -169,6 +173,11 @@ def subst_ix(x: Ix, env: Env) -> Ix: ...
 
 @function
 def subst_ixs(x: Ixs, env: Env) -> Ixs: ...
+
+
+@function
+def extent(v: Var) -> i64:
+    """How many values an index variable takes (from its binder)."""
 
 
 @function

@@ -18,10 +18,11 @@ Sorts and constructors (argument kinds in brackets):
           Sc.acc                         the accumulator, inside a Ten.fused body (only in
                                          extracted terms: it means mm[d] of the enclosing fused)
     Ten   Ten.input[str] Ten.compute[Dims, Sc] Ten.matmul[Ten, Ten]
-          Ten.transpose[Ten, str] Ten.slice[Ten, Ix]
+          Ten.transpose[Ten, str] Ten.slice[Ten, Ix] Ten.reshape[Ten, Shp]
           Ten.fused[Dims, Sc, Ten]       a matmul (3rd arg) and its elementwise epilogue over
                                          the output axes: for[d] body, where body reads mm[d]
           Ten.opaque[int, str, Tens, Scs]  output of a loop nest kept as written
+    Shp   Shp.nil Shp.cons[int, Shp]                                 a concrete shape
     Tens  Tens.nil Tens.cons[Ten, Tens]
     Scs   Scs.nil Scs.cons[Sc, Scs]
 """
@@ -108,6 +109,13 @@ def load(t: Node, idx) -> Node:
     return Node("Sc.load", t, idx if isinstance(idx, Node) else ixs(idx))
 
 
+def shp(shape) -> Node:
+    out = Node("Shp.nil")
+    for n in reversed(list(shape)):
+        out = Node("Shp.cons", int(n), out)
+    return out
+
+
 def compute(pairs, body: Node) -> Node:
     return Node("Ten.compute", dims(pairs), body)
 
@@ -136,6 +144,14 @@ def unlist(n: Node) -> list:
             out.append(n.args[0])
             n = n.args[1]
     return out
+
+
+def shape_list(n: Node) -> tuple:
+    out = []
+    while n.op == "Shp.cons":
+        out.append(n.args[0])
+        n = n.args[1]
+    return tuple(out)
 
 
 def walk(n: Node, seen=None):
@@ -203,6 +219,8 @@ def show(n: Node, names: dict | None = None) -> str:
         return f"transpose({show(a[0], names)}, ({a[1]}))"
     if op == "Ten.slice":
         return f"{show(a[0], names)}[{show_ix(a[1])}]"
+    if op == "Ten.reshape":
+        return f"reshape({show(a[0], names)}, {shape_list(a[1])})"
     if op == "Ten.fused":
         d = ", ".join(f"{show_var(v)}<{e}" for v, e in unlist(a[0]))
         return f"fused[{d}] {show(a[1], names)}"

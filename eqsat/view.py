@@ -15,6 +15,7 @@ PROVENANCE = {
     "Ten.matmul": "matmul (loop nest to matmul) or a library call",
     "Ten.fused": "epilogue (fusion), after anti_inline / inline",
     "Ten.transpose": "transpose / uncache (a view)",
+    "Ten.reshape": "matmul (flattened contraction or split loop; a view)",
     "Ten.compute": "inline / anti_inline (elementwise or reduction)",
 }
 
@@ -46,7 +47,7 @@ def render(plan) -> str:
         else:
             what = describe(k.term, {n: m for n, m in names.items() if n is not k.term})
             ops = {x.op for x in walk(k.term) if x.sort == "Ten"}
-            prov = "; ".join(PROVENANCE[o] for o in ("Ten.fused", "Ten.matmul", "Ten.compute", "Ten.transpose")
+            prov = "; ".join(PROVENANCE[o] for o in ("Ten.fused", "Ten.matmul", "Ten.compute", "Ten.transpose", "Ten.reshape")
                              if o in ops)
         epi = ", ".join(k.epilogue) or "-"
         rows.append(f"<tr><td><code>{_e(k.name)}</code></td><td class='k-{_e(k.kind)}'>{_e(k.kind)}</td>"

@@ -9,10 +9,11 @@ Not an optimization: facts the optimizing rules' guards read, saturated before t
 """
 from __future__ import annotations
 
-from egglog import String, f64, i64, rewrite, rule, ruleset, eq, ne, union
+from egglog import String, f64, i64, eq, ne, rewrite, rule, ruleset, set_, union
 
 from eqsat.sorts import (
-    Dims, Env, Ix, Ixs, Sc, Shp, Ten, Var, bind, closed, dshape, dvars, shape_of, subst, subst_ix, subst_ixs,
+    Dims, Env, Ix, Ixs, Sc, Shp, Ten, Var, bind, closed, dshape, dvars, extent, shape_of, subst, subst_ix,
+    subst_ixs,
 )
 from ._patterns import all_perms, perm_str, shp
 
@@ -29,6 +30,10 @@ def ruleset(t: Ten, a: Ten, b: Ten, d: Dims, r: Dims, v: Var, w: Var, n: i64, m:
     yield rewrite(bind(Dims.nil(), Ixs.nil())).to(Env.nil())
     yield rewrite(bind(Dims.cons(v, n, r), Ixs.cons(ix, rest))).to(Env.cons(v, ix, bind(r, rest)))
 
+    # ---- extents of index variables (binders are unique, so each gets one value)
+    yield rule(Dims.cons(v, n, r)).then(set_(extent(v)).to(n))
+    yield rule(Sc.red(f, v, n, x)).then(set_(extent(v)).to(n))
+
     # ---- shapes
     yield rule(eq(t).to(Ten.compute(d, body))).then(union(shape_of(t)).with_(dshape(d)), dvars(d))
     yield rule(eq(t).to(Ten.fused(d, body, a))).then(union(shape_of(t)).with_(dshape(d)), dvars(d))
@@ -41,6 +46,7 @@ def ruleset(t: Ten, a: Ten, b: Ten, d: Dims, r: Dims, v: Var, w: Var, n: i64, m:
     yield rule(eq(t).to(Ten.matmul(a, b)), eq(shape_of(a)).to(shp(M, K)), eq(shape_of(b)).to(shp(B, K, N))).then(
         union(shape_of(t)).with_(shp(B, M, N)))
     yield rule(eq(t).to(Ten.slice(a, ix)), eq(shape_of(a)).to(Shp.cons(n, s))).then(union(shape_of(t)).with_(s))
+    yield rule(eq(t).to(Ten.reshape(a, s))).then(union(shape_of(t)).with_(s))
     ns = [M, N, K]
     for p in all_perms(3):
         src = ns[:len(p)]
@@ -54,6 +60,7 @@ def ruleset(t: Ten, a: Ten, b: Ten, d: Dims, r: Dims, v: Var, w: Var, n: i64, m:
     yield rule(eq(t).to(Ten.matmul(a, b)), closed(a), closed(b)).then(closed(t))
     yield rule(eq(t).to(Ten.transpose(a, f)), closed(a)).then(closed(t))
     yield rule(eq(t).to(Ten.slice(a, Ix.lit(n))), closed(a)).then(closed(t))
+    yield rule(eq(t).to(Ten.reshape(a, s)), closed(a)).then(closed(t))
 
     # ---- explicit substitution
     yield rewrite(subst(Sc.lit(c), e)).to(Sc.lit(c))

@@ -18,21 +18,44 @@ Before:  for[i<M, j<N] sum[k<K] A[i, k] * B[k, j]
 After:   A @ B
 Batched: for[b, i, j] sum[k] A[b, i, k] * B[b, k, j]  ->  A @ B (3-D @ 3-D)
 Shared:  for[b, i, j] sum[k] A[b, i, k] * B[k, j]     ->  A @ B (one GEMM over b*M rows)
+Several: for[i, j] sum[k1] sum[k2] A[i, k1, k2] * B[k1, k2, j]
+         ->  reshape(A, [M, K1*K2]) @ reshape(B, [K1*K2, N])   (row-major flattening)
+Split:   A[i0 * T + i1, k]  ->  reshape(A, [M/T, T, K])[i0, i1, k]
+         when i1 takes exactly T values and i0 exactly M/T (full ranges), so a loop split
+         into tiles reads the same elements through a view, and the 3-D form above applies.
 """
 from __future__ import annotations
 
-from egglog import i64, eq, ne, rewrite, rule, ruleset, union
+from egglog import String, i64, eq, ne, rewrite, rule, ruleset, union
 
-from eqsat.sorts import Ix, Sc, Ten, Var, closed, shape_of
+from eqsat.sorts import Ix, Ixs, Sc, Shp, Ten, Var, closed, extent, shape_of
 from ._patterns import dims, ixs, shp
 
 
 @ruleset
-def ruleset(t: Ten, a: Ten, b: Ten, x: Sc, y: Sc, i: Var, j: Var, k: Var, r: Var,
-            M: i64, N: i64, K: i64, B: i64):
+def ruleset(t: Ten, a: Ten, b: Ten, x: Sc, y: Sc, i: Var, j: Var, k: Var, r: Var, k2: Var,
+            M: i64, N: i64, K: i64, B: i64, K2: i64, s: Sc, rest: Ixs, sh: Shp, p0: Ix, p1: Ix, T: i64, n0: i64,
+            f: String, v: Var, w: Var):
     vi, vj, vk, vr = Ix.v(i), Ix.v(j), Ix.v(k), Ix.v(r)
     # x * y -> y * x
     yield rewrite(Sc.mul(x, y)).to(Sc.mul(y, x))
+    # sum[v] sum[w] x -> sum[w] sum[v] x   (finite sums commute)
+    yield rewrite(Sc.red("sum", v, K, Sc.red("sum", w, K2, x))).to(Sc.red("sum", w, K2, Sc.red("sum", v, K, x)))
+
+    # split loops: A[.., i0*T + i1, ..] -> reshape(A, [.., n/T, T, ..])[.., i0, i1, ..]
+    for pos in range(3):
+        lead, outer = [p0, p1][:pos], [M, N][:pos]
+        for split in (Ix.add(Ix.scale(Ix.v(i), T), Ix.v(j)), Ix.add(Ix.v(j), Ix.scale(Ix.v(i), T))):
+            idx, new = Ixs.cons(split, rest), Ixs.cons(Ix.v(i), Ixs.cons(Ix.v(j), rest))
+            old_shape, new_shape = Shp.cons(K, sh), Shp.cons(n0, Shp.cons(T, sh))
+            for p, d in zip(reversed(lead), reversed(outer)):
+                idx, new = Ixs.cons(p, idx), Ixs.cons(p, new)
+                old_shape, new_shape = Shp.cons(d, old_shape), Shp.cons(d, new_shape)
+            yield rule(
+                eq(s).to(Sc.load(a, idx)), closed(a), eq(shape_of(a)).to(old_shape),
+                eq(extent(j)).to(T), eq(extent(i)).to(n0), eq(K).to(n0 * T), ne(i).to(j),
+            ).then(union(s).with_(Sc.load(Ten.reshape(a, new_shape), new)))
+
     cases = [
         # for[i<M, j<N] sum[k<K] A[i,k] * B[k,j] -> A @ B
         (dims((i, M), (j, N)), ixs(vi, vk), ixs(vk, vj), shp(M, K), shp(K, N), [i, j, k]),
@@ -49,3 +72,11 @@ def ruleset(t: Ten, a: Ten, b: Ten, x: Sc, y: Sc, i: Var, j: Var, k: Var, r: Var
             eq(t).to(Ten.compute(out_dims, Sc.red("sum", k, K, Sc.mul(Sc.load(a, ia), Sc.load(b, ib))))),
             eq(shape_of(a)).to(sa), eq(shape_of(b)).to(sb), closed(a), closed(b), *distinct,
         ).then(union(t).with_(Ten.matmul(a, b)))
+    # for[i, j] sum[k<K] sum[k2<K2] A[i, k, k2] * B[k, k2, j] -> A' @ B' with K*K2 flattened
+    vk2 = Ix.v(k2)
+    yield rule(
+        eq(t).to(Ten.compute(dims((i, M), (j, N)), Sc.red("sum", k, K, Sc.red("sum", k2, K2, Sc.mul(
+            Sc.load(a, ixs(vi, vk, vk2)), Sc.load(b, ixs(vk, vk2, vj))))))),
+        eq(shape_of(a)).to(shp(M, K, K2)), eq(shape_of(b)).to(shp(K, K2, N)), closed(a), closed(b),
+        *[ne(p).to(q) for p, q in ((i, j), (i, k), (i, k2), (j, k), (j, k2), (k, k2))],
+    ).then(union(t).with_(Ten.matmul(Ten.reshape(a, shp(M, K * K2)), Ten.reshape(b, shp(K * K2, N)))))

@@ -98,8 +98,9 @@ class GenProgram:
 class _Builder:
     """Collects parameters, dimensions and body lines of one program."""
 
-    def __init__(self, ch):
+    def __init__(self, ch, near: str | None = None):
         self.ch = ch
+        self.near = near  # force this near-miss in loop_matmul (None: choose one)
         self.params: dict = {}  # name -> annotation text
         self.dims: dict = {}  # name -> size
         self.lines: list = []
@@ -243,7 +244,7 @@ def _ref(arr: str, lay: str, row: str, red: str) -> str:
 def gen_loop_matmul(b: _Builder) -> GenProgram:
     ch = b.ch
     i, j, k = ch.choice([("i", "j", "k"), ("i", "j", "k"), ("p", "q", "r"), ("row", "col", "kk")])
-    near = ch.choice(["none"] * 8 + NEAR_MISSES[1:])
+    near = b.near or ch.choice(["none"] * 8 + NEAR_MISSES[1:])
     b.tag("near_" + near)
     square = near == "diag_write" or ch.coin(0.1)
     M = b.dim("M")
@@ -625,26 +626,31 @@ def gen_pointwise(b: _Builder) -> GenProgram:
 FAMILIES = {"loop_matmul": gen_loop_matmul, "tensor": gen_tensor, "pointwise": gen_pointwise}
 
 
-def generate(ch, family: str | None = None) -> GenProgram:
-    """One random program; `family` picks a family, else it is chosen too."""
+def generate(ch, family: str | None = None, near: str | None = None) -> GenProgram:
+    """One random program; `family` picks a family, else it is chosen too. `near` forces a
+    near-miss kind (from NEAR_MISSES) and implies the loop_matmul family."""
+    if near is not None:
+        family = "loop_matmul"
     if family is None:
         family = ch.choice(["loop_matmul", "loop_matmul", "loop_matmul", "tensor", "tensor", "pointwise"])
-    return FAMILIES[family](_Builder(ch))
+    return FAMILIES[family](_Builder(ch, near))
 
 
-def programs(family: str | None = None):
-    """A hypothesis strategy of `GenProgram`s."""
+def programs(family: str | None = None, nears: list | None = None):
+    """A hypothesis strategy of `GenProgram`s (`nears`: draw one of these near-misses)."""
     from hypothesis import strategies as st
 
     @st.composite
     def _programs(draw):
-        return generate(DrawChooser(draw), family)
+        ch = DrawChooser(draw)
+        near = ch.choice(nears) if nears else None
+        return generate(ch, family, near)
 
     return _programs()
 
 
-def generate_seeded(seed: int, family: str | None = None) -> GenProgram:
-    return generate(RandomChooser(random.Random(seed)), family)
+def generate_seeded(seed: int, family: str | None = None, near: str | None = None) -> GenProgram:
+    return generate(RandomChooser(random.Random(seed)), family, near)
 
 
 # ---------------------------------------------------------------------------- loading and inputs

@@ -74,7 +74,7 @@ def mm(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
 def test_matmul_batched_and_shared_operand(tmp_program):
     prog = tmp_program("""
 @program
-def bmm(a: f32["B", "M", "K"], b: f32["B", "K", "N"], w: f32["K", "N"]) -> f32["B", "M", "N"]:
+def bmm(a: f32["B", "M", "K"], b: f32["B", "K", "N"], w: f32["K", "N"]) -> tuple[f32["B", "M", "N"], f32["B", "M", "N"]]:
     c = zeros((B, M, N))
     d = zeros((B, M, N))
     for r in range(B):
