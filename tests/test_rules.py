@@ -331,3 +331,63 @@ def p(x: f32["M"]) -> f32["M"]:
     eqsat.optimize(prog, {"M": 3})
     with pytest.raises(Exception, match="two different constants"):
         eqsat.optimize(prog, {"M": 3}, rules=[unsound])
+
+
+# ---------------------------------------------------------------- split loops, several K axes
+def test_split_loop_becomes_a_matmul_through_a_view(tmp_program):
+    prog = tmp_program("""
+@program
+def tiled(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for i0 in range(M // 4):
+        for j in range(N):
+            for i1 in range(4):
+                for k in range(K):
+                    c[i0 * 4 + i1, j] += a[i0 * 4 + i1, k] * b[k, j]
+    return c
+""")
+    dims = {"M": 8, "N": 5, "K": 6}
+    plan = eqsat.optimize(prog, dims)
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
+    assert_matches_reference(plan, prog, dims)
+
+
+def test_split_loop_guard_partial_tiles(tmp_program):
+    """Tiles that do not cover the axis (M=10 with tiles of 4) must not be read through a view."""
+    prog = tmp_program("""
+@program
+def tiled(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for i0 in range(M // 4):
+        for j in range(N):
+            for i1 in range(4):
+                for k in range(K):
+                    c[i0 * 4 + i1, j] += a[i0 * 4 + i1, k] * b[k, j]
+    return c
+""")
+    dims = {"M": 10, "N": 5, "K": 6}
+    eg, g = saturated(prog, dims, ALL)
+    assert all(n.op != "Ten.reshape" for ns in g.classes.values() for n in ns)
+    plan = eqsat.optimize(prog, dims)
+    assert all(k.kind != "matmul" for k in plan.kernels)
+    assert_matches_reference(plan, prog, dims)
+
+
+@pytest.mark.parametrize("order", ["kl", "lk"])
+def test_contraction_over_two_axes_is_one_matmul(tmp_program, order):
+    loops = {"k": "K", "l": "L"}
+    prog = tmp_program(f"""
+@program
+def two_k(a: f32["M", "K", "L"], b: f32["K", "L", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for i in range(M):
+        for j in range(N):
+            for {order[0]} in range({loops[order[0]]}):
+                for {order[1]} in range({loops[order[1]]}):
+                    c[i, j] += a[i, k, l] * b[k, l, j]
+    return c
+""")
+    dims = {"M": 4, "N": 3, "K": 5, "L": 2}
+    plan = eqsat.optimize(prog, dims)
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
+    assert_matches_reference(plan, prog, dims)
