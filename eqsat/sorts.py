@@ -185,5 +185,13 @@ def output(i: i64Like) -> Ten:
     """Marks the i-th output of the program, so its e-class can be found after saturation."""
 
 
+@function(merge=lambda old, new: old.max(new))
+def red_depth(s: Sc) -> i64:
+    """How deeply reductions nest in a scalar (0: elementwise). Guards inlining."""
+
+
 closed = relation("closed", Ten)
 """The tensor mentions no free index variable (it can be a kernel of its own)."""
+
+open_ = relation("open_", Ten)
+"""The tensor depends on a loop variable: a library call inside a loop."""

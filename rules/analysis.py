@@ -12,8 +12,8 @@ from __future__ import annotations
 from egglog import String, f64, i64, eq, ne, rewrite, rule, ruleset, set_, union
 
 from eqsat.sorts import (
-    Dims, Env, Ix, Ixs, Sc, Shp, Ten, Var, bind, closed, dshape, dvars, extent, shape_of, subst, subst_ix,
-    subst_ixs,
+    Dims, Env, Ix, Ixs, Sc, Shp, Ten, Var, bind, closed, dshape, dvars, extent, open_, red_depth, shape_of, subst,
+    subst_ix, subst_ixs,
 )
 from ._patterns import all_perms, perm_str, shp
 
@@ -61,6 +61,25 @@ def ruleset(t: Ten, a: Ten, b: Ten, d: Dims, r: Dims, v: Var, w: Var, n: i64, m:
     yield rule(eq(t).to(Ten.transpose(a, f)), closed(a)).then(closed(t))
     yield rule(eq(t).to(Ten.slice(a, Ix.lit(n))), closed(a)).then(closed(t))
     yield rule(eq(t).to(Ten.reshape(a, s)), closed(a)).then(closed(t))
+
+    # ---- open tensors: those that depend on a loop variable
+    for ix_pat in (Ix.v(v), Ix.add(ix, jx), Ix.scale(ix, n)):
+        yield rule(eq(t).to(Ten.slice(a, ix_pat))).then(open_(t))
+    yield rule(eq(t).to(Ten.slice(a, ix)), open_(a)).then(open_(t))
+    yield rule(eq(t).to(Ten.matmul(a, b)), open_(a)).then(open_(t))
+    yield rule(eq(t).to(Ten.matmul(a, b)), open_(b)).then(open_(t))
+    yield rule(eq(t).to(Ten.transpose(a, f)), open_(a)).then(open_(t))
+    yield rule(eq(t).to(Ten.reshape(a, s)), open_(a)).then(open_(t))
+
+    # ---- reduction depth (merge: max)
+    yield rule(eq(x).to(Sc.lit(c))).then(set_(red_depth(x)).to(i64(0)))
+    yield rule(eq(x).to(Sc.param(name))).then(set_(red_depth(x)).to(i64(0)))
+    yield rule(eq(x).to(Sc.load(t, idx))).then(set_(red_depth(x)).to(i64(0)))
+    for op in (Sc.add, Sc.sub, Sc.mul, Sc.div, Sc.max, Sc.min):
+        yield rule(eq(x).to(op(y, body)), eq(red_depth(y)).to(n), eq(red_depth(body)).to(m)).then(
+            set_(red_depth(x)).to(n.max(m)))
+    yield rule(eq(x).to(Sc.fn(f, y)), eq(red_depth(y)).to(n)).then(set_(red_depth(x)).to(n))
+    yield rule(eq(x).to(Sc.red(f, v, m, y)), eq(red_depth(y)).to(n)).then(set_(red_depth(x)).to(n + 1))
 
     # ---- explicit substitution
     yield rewrite(subst(Sc.lit(c), e)).to(Sc.lit(c))

@@ -654,14 +654,20 @@ def generate_seeded(seed: int, family: str | None = None, near: str | None = Non
 
 
 # ---------------------------------------------------------------------------- loading and inputs
-def load(gp: GenProgram, directory: str):
-    """Write the program's source to `directory` and import it; returns the @program object."""
+def write(gp: GenProgram, directory: str) -> str:
+    """Write the program's source to `directory/<name>.py` (names are content hashes)."""
     path = os.path.join(directory, gp.name + ".py")
     if not os.path.exists(path):
         tmp = path + f".{os.getpid()}.tmp"
         with open(tmp, "w") as f:
             f.write(gp.source)
         os.replace(tmp, path)
+    return path
+
+
+def load(gp: GenProgram, directory: str):
+    """Write the program's source to `directory` and import it; returns the @program object."""
+    path = write(gp, directory)
     spec = importlib.util.spec_from_file_location(gp.name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -678,3 +684,100 @@ def make_args(prog, shapes: dict, rng: np.random.Generator) -> list:
             shape = tuple(shapes[d] if isinstance(d, str) else d for d in p.shape)
             args.append(rng.standard_normal(shape).astype(np.float32))
     return args
+
+
+# ---------------------------------------------------------------------------- running in a worker
+# `optimize` runs inside egglog (Rust), which a Python signal or exception cannot interrupt.
+# To turn a hang into an ordinary test failure, programs run in a worker process that the
+# test kills when it does not answer in time.
+def execute(path: str, name: str, shapes: dict, seed: int) -> dict:
+    """Load the program in `path`, draw inputs from `seed`, run `reference`, `optimize`, `run`.
+
+    Returns {"want": outputs, "got": outputs, "plan": str, "kinds": [...], "epilogues": [...]}
+    or {"error": stage, "traceback": text} when a stage raises.
+    """
+    import traceback
+    import warnings
+
+    import eqsat
+
+    out: dict = {}
+    stage = "load"
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        prog = getattr(mod, name)
+        args = make_args(prog, shapes, np.random.default_rng(seed))
+        with warnings.catch_warnings(), np.errstate(over="ignore", under="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)  # exp/sigmoid of large negatives: 0, fine
+            stage = "reference"
+            want = eqsat.reference(prog, *[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            stage = "optimize"
+            plan = eqsat.optimize(prog, shapes)
+            out["plan"] = str(plan)
+            stage = "run"
+            got = plan.run(*args)
+        out["want"] = want if isinstance(want, tuple) else (want,)
+        out["got"] = got if isinstance(got, tuple) else (got,)
+        out["kinds"] = [k.kind for k in plan.kernels]
+        return out
+    except BaseException:  # noqa: BLE001 - everything is reported to the test
+        out.update(error=stage, traceback=traceback.format_exc())
+        return out
+
+
+def serve(conn):
+    """Worker loop: answer `execute` requests on `conn` until it closes."""
+    while True:
+        try:
+            req = conn.recv()
+        except EOFError:
+            return
+        conn.send(execute(*req))
+
+
+class Hang(Exception):
+    pass
+
+
+class Worker:
+    """A worker process running `execute`; `call` raises `Hang` after `timeout` seconds."""
+
+    def __init__(self, timeout: float):
+        import multiprocessing
+
+        self.timeout = timeout
+        self.ctx = multiprocessing.get_context("spawn")
+        self.proc = None
+        self.conn = None
+
+    def _start(self):
+        parent, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=serve, args=(child,), daemon=True, name="eqsat-diff-worker")
+        self.proc.start()
+        child.close()
+        self.conn = parent
+
+    def call(self, path: str, name: str, shapes: dict, seed: int) -> dict:
+        if self.proc is None or not self.proc.is_alive():
+            self._start()
+        self.conn.send((path, name, shapes, seed))
+        if not self.conn.poll(self.timeout):
+            self.close()
+            raise Hang(f"no answer within {self.timeout:g} s (optimize/run hangs)")
+        try:
+            return self.conn.recv()
+        except EOFError:
+            code = self.proc.exitcode if self.proc is not None else None
+            self.close()
+            raise Hang(f"the worker process died (exit code {code})") from None
+
+    def close(self):
+        if self.proc is not None:
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join(5)
+        if self.conn is not None:
+            self.conn.close()
+        self.proc = self.conn = None

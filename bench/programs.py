@@ -1,0 +1,82 @@
+"""Generated programs for the benchmarks (written to files: @program reads source)."""
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+from pathlib import Path
+
+_DIR = Path(tempfile.mkdtemp(prefix="eqsat_bench_"))
+
+
+def load_source(src: str, name: str):
+    from eqsat.ir import Program
+
+    path = _DIR / f"{name}.py"
+    path.write_text("from eqsat import *\n" + src)
+    spec = importlib.util.spec_from_file_location(f"bench_gen_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return next(v for v in vars(mod).values() if isinstance(v, Program))
+
+
+def mlp_chain(n: int):
+    """h = relu(h @ w_i + b_i), n times, with library calls."""
+    params = ", ".join(f'w{i}: f32["D", "D"], b{i}: f32["D"]' for i in range(n))
+    body = "\n".join(f"    h = relu({'x' if i == 0 else 'h'} @ w{i} + b{i})" for i in range(n))
+    src = f'''
+@program
+def mlp{n}(x: f32["M", "D"], {params}) -> f32["M", "D"]:
+{body}
+    return h
+'''
+    return load_source(src, f"mlp{n}")
+
+
+def loop_chain(n: int):
+    """The same chain with every layer written as a loop nest with a scalar accumulator."""
+    params = ", ".join(f'w{i}: f32["D", "D"], b{i}: f32["D"]' for i in range(n))
+    layers = []
+    for i in range(n):
+        src_buf = "x" if i == 0 else f"h{i - 1}"
+        layers.append(f'''    h{i} = empty((M, D))
+    for i in range(M):
+        for j in range(D):
+            acc = 0.0
+            for k in range(D):
+                acc += {src_buf}[i, k] * w{i}[k, j]
+            h{i}[i, j] = relu(acc + b{i}[j])''')
+    body = "\n".join(layers)
+    src = f'''
+@program
+def loops{n}(x: f32["M", "D"], {params}) -> f32["M", "D"]:
+{body}
+    return h{n - 1}
+'''
+    return load_source(src, f"loops{n}")
+
+
+def linear_bias_relu():
+    src = '''
+@program
+def linear(x: f32["M", "K"], w: f32["N", "K"], bias: f32["N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += x[i, k] * w[j, k]
+            y[i, j] = relu(acc + bias[j])
+    return y
+'''
+    return load_source(src, "linear")
+
+
+def long_sum(n: int):
+    terms = " + ".join(f"x{i}" for i in range(n))
+    params = ", ".join(f'x{i}: f32["M"]' for i in range(n))
+    src = f'''
+@program
+def sum{n}({params}) -> f32["M"]:
+    return {terms}
+'''
+    return load_source(src, f"sum{n}")
