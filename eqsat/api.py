@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 import time
 
 from egglog import Ruleset
@@ -31,6 +32,9 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
             is used and `plan.report.stop_reason` says which.
     """
     check_program(prog, "optimize()")
+    # terms of a long chain of layers are deep; Python 3.11 recursion does not use the C
+    # stack for Python-to-Python calls, so a higher limit is safe
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50_000))
     if target not in TARGETS:
         raise ArgumentError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     check_dims(prog, shapes)
@@ -44,8 +48,8 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     families = resolve_rules(rules)                                # which rewrites may run
     eg, _, _ = egraph.build(lowered, _opaque_shapes(lowered))      # one e-graph, every output a root
     t1 = time.perf_counter()
-    support = _support()
-    report = egraph.saturate(eg, [r for _, r in families], support, limits)
+    support = _support(families)
+    report = egraph.saturate(eg, [r for _, r, _ in families], support, limits)
     report.build_seconds = t1 - t0
     t2 = time.perf_counter()
     graph = Graph(egraph.serialize(eg))                            # read back, extract the cheapest
@@ -53,17 +57,22 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     ext = Extractor(graph, lambda shape: Model(TARGETS[target], shape, nest_work.__getitem__))
     roots = [ext.decode(graph.outputs[i]) for i in range(len(lowered.roots))]
     extract_seconds = time.perf_counter() - t2
-    plan = Plan(prog, shapes, target, lowered, roots, report, [n for n, _ in families])
+    plan = Plan(prog, shapes, target, lowered, roots, report, [n for n, _, _ in families])
     plan.extract_seconds = extract_seconds
     plan.egraph_nodes = graph.n_nodes()
     plan.optimize_seconds = time.perf_counter() - t0
     return plan
 
 
-def _support() -> Ruleset:
+def _support(families=()) -> Ruleset:
+    """Rules that only derive facts: saturated before every round of rewrites."""
     from .rules import analysis, sanity
 
-    return analysis.ruleset | sanity.ruleset
+    out = analysis.ruleset | sanity.ruleset
+    for _, _, facts in families:
+        if facts is not None:
+            out = out | facts
+    return out
 
 
 def resolve_rules(rules) -> list:
@@ -76,19 +85,26 @@ def resolve_rules(rules) -> list:
     out = []
     for r in rules:
         if isinstance(r, Ruleset):
-            out.append((str(getattr(r, "name", "ruleset")), r))
+            out.append((str(getattr(r, "name", "ruleset")), r, None))
         elif isinstance(r, str) and r in FAMILIES:
-            out.append((r, importlib.import_module(f"eqsat.rules.{r}").ruleset))
+            out.append(_family(r, importlib.import_module(f"eqsat.rules.{r}")))
         elif isinstance(r, (str, os.PathLike)) and os.path.isfile(r):
-            out.append((os.path.basename(str(r)), _load_rule_file(str(r))))
+            out.append(_family(os.path.basename(str(r)), _load_rule_file(str(r))))
         elif hasattr(r, "ruleset") and isinstance(r.ruleset, Ruleset):
-            out.append((r.__name__.rsplit(".", 1)[-1], r.ruleset))
+            out.append(_family(r.__name__.rsplit(".", 1)[-1], r))
         else:
             raise ArgumentError(f"unknown rule family or file {r!r}; families: {', '.join(FAMILIES)}")
     return out
 
 
-def _load_rule_file(path: str) -> Ruleset:
+def _family(name: str, mod) -> tuple:
+    """(name, rewrite ruleset, fact ruleset or None): a rule file may define `analysis`, facts
+    its rewrites read, which then saturate with the support rules."""
+    facts = getattr(mod, "analysis", None)
+    return name, mod.ruleset, facts if isinstance(facts, Ruleset) else None
+
+
+def _load_rule_file(path: str):
     name = "eqsat_user_rules_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
@@ -99,7 +115,7 @@ def _load_rule_file(path: str) -> Ruleset:
     rs = getattr(mod, "ruleset", None)
     if not isinstance(rs, Ruleset):
         raise EqsatError(f"{path}: a rule file must define `ruleset` (an egglog @ruleset)")
-    return rs
+    return mod
 
 
 def _opaque_shapes(lowered) -> dict:

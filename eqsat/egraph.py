@@ -5,7 +5,8 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from egglog import EGraph, Ruleset, back_off, run, union
+from egglog import EGraph, Ruleset, back_off, run
+from egglog.egraph import to_runtime_expr
 
 from . import sorts as S
 from .limits import Limits
@@ -26,31 +27,87 @@ class SaturationReport:
 
 
 class Builder:
-    """Encodes hash-consed `Node`s into one e-graph; each tensor gets its own `let`."""
+    """Encodes hash-consed `Node`s into one e-graph as egglog program text.
+
+    Every tensor gets its own `let`, and everything is sent in one call: building terms
+    through egglog-python's expression objects costs ~0.2 ms a constructor, which made
+    building dominate optimize() on long programs.
+    """
 
     def __init__(self, egraph: EGraph):
         self.eg = egraph
-        self.memo: dict = {}
-        self.n_lets = 0
+        self.memo: dict = {}  # Node -> egglog text (a `$let` name for tensors)
+        self.lines: list = []
+        _declare(egraph)
 
-    def encode(self, node: Node):
-        e = self.memo.get(node)
-        if e is not None:
-            return e
-        sort, name = node.op.split(".", 1)
-        args = [self.encode(a) if isinstance(a, Node) else a for a in node.args]
-        e = getattr(SORTS[sort], name)(*args)
-        if sort == "Ten":
-            e = self.eg.let(f"_t{self.n_lets}", e)
-            self.n_lets += 1
-        self.memo[node] = e
-        return e
+    def encode(self, root: Node) -> str:
+        """Children before parents, without recursion (a chain of layers is a deep term)."""
+        stack = [root]
+        while stack:
+            node = stack[-1]
+            if node in self.memo:
+                stack.pop()
+                continue
+            todo = [a for a in node.args if isinstance(a, Node) and a not in self.memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            args = " ".join(self.memo[a] if isinstance(a, Node) else _literal(a) for a in node.args)
+            text = f"({_egg_name(node.op)} {args})" if args else f"({_egg_name(node.op)})"
+            if node.sort == "Ten":
+                name = f"$_t{len(self.lines)}"
+                self.lines.append(f"(let {name} {text})")
+                text = name
+            self.memo[node] = text
+        return self.memo[root]
+
+    def union(self, a: str, b: str) -> None:
+        self.lines.append(f"(union {a} {b})")
+
+    def flush(self) -> None:
+        # one command per call: egglog's parser is quadratic in the lets of one program
+        egg = self.eg._egraph
+        for line in self.lines:
+            egg.run_program(*egg.parse_program(line))
+        self.lines = []
 
 
-def shape_expr(shape) -> S.Shp:
-    out = S.Shp.nil()
+def _egg_name(op: str) -> str:
+    return "eqsat_sorts_" + op.replace(".", "_")
+
+
+def _literal(x) -> str:
+    if isinstance(x, bool):
+        raise TypeError("no booleans in terms")
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        return repr(x)
+    return json.dumps(x)
+
+
+def _declare(eg: EGraph) -> None:
+    """Declare every sort and constructor in `eg` (egglog-python does so on first use)."""
+    v = S.Var.named("v")
+    ix = S.Ix.add(S.Ix.scale(S.Ix.v(S.Var.mmk(S.Ten.input("t"), S.Ix.lit(0), S.Ix.lit(0))), 2), S.Ix.v(v))
+    sc = S.Sc.red("sum", v, 1, S.Sc.min(S.Sc.max(S.Sc.div(S.Sc.mul(S.Sc.sub(S.Sc.add(
+        S.Sc.load(S.Ten.input("t"), S.Ixs.cons(ix, S.Ixs.nil())), S.Sc.lit(0.0)), S.Sc.param("p")),
+        S.Sc.fn("relu", S.Sc.lit(1.0))), S.Sc.lit(1.0)), S.Sc.lit(1.0)), S.Sc.lit(1.0)))
+    d = S.Dims.cons(v, 1, S.Dims.nil())
+    t = S.Ten.opaque(0, "b", S.Tens.cons(S.Ten.reshape(S.Ten.slice(S.Ten.transpose(S.Ten.matmul(
+        S.Ten.compute(d, sc), S.Ten.fused(d, sc, S.Ten.input("t"))), "1 0"), S.Ix.lit(0)), S.Shp.cons(1, S.Shp.nil())),
+        S.Tens.nil()), S.Scs.cons(sc, S.Scs.nil()))
+    for e in (t, S.shape_of(t), S.output(0)):
+        rt = to_runtime_expr(e)
+        eg._add_decls(rt)
+        eg._state.typed_expr_to_egg(rt.__egg_typed_expr__, transform_let=False)
+
+
+def shape_text(shape) -> str:
+    out = "(eqsat_sorts_Shp_nil)"
     for n in reversed(shape):
-        out = S.Shp.cons(int(n), out)
+        out = f"(eqsat_sorts_Shp_cons {int(n)} {out})"
     return out
 
 
@@ -58,14 +115,15 @@ def build(lowered, opaque_shapes: dict) -> tuple[EGraph, Builder, list]:
     eg = EGraph()
     b = Builder(eg)
     for name, shape in lowered.input_shapes.items():
-        eg.register(union(S.shape_of(S.Ten.input(name))).with_(shape_expr(shape)))
+        b.union(f"(eqsat_sorts_shape_of {b.encode(Node('Ten.input', name))})", shape_text(shape))
     roots = [b.encode(r) for r in lowered.roots]
     for i, r in enumerate(roots):
-        eg.register(union(S.output(i)).with_(r))
+        b.union(f"(eqsat_sorts_output {i})", r)
     for a, c in lowered.unions:
-        eg.register(union(b.encode(a)).with_(b.encode(c)))
+        b.union(b.encode(a), b.encode(c))
     for node, shape in opaque_shapes.items():
-        eg.register(union(S.shape_of(b.encode(node))).with_(shape_expr(shape)))
+        b.union(f"(eqsat_sorts_shape_of {b.encode(node)})", shape_text(shape))
+    b.flush()
     return eg, b, roots
 
 
@@ -93,14 +151,18 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
         sched = step if sched is None else sched + step
     one = sched + run(support).saturate()
     # Each eg.run() call costs ~15 ms of Python-side schedule processing, so rounds run in
-    # chunks while the e-graph is small, and one at a time once it nears the node limit.
+    # chunks while growth is tame, and one at a time when the e-graph grows fast or nears a
+    # limit (so a limit is never overshot by more than one round).
     rep.stop_reason = f"iteration limit ({limits.iterations})"
+    growth = 1.0
     while rep.iterations < limits.iterations:
-        n = limits.chunk if rep.nodes < limits.nodes // 8 else 1
+        tame = growth < 1.25 and rep.nodes * 2 < limits.nodes and time.perf_counter() - t0 < limits.seconds / 4
+        n = limits.chunk if tame else 1
         n = min(n, limits.iterations - rep.iterations)
         report = eg.run(one * n)
         rep.iterations += n
         before, rep.nodes = rep.nodes, node_count(eg)
+        growth = rep.nodes / max(before, 1)
         rep.per_iteration_nodes.append(rep.nodes)
         # egglog reports `updated` when rules matched, even if nothing new came of it; a
         # round that adds no e-node is a fixpoint for these rules

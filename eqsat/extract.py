@@ -64,6 +64,18 @@ class Graph:
         for ns in self.classes.values():
             ns.sort(key=lambda e: e.id)
         self.order = sorted(self.classes)
+        self.parents: dict[str, list] = {}  # class -> nodes that have it as a child
+        self.loads_of: dict[str, list] = {}  # tensor class -> (class, index class) of its loads
+        self.fused_by_mm: dict[str, list] = {}  # matmul class -> fused nodes over it
+        for cid in self.order:
+            for n in self.classes[cid]:
+                for kind, v in n.args:
+                    if kind == "c":
+                        self.parents.setdefault(v, []).append(n)
+                if n.op == "Sc.load":
+                    self.loads_of.setdefault(n.args[0][1], []).append((cid, n.args[1][1]))
+                elif n.op == "Ten.fused":
+                    self.fused_by_mm.setdefault(n.args[2][1], []).append(n)
 
     def n_nodes(self) -> int:
         return sum(len(v) for v in self.classes.values())
@@ -88,6 +100,7 @@ class Extractor:
     def __init__(self, g: Graph, model_factory):
         self.g = g
         self.small: dict[str, tuple[int, ENode]] = {}  # structural class -> (size, node)
+        self._mult: dict[str, float] = {}
         self._structural()
         self.shapes = {c: self.decode_shape(s) for c, s in g.shape_cls.items()}
         self.extent = self._extents()
@@ -99,26 +112,41 @@ class Extractor:
         self._fixpoint()
 
     # -------------------------------------------------------------- structural sorts
+    def _worklist(self, nodes, evaluate):
+        """Run `evaluate(node) -> changed class or None` to a fixpoint; a change re-queues
+        the nodes that use that class (each class's parents), so a deep chain costs its
+        size, not its size times its depth."""
+        from collections import deque
+
+        queue = deque(nodes)
+        queued = set(id(n) for n in queue)
+        while queue:
+            n = queue.popleft()
+            queued.discard(id(n))
+            cid = evaluate(n)
+            if cid is not None:
+                for p in self.g.parents.get(cid, ()):
+                    if id(p) not in queued:
+                        queued.add(id(p))
+                        queue.append(p)
+
     def _structural(self):
-        changed = True
-        while changed:
-            changed = False
-            for cid in self.g.order:
-                for n in self.g.classes[cid]:
-                    if n.sort not in STRUCTURAL:
-                        continue
-                    size = 1
-                    for kind, v in n.args:
-                        if kind == "c":
-                            if n.op == "Var.mmk":
-                                continue  # a name: its parts are not evaluated
-                            if v not in self.small:
-                                size = None
-                                break
-                            size += self.small[v][0]
-                    if size is not None and (cid not in self.small or size < self.small[cid][0]):
-                        self.small[cid] = (size, n)
-                        changed = True
+        def evaluate(n: ENode):
+            size = 1
+            for kind, v in n.args:
+                if kind == "c":
+                    if n.op == "Var.mmk":
+                        continue  # a name: its parts are not evaluated
+                    if v not in self.small:
+                        return None
+                    size += self.small[v][0]
+            cur = self.small.get(n.cls)
+            if cur is None or size < cur[0]:
+                self.small[n.cls] = (size, n)
+                return n.cls
+            return None
+
+        self._worklist([n for c in self.g.order for n in self.g.classes[c] if n.sort in STRUCTURAL], evaluate)
 
     def decode_shape(self, cid) -> tuple | None:
         out = []
@@ -166,23 +194,25 @@ class Extractor:
                 out |= fv[k]
             return out
 
-        for _ in range(200):
-            changed = False
-            for cid in self.g.order:
-                acc = None
-                for n in self.g.classes[cid]:
-                    f = node_fv(n)
-                    if f is not None:
-                        acc = f if acc is None else acc & f
-                if acc is not None and fv.get(cid) != acc:
-                    fv[cid] = acc
-                    changed = True
-            if not changed:
-                break
+        def evaluate(n: ENode):
+            acc = None
+            for m in self.g.classes[n.cls]:
+                f = node_fv(m)
+                if f is not None:
+                    acc = f if acc is None else acc & f
+            if acc is not None and fv.get(n.cls) != acc:
+                fv[n.cls] = acc
+                return n.cls
+            return None
+
+        self._worklist([n for c in self.g.order for n in self.g.classes[c]], evaluate)
         return fv
 
     def mult(self, cid) -> float:
-        return float(math.prod(self.extent.get(v, 1) for v in self.fv.get(cid, ())))
+        m = self._mult.get(cid)
+        if m is None:
+            m = self._mult[cid] = float(math.prod(self.extent.get(v, 1) for v in self.fv.get(cid, ())))
+        return m
 
     # -------------------------------------------------------------- costs
     def _node_info(self, n: ENode):
@@ -238,28 +268,36 @@ class Extractor:
 
     def _fixpoint(self):
         rank = {op: i for i, op in enumerate(sorted(CONSTRUCTORS))}
-        for _ in range(1000):
-            changed = False
-            for cid in self.g.order:
-                for n in self.g.classes[cid]:
-                    if n.sort in STRUCTURAL:
-                        continue
-                    r = self._node_info(n)
-                    if r is None:
-                        continue
-                    if n.op == "Ten.matmul":
-                        old = self.mm_best.get(cid)
-                        if old is None or r[0] < old[0].total:
-                            self.mm_best[cid] = (r[1], n)
-                    key = (r[0], rank[n.op], n.id)
-                    cur = self.best.get(cid)
-                    # strict improvement only: equal-cost alternatives never displace a choice,
-                    # which keeps the chosen nodes acyclic
-                    if cur is None or r[0] < cur[0][0]:
-                        self.best[cid] = (key, n, r[1])
-                        changed = True
-            if not changed:
+
+        def evaluate(n: ENode):
+            r = self._node_info(n)
+            if r is None:
+                return None
+            cid = n.cls
+            if n.op == "Ten.matmul":
+                old = self.mm_best.get(cid)
+                if old is None or r[0] < old[0].total:
+                    self.mm_best[cid] = (r[1], n)
+                    for f in self.g.fused_by_mm.get(cid, ()):
+                        evaluate(f)
+            cur = self.best.get(cid)
+            # strict improvement only: equal-cost alternatives never displace a choice,
+            # which keeps the chosen nodes acyclic
+            if cur is None or r[0] < cur[0][0]:
+                self.best[cid] = ((r[0], rank[n.op], n.id), n, r[1])
+                return cid
+            return None
+
+        nodes = [n for c in self.g.order for n in self.g.classes[c] if n.sort not in STRUCTURAL]
+        fused = [n for n in nodes if n.op == "Ten.fused"]
+        self._worklist(nodes, evaluate)
+        # a fused epilogue is chosen in context, so it can improve without its body's class
+        # improving: re-evaluate those until nothing moves
+        for _ in range(10):
+            moved = [n for n in fused if evaluate(n) is not None]
+            if not moved:
                 break
+            self._worklist([p for n in moved for p in self.g.parents.get(n.cls, ())], evaluate)
 
     # -------------------------------------------------------------- fused epilogues
     def _var_list(self, cid, op_cons: str) -> list | None:
@@ -290,12 +328,7 @@ class Extractor:
         """
         dims_cls, body_cls, mm_cls = (v for _, v in f.args)
         want = self._var_list(dims_cls, "Dims.cons")
-        acc = set()
-        for cid, ns in self.g.classes.items():
-            for n in ns:
-                if n.op == "Sc.load" and n.args[0][1] == mm_cls and \
-                        self._var_list(n.args[1][1], "Ixs.cons") == want:
-                    acc.add(cid)
+        acc = {cid for cid, ixs in self.g.loads_of.get(mm_cls, ()) if self._var_list(ixs, "Ixs.cons") == want}
         choice: dict = {}
         m = self.model
 

@@ -19,7 +19,7 @@ class Limits:
     seconds:     wall-clock budget for saturation
     match_limit: back-off scheduler: a rule matching more often than this in a round is
                  banned for `ban_length` rounds (keeps x*y = y*x from exploding)
-    chunk:       rounds run per call into egglog while the e-graph is under nodes / 8
+    chunk:       rounds run per call into egglog while growth is tame (see egraph.saturate)
     """
 
     nodes: int = field(default_factory=lambda: _env("EQSAT_NODES", 50_000, int))

@@ -21,11 +21,16 @@ inctx = relation("inctx", Sc, Dims)
 
 
 @ruleset
-def ruleset(t: Ten, d: Dims, body: Sc, s: Sc, a: Sc, b: Sc, f: String, v: Var, n: i64):
+def analysis(t: Ten, d: Dims, body: Sc, s: Sc, a: Sc, b: Sc, f: String):
+    """Facts only (saturated with the support rules): which scalars sit in which computation."""
     yield rule(eq(t).to(Ten.compute(d, body))).then(ctx_root(body, d))
     for rel in (ctx_root, inctx):
         for op in (Sc.add, Sc.sub, Sc.mul, Sc.div, Sc.max, Sc.min):
             yield rule(rel(s, d), eq(s).to(op(a, b))).then(inctx(a, d), inctx(b, d))
         yield rule(rel(s, d), eq(s).to(Sc.fn(f, a))).then(inctx(a, d))
+
+
+@ruleset
+def ruleset(d: Dims, s: Sc, a: Sc, f: String, v: Var, n: i64):
     # red(...) inside for[d] -> (for[d] red(...))[d]
     yield rule(inctx(s, d), eq(s).to(Sc.red(f, v, n, a))).then(union(s).with_(Sc.load(Ten.compute(d, s), dvars(d))))

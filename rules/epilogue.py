@@ -23,12 +23,17 @@ reads_mm = relation("reads_mm", Sc, Ten, Ixs)
 
 
 @ruleset
-def ruleset(t: Ten, mm: Ten, a: Ten, b: Ten, d: Dims, body: Sc, s: Sc, x: Sc, y: Sc, idx: Ixs, f: String):
+def analysis(mm: Ten, a: Ten, b: Ten, s: Sc, x: Sc, y: Sc, idx: Ixs, f: String):
+    """Facts only (saturated with the support rules): where matmul results are read."""
     yield rule(eq(s).to(Sc.load(mm, idx)), eq(mm).to(Ten.matmul(a, b)), closed(mm)).then(reads_mm(s, mm, idx))
     for op in (Sc.add, Sc.sub, Sc.mul, Sc.div, Sc.max, Sc.min):
         yield rule(reads_mm(x, mm, idx), eq(s).to(op(x, y))).then(reads_mm(s, mm, idx))
         yield rule(reads_mm(y, mm, idx), eq(s).to(op(x, y))).then(reads_mm(s, mm, idx))
     yield rule(reads_mm(x, mm, idx), eq(s).to(Sc.fn(f, x))).then(reads_mm(s, mm, idx))
+
+
+@ruleset
+def ruleset(t: Ten, mm: Ten, d: Dims, body: Sc):
     # for[d] body(mm[d]) -> fused[d](mm) body
     yield rule(eq(t).to(Ten.compute(d, body)), reads_mm(body, mm, dvars(d)), eq(shape_of(mm)).to(dshape(d))).then(
         union(t).with_(Ten.fused(d, body, mm)))

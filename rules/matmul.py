@@ -37,8 +37,9 @@ def ruleset(t: Ten, a: Ten, b: Ten, x: Sc, y: Sc, i: Var, j: Var, k: Var, r: Var
             M: i64, N: i64, K: i64, B: i64, K2: i64, s: Sc, rest: Ixs, sh: Shp, p0: Ix, p1: Ix, T: i64, n0: i64,
             f: String, v: Var, w: Var):
     vi, vj, vk, vr = Ix.v(i), Ix.v(j), Ix.v(k), Ix.v(r)
-    # x * y -> y * x
-    yield rewrite(Sc.mul(x, y)).to(Sc.mul(y, x))
+    # sum[v] x * y -> sum[v] y * x   (only where a contraction can use it: a global x*y = y*x
+    # would double every product of every epilogue for nothing)
+    yield rewrite(Sc.red("sum", v, K, Sc.mul(x, y))).to(Sc.red("sum", v, K, Sc.mul(y, x)))
     # sum[v] sum[w] x -> sum[w] sum[v] x   (finite sums commute)
     yield rewrite(Sc.red("sum", v, K, Sc.red("sum", w, K2, x))).to(Sc.red("sum", w, K2, Sc.red("sum", v, K, x)))
 

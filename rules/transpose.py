@@ -2,7 +2,9 @@
 
 Preconditions: the tensor is closed and its rank matches the permutation.
 
-    X[a, b]            == (X^T)[b, a]          (and the last two axes of a 3-D X)
+    X[a, b]            == (X^T)[b, a]          (and the last two axes of a 3-D X), for the
+                                               operands of a product under a sum, where a
+                                               matmul may need the other layout
     transpose(X, p)[i] == X[i permuted by p^-1]
     (X^T)^T            == X                    (any two permutations compose)
     (A @ B)^T          == B^T @ A^T
@@ -11,18 +13,21 @@ from __future__ import annotations
 
 from egglog import i64, eq, rewrite, rule, ruleset, union
 
-from eqsat.sorts import Ix, Ixs, Sc, Ten, closed, shape_of
+from eqsat.sorts import Ix, Ixs, Sc, Ten, Var, closed, shape_of
 from ._patterns import all_perms, ixs, perm_str, shp
 
 
 @ruleset
-def ruleset(s: Sc, x: Ten, a: Ten, b: Ten, i0: Ix, i1: Ix, i2: Ix, M: i64, N: i64, K: i64):
-    # X[a, b] -> (X^T)[b, a]
-    yield rule(eq(s).to(Sc.load(x, ixs(i0, i1))), closed(x), eq(shape_of(x)).to(shp(M, N))).then(
-        union(s).with_(Sc.load(Ten.transpose(x, "1 0"), ixs(i1, i0))))
-    # X[r, a, b] -> (X^T12)[r, b, a]
-    yield rule(eq(s).to(Sc.load(x, ixs(i0, i1, i2))), closed(x), eq(shape_of(x)).to(shp(M, N, K))).then(
-        union(s).with_(Sc.load(Ten.transpose(x, "0 2 1"), ixs(i0, i2, i1))))
+def ruleset(s: Sc, p: Sc, y: Sc, x: Ten, a: Ten, b: Ten, i0: Ix, i1: Ix, i2: Ix, v: Var, n: i64, M: i64, N: i64,
+            K: i64):
+    for operand in (lambda s_: Sc.mul(s_, y), lambda s_: Sc.mul(y, s_)):
+        # sum[v] X[a, b] * y -> sum[v] (X^T)[b, a] * y
+        yield rule(eq(p).to(Sc.red("sum", v, n, operand(s))), eq(s).to(Sc.load(x, ixs(i0, i1))), closed(x),
+                   eq(shape_of(x)).to(shp(M, N))).then(union(s).with_(Sc.load(Ten.transpose(x, "1 0"), ixs(i1, i0))))
+        # sum[v] X[r, a, b] * y -> sum[v] (X^T12)[r, b, a] * y
+        yield rule(eq(p).to(Sc.red("sum", v, n, operand(s))), eq(s).to(Sc.load(x, ixs(i0, i1, i2))), closed(x),
+                   eq(shape_of(x)).to(shp(M, N, K))).then(
+            union(s).with_(Sc.load(Ten.transpose(x, "0 2 1"), ixs(i0, i2, i1))))
     idx = [i0, i1, i2]
     for p in all_perms(3):
         r = len(p)

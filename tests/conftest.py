@@ -66,7 +66,8 @@ def saturated(prog, dims, families):
 
     low = lower(prog, dims)
     eg, _, _ = egraph.build(low, api._opaque_shapes(low))
-    egraph.saturate(eg, [r for _, r in api.resolve_rules(families)], api._support(), eqsat.Limits())
+    fams = api.resolve_rules(families)
+    egraph.saturate(eg, [r for _, r, _ in fams], api._support(fams), eqsat.Limits())
     return eg, Graph(egraph.serialize(eg))
 
 

@@ -21,6 +21,9 @@ Families (see `FAMILIES`):
   tensor       library-call programs: `x @ w`, `.T`, `transpose`, batched loops
                around `a[i] @ b`, 3-D `@`, chained layers, hybrids of loops and calls
   pointwise    elementwise nests, slice stores, row reductions, softmax, scalar results
+  loop_batched batched matmuls as four loops (per-batch or shared operands)
+  loop_chain   a loop matmul feeding another (maybe transposed), epilogues reading other
+               elements of the product (c[j, i], c[i, 0]), two accumulators in one nest
 Sizes are 1..6 so every example runs in well under a second.
 """
 from __future__ import annotations
@@ -112,9 +115,13 @@ class _Builder:
         return name
 
     def tensor(self, name: str, *shape) -> str:
+        """A tensor parameter; the same name and shape is the same parameter, a name already
+        taken with another shape gets a numbered twin (bias, bias2, ...)."""
         ann = "f32[" + ", ".join(repr(d) for d in shape) + "]"
-        old = self.params.setdefault(name, ann)
-        assert old == ann, (name, old, ann)
+        base, n = name, 1
+        while self.params.setdefault(name, ann) != ann:
+            n += 1
+            name = f"{base}{n}"
         return name
 
     def scalar(self, name: str) -> str:
@@ -462,13 +469,17 @@ def _operand(b: _Builder, name: str, rows: str, cols: str) -> str:
 def gen_tensor(b: _Builder) -> GenProgram:
     ch = b.ch
     kind = ch.choice(["linear", "linear", "chain", "batched_loop", "batched3d", "scaled_gemm", "hybrid_epi",
-                      "loops_then_lib", "aug_assign", "transposed_out"])
+                      "loops_then_lib", "aug_assign", "transposed_out", "cross_epi"])
     b.tag("kind_" + kind)
     M, N, K = b.dim("M"), b.dim("N"), b.dim("K")
     if kind == "linear":
         X, W = _operand(b, "x", M, K), _operand(b, "w", K, N)
         mm = f"{X} @ {W}"
         return b.finish("tensor", epilogue(b, mm, None, None, M, N, tensor=True))
+    if kind == "cross_epi":  # the product read at other elements than its own: c.T, row c[0]
+        X, W = _operand(b, "x", M, K), _operand(b, "w", K, M)
+        b.emit(0, f"c = {X} @ {W}")
+        return b.finish("tensor", ch.choice(["c + c.T", "c - c[0]", "relu(c) * c[0]", "c * transpose(c, (1, 0))"]))
     if kind == "transposed_out":
         X, W = _operand(b, "x", M, K), _operand(b, "w", K, N)
         e = epilogue(b, f"{X} @ {W}", None, None, M, N, tensor=True)
@@ -623,7 +634,107 @@ def gen_pointwise(b: _Builder) -> GenProgram:
     return b.finish("pointwise", "z")
 
 
-FAMILIES = {"loop_matmul": gen_loop_matmul, "tensor": gen_tensor, "pointwise": gen_pointwise}
+# ---------------------------------------------------------------------------- more loop shapes
+def gen_loop_batched(b: _Builder) -> GenProgram:
+    """A batched matmul written as four loops: per-batch or shared right/left operand."""
+    ch = b.ch
+    Bt, M, N, K = b.dim("Bt"), b.dim("M"), b.dim("N"), b.dim("K")
+    how = ch.choice(["both3d", "shared_b", "shared_a"])
+    b.tag("batch_" + how)
+    A = f"{b.tensor('a', Bt, M, K)}[bb, i, k]" if how != "shared_a" else f"{b.tensor('a', M, K)}[i, k]"
+    if how == "shared_b":
+        B = _pick(ch, [lambda: f"{b.tensor('b', K, N)}[k, j]", lambda: f"{b.tensor('b', N, K)}[j, k]"])
+    else:
+        B = _pick(ch, [lambda: f"{b.tensor('b', Bt, K, N)}[bb, k, j]", lambda: f"{b.tensor('b', Bt, N, K)}[bb, j, k]"])
+    prod = f"{A} * {B}" if ch.coin() else f"{B} * {A}"
+    if ch.coin():
+        b.tag("style_buffer")
+        b.emit(0, f"c = zeros(({Bt}, {M}, {N}))")
+        for d, (v, n) in enumerate(ch.perm([("bb", Bt), ("i", M), ("j", N), ("k", K)])):
+            b.emit(d, f"for {v} in range({n}):")
+        b.emit(4, f"c[bb, i, j] += {prod}")
+        if ch.coin(0.5):
+            return b.finish("loop_batched", "c")
+        return b.finish("loop_batched", epilogue(b, "c", None, None, M, N, tensor=True, max_ops=2))
+    b.tag("style_scalar")
+    b.emit(0, f"c = empty(({Bt}, {M}, {N}))")
+    for d, (v, n) in enumerate(ch.perm([("bb", Bt), ("i", M), ("j", N)])):
+        b.emit(d, f"for {v} in range({n}):")
+    b.emit(3, "acc = 0.0")
+    b.emit(3, f"for k in range({K}):")
+    b.emit(4, f"acc += {prod}")
+    b.emit(3, f"c[bb, i, j] = {epilogue(b, 'acc', 'i', 'j', M, N, tensor=False, max_ops=2)}")
+    return b.finish("loop_batched", "c")
+
+
+def _matmul_nest(b: _Builder, out: str, A: str, B: str, M: str, N: str, K: str, a_t: bool, b_t: bool):
+    """out = A @ B as a triple loop (A read as [k, i] when a_t, B as [j, k] when b_t)."""
+    ch = b.ch
+    ar = f"{A}[k, i]" if a_t else f"{A}[i, k]"
+    br = f"{B}[j, k]" if b_t else f"{B}[k, j]"
+    b.emit(0, f"{out} = zeros(({M}, {N}))")
+    for d, (v, n) in enumerate(ch.perm([("i", M), ("j", N), ("k", K)])):
+        b.emit(d, f"for {v} in range({n}):")
+    b.emit(3, f"{out}[i, j] += {ar} * {br}")
+
+
+def gen_loop_chain(b: _Builder) -> GenProgram:
+    """Two loop matmuls, the second reading the first (maybe transposed), or a product read
+    by an epilogue at other elements than its own (c[j, i], c[i, 0])."""
+    ch = b.ch
+    kind = ch.choice(["chain", "chain_T", "cross_epi", "two_acc", "acc_twice"])
+    b.tag("kind_" + kind)
+    M, K = b.dim("M"), b.dim("K")
+    if kind in ("chain", "chain_T"):
+        N, P = b.dim("N"), b.dim("P")
+        A, B = b.tensor("a", M, K), b.tensor("b", K, N)
+        _matmul_nest(b, "t", A, B, M, N, K, False, False)
+        if kind == "chain":  # y = t @ w
+            W = b.tensor("w", N, P)
+            b.emit(0, f"y = zeros(({M}, {P}))")
+            for d, (v, n) in enumerate(ch.perm([("i", M), ("j", P), ("k", N)])):
+                b.emit(d, f"for {v} in range({n}):")
+            b.emit(3, f"y[i, j] += t[i, k] * {W}[k, j]")
+        else:  # y = t.T @ w, reading t[k, i]
+            W = b.tensor("w", M, P)
+            b.emit(0, f"y = zeros(({N}, {P}))")
+            for d, (v, n) in enumerate(ch.perm([("i", N), ("j", P), ("k", M)])):
+                b.emit(d, f"for {v} in range({n}):")
+            b.emit(3, f"y[i, j] += t[k, i] * {W}[k, j]")
+        rets = "y, t" if ch.coin(0.25) else "y"
+        return b.finish("loop_chain", rets)
+    if kind == "cross_epi":  # square product, epilogue reads other elements of it
+        A, B = b.tensor("a", M, K), b.tensor("b", K, M)
+        _matmul_nest(b, "c", A, B, M, M, K, False, False)
+        b.emit(0, f"y = empty(({M}, {M}))")
+        for d, (v, n) in enumerate(ch.perm([("i", M), ("j", M)])):
+            b.emit(d, f"for {v} in range({n}):")
+        e = ch.choice(["c[i, j] + c[j, i]", "c[i, j] - c[i, 0]", "relu(c[i, j]) * c[0, j]", "c[j, i]",
+                       "c[i, j] * c[i, j]"])
+        b.emit(2, f"y[i, j] = {e}")
+        return b.finish("loop_chain", "y")
+    N = b.dim("N")
+    A, B = b.tensor("a", M, K), b.tensor("b", K, N)
+    b.emit(0, f"y = empty(({M}, {N}))")
+    for d, (v, n) in enumerate(ch.perm([("i", M), ("j", N)])):
+        b.emit(d, f"for {v} in range({n}):")
+    b.emit(2, "acc = 0.0")
+    if kind == "two_acc":  # two reductions in one loop, combined in the epilogue
+        D = b.tensor("d", K, N)
+        b.emit(2, "acc2 = 0.0")
+        b.emit(2, f"for k in range({K}):")
+        b.emit(3, f"acc += {A}[i, k] * {B}[k, j]")
+        b.emit(3, "acc2 " + ch.choice([f"+= {A}[i, k] * {D}[k, j]", f"= max(acc2, {D}[k, j])"]))
+        b.emit(2, "y[i, j] = " + ch.choice(["acc + acc2", "relu(acc) * acc2", "acc - 2.0 * acc2"]))
+    else:  # the accumulator used twice in its epilogue
+        b.emit(2, f"for k in range({K}):")
+        b.emit(3, f"acc += {A}[i, k] * {B}[k, j]")
+        b.emit(2, "y[i, j] = " + ch.choice(["acc * acc", "relu(acc) + acc", "tanh(acc) * sigmoid(acc)"]))
+    return b.finish("loop_chain", "y")
+
+
+FAMILIES = {"loop_matmul": gen_loop_matmul, "tensor": gen_tensor, "pointwise": gen_pointwise,
+            "loop_batched": gen_loop_batched, "loop_chain": gen_loop_chain}
 
 
 def generate(ch, family: str | None = None, near: str | None = None) -> GenProgram:
@@ -632,7 +743,7 @@ def generate(ch, family: str | None = None, near: str | None = None) -> GenProgr
     if near is not None:
         family = "loop_matmul"
     if family is None:
-        family = ch.choice(["loop_matmul", "loop_matmul", "loop_matmul", "tensor", "tensor", "pointwise"])
+        family = ch.choice(["loop_matmul"] * 6 + ["tensor"] * 4 + ["pointwise"] * 2 + ["loop_batched", "loop_chain"])
     return FAMILIES[family](_Builder(ch, near))
 
 
@@ -737,47 +848,80 @@ def serve(conn):
         conn.send(execute(*req))
 
 
+def _serve_fds(rfd: int, wfd: int):
+    from multiprocessing.connection import Connection
+
+    with Connection(rfd, writable=False) as r, Connection(wfd, readable=False) as w:
+        while True:
+            try:
+                req = r.recv()
+            except EOFError:
+                return
+            w.send(execute(*req))
+
+
 class Hang(Exception):
     pass
 
 
 class Worker:
-    """A worker process running `execute`; `call` raises `Hang` after `timeout` seconds."""
+    """A worker process running `execute`; `call` raises `Hang` after `timeout` seconds.
 
-    def __init__(self, timeout: float):
-        import multiprocessing
+    A plain subprocess (not multiprocessing's spawn, which re-imports the caller's main
+    script) talking over two pipes; restarted after a hang or a crash. Once one call has
+    hung, later calls wait only `after_hang` seconds: hypothesis then shrinks the hanging
+    example in minutes rather than hours (a normal example answers in about a second).
+    """
 
+    def __init__(self, timeout: float, after_hang: float = 10.0):
         self.timeout = timeout
-        self.ctx = multiprocessing.get_context("spawn")
+        self.after_hang = min(after_hang, timeout)
+        self.hung = False
         self.proc = None
-        self.conn = None
+        self.rconn = self.wconn = None
 
     def _start(self):
-        parent, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=serve, args=(child,), daemon=True, name="eqsat-diff-worker")
-        self.proc.start()
-        child.close()
-        self.conn = parent
+        import json
+        import subprocess
+        import sys
+        from multiprocessing.connection import Connection
+
+        req_r, req_w = os.pipe()
+        res_r, res_w = os.pipe()
+        here = os.path.dirname(os.path.abspath(__file__))
+        code = ("import json, os, sys; sys.path[:0] = json.loads(os.environ['EQSAT_DIFF_SYSPATH']); "
+                "import gen_programs; gen_programs._serve_fds(int(sys.argv[1]), int(sys.argv[2]))")
+        env = dict(os.environ, EQSAT_DIFF_SYSPATH=json.dumps([here] + [p for p in sys.path if p]))
+        self.proc = subprocess.Popen([sys.executable, "-c", code, str(req_r), str(res_w)],
+                                     pass_fds=(req_r, res_w), env=env, stdin=subprocess.DEVNULL)
+        os.close(req_r)
+        os.close(res_w)
+        self.wconn = Connection(req_w, readable=False)
+        self.rconn = Connection(res_r, writable=False)
 
     def call(self, path: str, name: str, shapes: dict, seed: int) -> dict:
-        if self.proc is None or not self.proc.is_alive():
-            self._start()
-        self.conn.send((path, name, shapes, seed))
-        if not self.conn.poll(self.timeout):
+        if self.proc is None or self.proc.poll() is not None:
             self.close()
-            raise Hang(f"no answer within {self.timeout:g} s (optimize/run hangs)")
+            self._start()
+        self.wconn.send((path, name, shapes, seed))
+        limit = self.after_hang if self.hung else self.timeout
+        if not self.rconn.poll(limit):
+            self.close()
+            self.hung = True
+            raise Hang(f"no answer within {limit:g} s (optimize/run hangs)")
         try:
-            return self.conn.recv()
+            return self.rconn.recv()
         except EOFError:
-            code = self.proc.exitcode if self.proc is not None else None
+            code = self.proc.wait(5) if self.proc is not None else None
             self.close()
             raise Hang(f"the worker process died (exit code {code})") from None
 
     def close(self):
         if self.proc is not None:
-            if self.proc.is_alive():
+            if self.proc.poll() is None:
                 self.proc.kill()
-            self.proc.join(5)
-        if self.conn is not None:
-            self.conn.close()
-        self.proc = self.conn = None
+            self.proc.wait(5)
+        for c in (self.rconn, self.wconn):
+            if c is not None:
+                c.close()
+        self.proc = self.rconn = self.wconn = None
