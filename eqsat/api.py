@@ -23,13 +23,17 @@ from .terms import show, unlist, walk
 __all__ = ["optimize", "Plan", "Kernel", "Limits"]
 
 
-def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Limits | None = None) -> "Plan":
+def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Limits | None = None,
+             extract: str = "greedy") -> "Plan":
     """Find the cheapest equivalent form of `prog` at these sizes and return it as a Plan.
 
     rules:  None for every family in `eqsat.rules.FAMILIES`; otherwise a list of family
             names, paths of rule files, modules, or egglog Rulesets (`[]`: no rewriting).
     limits: bounds on saturation (`Limits()`); when one is hit the best form found so far
             is used and `plan.report.stop_reason` says which.
+    extract: "greedy" (default: DAG-aware, fast at any size) or "ilp" (exact for the
+            per-node costs, scipy's HiGHS within `limits.seconds`; falls back to greedy
+            if the solver finds nothing in time, as `plan.ilp["status"]` then says).
     """
     check_program(prog, "optimize()")
     # terms of a long chain of layers are deep; Python 3.11 recursion does not use the C
@@ -38,6 +42,8 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     if target not in TARGETS:
         raise ArgumentError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     check_dims(prog, shapes)
+    if extract not in ("greedy", "ilp"):
+        raise ArgumentError(f"extract must be 'greedy' or 'ilp', got {extract!r}")
     shapes = dict(shapes)
     limits = Limits() if limits is None else limits
     if not isinstance(limits, Limits):
@@ -55,10 +61,22 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     graph = Graph(egraph.serialize(eg))                            # read back, extract the cheapest
     nest_work = {n.id: n.work for n in lowered.nests.values()}
     ext = Extractor(graph, lambda shape: Model(TARGETS[target], shape, nest_work.__getitem__))
-    roots = [ext.decode(graph.outputs[i]) for i in range(len(lowered.roots))]
+    root_classes = [graph.outputs[i] for i in range(len(lowered.roots))]
+    ilp_stats = None
+    if extract == "ilp":
+        from . import ilp
+
+        sol = ilp.solve(ext, root_classes, time_limit=limits.seconds)
+        ilp_stats = sol["stats"]
+        for cid, node in (sol["choice"] or {}).items():
+            if cid not in ext.small:
+                ext.best[cid] = (None, node, None)
+    roots = [ext.decode(c) for c in root_classes]
     extract_seconds = time.perf_counter() - t2
     plan = Plan(prog, shapes, target, lowered, roots, report, [n for n, _, _ in families])
     plan.extract_seconds = extract_seconds
+    plan.extract_method = extract
+    plan.ilp = ilp_stats
     plan.egraph_nodes = graph.n_nodes()
     plan.optimize_seconds = time.perf_counter() - t0
     return plan

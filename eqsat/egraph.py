@@ -127,6 +127,9 @@ def build(lowered, opaque_shapes: dict) -> tuple[EGraph, Builder, list]:
     return eg, b, roots
 
 
+INF_GROWTH = float("inf")
+
+
 def node_count(eg: EGraph) -> int:
     return sum(n for _, n in eg.all_function_sizes())
 
@@ -154,7 +157,7 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
     # chunks while growth is tame, and one at a time when the e-graph grows fast or nears a
     # limit (so a limit is never overshot by more than one round).
     rep.stop_reason = f"iteration limit ({limits.iterations})"
-    growth = 1.0
+    growth = INF_GROWTH  # the first round runs alone: its growth decides the chunk size
     while rep.iterations < limits.iterations:
         tame = growth < 1.25 and rep.nodes * 2 < limits.nodes and time.perf_counter() - t0 < limits.seconds / 4
         n = limits.chunk if tame else 1
@@ -171,6 +174,10 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
             break
         if rep.nodes > limits.nodes:
             rep.stop_reason = f"node limit ({rep.nodes} > {limits.nodes} e-nodes)"
+            break
+        if rep.nodes * growth > limits.nodes * 2:
+            rep.stop_reason = (f"node limit (at {rep.nodes} e-nodes, growing {growth:.1f}x a round, the next "
+                               f"round would pass {limits.nodes})")
             break
         if time.perf_counter() - t0 > limits.seconds:
             rep.stop_reason = f"time limit ({limits.seconds:g} s)"

@@ -29,10 +29,10 @@ class ENode:
     op: str
     args: tuple  # ("c", class id) or ("p", value)
     cls: str
+    sort: str = ""
 
-    @property
-    def sort(self) -> str:
-        return self.op.split(".", 1)[0]
+    def __post_init__(self):
+        self.sort = self.op.split(".", 1)[0]
 
 
 class Graph:
@@ -195,13 +195,14 @@ class Extractor:
             return out
 
         def evaluate(n: ENode):
-            acc = None
-            for m in self.g.classes[n.cls]:
-                f = node_fv(m)
-                if f is not None:
-                    acc = f if acc is None else acc & f
-            if acc is not None and fv.get(n.cls) != acc:
-                fv[n.cls] = acc
+            # intersection is monotone: fold this node in, no need to revisit its siblings
+            f = node_fv(n)
+            if f is None:
+                return None
+            cur = fv.get(n.cls)
+            new = f if cur is None else cur & f
+            if new != cur:
+                fv[n.cls] = new
                 return n.cls
             return None
 
