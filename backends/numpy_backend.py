@@ -64,13 +64,15 @@ class Runner:
         pairs = unlist(dims)
         axes = {v: i for i, (v, _) in enumerate(pairs)}
         shape = tuple(e for _, e in pairs)
-        val = _Eval(self, axes, len(pairs), acc).sc(body)
-        val = np.asarray(val, dtype=np.float32)
-        if out is not None and out.shape == shape and val is not out and val.shape == shape:
+        ev = _Eval(self, axes, len(pairs), acc, uses=_uses(body))
+        val = ev.sc(body)
+        if isinstance(val, np.ndarray) and val.shape == shape and val.dtype == np.float32 and id(val) in ev.owned:
+            return val  # a fresh array (often the accumulator itself, updated in place)
+        if out is not None and out.shape == shape:
             # the accumulator is dead after the epilogue: write the result over it
-            np.copyto(out, val)
+            np.copyto(out, np.broadcast_to(np.asarray(val, dtype=np.float32), shape))
             return out
-        return np.ascontiguousarray(np.broadcast_to(val, shape), dtype=np.float32)
+        return np.array(np.broadcast_to(np.asarray(val, dtype=np.float32), shape), dtype=np.float32)
 
     # -------------------------------------------------------------- loops as written
     def run_nest(self, nid: int):
@@ -93,11 +95,15 @@ class Runner:
 class _Eval:
     """Vectorized evaluation of a scalar term over an index space (one numpy axis per variable)."""
 
-    def __init__(self, runner: Runner, axes: dict, rank: int, acc=None):
+    def __init__(self, runner: Runner, axes: dict, rank: int, acc=None, uses=None):
         self.r = runner
         self.axes = axes
         self.rank = rank
         self.acc = acc
+        self.uses = uses or {}  # node -> how many parents read it (1: its array may be overwritten)
+        self.owned: set = set()  # ids of fresh arrays this evaluation made
+        if acc is not None:
+            self.owned.add(id(acc))
         self.memo: dict = {}
 
     def ix(self, x: Node):
@@ -135,16 +141,37 @@ class _Eval:
         elif op == "Sc.load":
             v = self.load(n)
         elif op in _BIN:
-            v = _BIN[op](self.sc(n.args[0]), self.sc(n.args[1]))
+            a, b = self.sc(n.args[0]), self.sc(n.args[1])
+            out = self.reusable(n.args[0], a, b)
+            if out is None:
+                out = self.reusable(n.args[1], b, a)
+            v = _BIN[op](a, b, out=out) if out is not None else _BIN[op](a, b)
+            self.owned.add(id(v))
         elif op == "Sc.fn":
             x = self.sc(n.args[1])
-            v = -x if n.args[0] == "neg" else lang.UNARY[n.args[0]](x)
+            out = self.reusable(n.args[1], x, x)
+            if n.args[0] == "relu" and out is not None:
+                v = np.maximum(x, np.float32(0), out=out)
+            elif n.args[0] == "neg":
+                v = np.negative(x, out=out) if out is not None else -x
+            else:
+                v = lang.UNARY[n.args[0]](x)
+            self.owned.add(id(v))
         elif op == "Sc.red":
             v = self.reduce(n)
         else:
             raise RuntimeError(f"cannot evaluate {op}")
         self.memo[n] = v
         return v
+
+    def reusable(self, node, arr, other):
+        """`arr` if it may take the result in place: a fresh float32 array read only here,
+        already of the result's shape."""
+        if not isinstance(arr, np.ndarray) or id(arr) not in self.owned or self.uses.get(node, 0) != 1:
+            return None
+        if arr.dtype != np.float32 or np.broadcast_shapes(arr.shape, np.shape(other)) != arr.shape:
+            return None
+        return arr
 
     def load(self, n: Node):
         arr = self.r.tensor(n.args[0])
@@ -183,13 +210,33 @@ class _Eval:
         return (np.max if kind == "max" else np.min)(val, axis=self.rank)
 
 
+def _uses(body: Node) -> dict:
+    """How many parents read each node of a scalar DAG."""
+    from collections import Counter
+
+    uses: Counter = Counter()
+    seen = set()
+    stack = [body]
+    while stack:
+        x = stack.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        for a in x.args:
+            if isinstance(a, Node):
+                uses[a] += 1
+                stack.append(a)
+    return uses
+
+
 def run(plan, args: list, scalars: dict):
     r = Runner(plan, args, scalars)
     for k in plan.kernels:
         r.run_kernel(k)
     outs = []
     for root, is_scalar in zip(plan.roots, plan.lowered.outputs_scalar):
-        v = np.array(r.tensor(root), dtype=np.float32, copy=True)
-        v = np.array(v, dtype=np.float32, copy=True)
+        v = r.tensor(root)
+        if root not in r.values:  # a view (of an input, say): the caller gets its own copy
+            v = np.array(v, dtype=np.float32, copy=True)
         outs.append(np.float32(v.reshape(())) if is_scalar else v)
     return outs[0] if len(outs) == 1 else tuple(outs)

@@ -82,7 +82,9 @@ class TenInfo:
     own: float = 0.0  # this node's own kernel time (0 for views)
     deps: dict = field(default_factory=dict)
     view: bool = False
-    mm: tuple | None = None  # for a matmul node: (flops, operand+output bytes, deps)
+    mm: tuple | None = None  # for a matmul node: (flops, operand+output bytes, deps, latency)
+    bytes: float = 0.0  # DRAM bytes this kernel reads and writes
+    flops: float = 0.0
 
     @property
     def total(self) -> float:
@@ -176,7 +178,8 @@ class Model:
             body = a[1]
             elems = float(math.prod(extents))
             by = sum(min(elems, self.size(k)) * ITEM for k, _ in body.loads) + elems * body.red_bytes + elems * ITEM
-            return TenInfo(kernel_time(t, elems * body.flops, by, untiled_latency(t, body)), dict(body.deps))
+            return TenInfo(kernel_time(t, elems * body.flops, by, untiled_latency(t, body)), dict(body.deps),
+                           bytes=by, flops=elems * body.flops)
         if op == "Ten.matmul":
             (ka, ia), (kb, ib) = a
             sa, sb, so = self.shape(ka), self.shape(kb), self.shape(key)
@@ -186,7 +189,8 @@ class Model:
             by = ITEM * (math.prod(sa) + math.prod(sb) + math.prod(so))
             deps = union(self.entry(ka, ia), self.entry(kb, ib))
             lat = matmul_latency(t, sa[-1])
-            return TenInfo(kernel_time(t, flops, by, lat, tensor_cores=True), deps, mm=(flops, by, deps, lat))
+            return TenInfo(kernel_time(t, flops, by, lat, tensor_cores=True), deps, mm=(flops, by, deps, lat),
+                           bytes=by, flops=flops)
         if op == "Ten.fused":
             body, (kmm, imm) = a[1], a[2]
             if imm.mm is None:
@@ -196,7 +200,7 @@ class Model:
             epi = sum(min(elems, self.size(k)) * ITEM for k, _ in body.loads) + elems * body.red_bytes
             lat += math.ceil(body.red_bytes / ITEM / t.loads_in_flight) * t.load_latency + body.steps * t.fma_latency
             own = max(flops / t.tc_flops + elems * body.flops / t.simt_flops, (by + epi) / t.bandwidth, lat) + t.launch
-            return TenInfo(own, union(deps, body.deps))
+            return TenInfo(own, union(deps, body.deps), bytes=by + epi, flops=flops + elems * body.flops)
         if op == "Ten.opaque":
             nest = a[0]
             deps = union(a[2], a[3], {("nest", nest): loop_time(t, self.nest_work(nest))})

@@ -215,7 +215,7 @@ def form_kernels(roots: list, costing: TermCost, nests: dict) -> list:
         else:
             kind = "reduction" if any(x.op == "Sc.red" for x in walk(n.args[1])) else "pointwise"
             epi = []
-        kernels.append(Kernel(f"k{k}_{kind}", kind, epi, n, cost=info.own))
+        kernels.append(Kernel(f"k{k}_{kind}", kind, epi, n, cost=info.own, flops=info.flops, bytes=info.bytes))
 
     for r in roots:
         visit(r)
