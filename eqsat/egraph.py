@@ -162,7 +162,9 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
         tame = growth < 1.25 and rep.nodes * 2 < limits.nodes and time.perf_counter() - t0 < limits.seconds / 4
         n = limits.chunk if tame else 1
         n = min(n, limits.iterations - rep.iterations)
+        t_call = time.perf_counter()
         report = eg.run(one * n)
+        t_call = (time.perf_counter() - t_call) / n
         rep.iterations += n
         before, rep.nodes = rep.nodes, node_count(eg)
         growth = rep.nodes / max(before, 1)
@@ -179,8 +181,13 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
             rep.stop_reason = (f"node limit (at {rep.nodes} e-nodes, growing {growth:.1f}x a round, the next "
                                f"round would pass {limits.nodes})")
             break
-        if time.perf_counter() - t0 > limits.seconds:
+        elapsed = time.perf_counter() - t0
+        if elapsed > limits.seconds:
             rep.stop_reason = f"time limit ({limits.seconds:g} s)"
+            break
+        if elapsed + t_call * max(growth, 1.0) > limits.seconds * 1.5:
+            rep.stop_reason = (f"time limit (after {elapsed:.2f} s the next round, growing {growth:.1f}x, would "
+                               f"pass {limits.seconds:g} s)")
             break
     rep.seconds = time.perf_counter() - t0
     return rep
