@@ -93,7 +93,6 @@ class TermCost:
         self.model = Model(target, self.shape, nest_work)
         self.infos: dict = {}
         self.fv: dict = {}
-        self.extent: dict = {}
 
     def shape(self, n):
         try:
@@ -104,11 +103,6 @@ class TermCost:
     def info(self, n: Node):
         if n in self.infos:
             return self.infos[n]
-        for x in walk(n):
-            if x.op == "Dims.cons":
-                self.extent[x.args[0]] = x.args[1]
-            elif x.op == "Sc.red":
-                self.extent[x.args[1]] = x.args[2]
         out = self._info(n)
         self.infos[n] = out
         return out
