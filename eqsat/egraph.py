@@ -142,7 +142,7 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
     """
     rep = SaturationReport()
     t0 = time.perf_counter()
-    eg.run(run(support).saturate())
+    eg.run(run(support) * limits.support_rounds)
     rep.nodes = node_count(eg)
     if not families:
         rep.nodes = node_count(eg)
@@ -152,7 +152,10 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
     for r in families:
         step = run(r, scheduler=back_off(match_limit=limits.match_limit, ban_length=limits.ban_length))
         sched = step if sched is None else sched + step
-    one = sched + run(support).saturate()
+    # support rules only derive facts, but on a cyclic e-graph explicit substitution can keep
+    # producing new terms: their "saturation" is bounded too, so no single call can hang
+    facts = run(support) * limits.support_rounds
+    one = sched + facts
     # Each eg.run() call costs ~15 ms of Python-side schedule processing, so rounds run in
     # chunks while growth is tame, and one at a time when the e-graph grows fast or nears a
     # limit (so a limit is never overshot by more than one round).

@@ -276,6 +276,14 @@ class _Parser:
             self.sym[name] = ("buffer", shape)
             return Alloc(loc, name, shape, self.fn_name(value.func))
         val = self.expr(value)
+        if aug is None and val.ty is None and self.sym.get(name, ("",))[0] == "slocal" and isinstance(val, Bin):
+            # `s = s + e` is `s += e` (and `s = e + s`, `s = s - e`): an accumulation
+            if val.op == "+" and isinstance(val.a, Ref) and val.a.name == name:
+                val, aug = val.b, ast.Add
+            elif val.op == "+" and isinstance(val.b, Ref) and val.b.name == name:
+                val, aug = val.a, ast.Add
+            elif val.op == "-" and isinstance(val.a, Ref) and val.a.name == name:
+                val, aug = val.b, ast.Sub
         if aug is not None:
             if name not in self.sym:
                 raise self.err(target, f"{name!r} is used before it is assigned")

@@ -20,6 +20,7 @@ class Limits:
     match_limit: back-off scheduler: a rule matching more often than this in a round is
                  banned for `ban_length` rounds (keeps x*y = y*x from exploding)
     chunk:       rounds run per call into egglog while growth is tame (see egraph.saturate)
+    support_rounds: at most this many rounds of the fact rules between rewrite rounds
     """
 
     nodes: int = field(default_factory=lambda: _env("EQSAT_NODES", 50_000, int))
@@ -28,3 +29,4 @@ class Limits:
     match_limit: int = field(default_factory=lambda: _env("EQSAT_MATCH_LIMIT", 2_000, int))
     ban_length: int = field(default_factory=lambda: _env("EQSAT_BAN_LENGTH", 3, int))
     chunk: int = field(default_factory=lambda: _env("EQSAT_CHUNK", 6, int))
+    support_rounds: int = field(default_factory=lambda: _env("EQSAT_SUPPORT_ROUNDS", 40, int))

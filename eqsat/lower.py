@@ -460,6 +460,9 @@ class _NestRun:
             raise NotFunctional(f"loop {f.var!r} overwrites the same element on every iteration "
                                 "(only the last write survives)")
         if not stores and not outer_scalar_accs:
+            if plain:
+                raise NotFunctional(f"loop {f.var!r} assigns {', '.join(sorted(plain))} on every iteration "
+                                    "(only the last value survives)")
             return  # a loop with no effect outside itself
         self.reduction(f, spatial, path)
 

@@ -181,14 +181,18 @@ def form_kernels(roots: list, costing: TermCost, nests: dict) -> list:
         seen.add(n)
         if n.op == "Ten.fused":
             fused_mm.add(n.args[2])
-        for d in tensor_deps(n):
-            if n.op == "Ten.fused" and d is n.args[2]:
-                # the fused kernel computes its matmul itself; only the operands are needed
-                for op_ in d.args:
-                    if isinstance(op_, Node):
-                        visit(op_)
-                continue
-            visit(d)
+        if n.op == "Ten.fused":
+            # the fused kernel computes its matmul itself, so it needs the operands; the
+            # product is a kernel of its own only if the epilogue also reads it elsewhere
+            for op_ in n.args[2].args:
+                if isinstance(op_, Node):
+                    visit(op_)
+            for x in walk(n.args[1]):
+                if x.op == "Sc.load":
+                    visit(x.args[0])
+        else:
+            for d in tensor_deps(n):
+                visit(d)
         info = costing.info(n)
         if n.op == "Ten.opaque":
             nid = n.args[0]
