@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from eqsat import lang
-from eqsat.terms import Node, shape_list, unlist
+from eqsat.terms import Node, shape_list, unlist, walk
 
 _BIN = {"Sc.add": np.add, "Sc.sub": np.subtract, "Sc.mul": np.multiply, "Sc.div": np.divide,
         "Sc.max": np.maximum, "Sc.min": np.minimum}
@@ -215,17 +215,10 @@ def _uses(body: Node) -> dict:
     from collections import Counter
 
     uses: Counter = Counter()
-    seen = set()
-    stack = [body]
-    while stack:
-        x = stack.pop()
-        if x in seen:
-            continue
-        seen.add(x)
+    for x in walk(body):
         for a in x.args:
             if isinstance(a, Node):
                 uses[a] += 1
-                stack.append(a)
     return uses
 
 

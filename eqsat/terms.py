@@ -73,11 +73,16 @@ def ilit(n: int) -> Node:
     return Node("Ix.lit", int(n))
 
 
-def ixs(items) -> Node:
-    out = Node("Ixs.nil")
+def cons_list(sort: str, items) -> Node:
+    """A `sort.cons` list of items (Ixs, Tens, Scs)."""
+    out = Node(f"{sort}.nil")
     for x in reversed(list(items)):
-        out = Node("Ixs.cons", x, out)
+        out = Node(f"{sort}.cons", x, out)
     return out
+
+
+def ixs(items) -> Node:
+    return cons_list("Ixs", items)
 
 
 def dims(pairs) -> Node:
@@ -88,17 +93,11 @@ def dims(pairs) -> Node:
 
 
 def tens(items) -> Node:
-    out = Node("Tens.nil")
-    for x in reversed(list(items)):
-        out = Node("Tens.cons", x, out)
-    return out
+    return cons_list("Tens", items)
 
 
 def scs(items) -> Node:
-    out = Node("Scs.nil")
-    for x in reversed(list(items)):
-        out = Node("Scs.cons", x, out)
-    return out
+    return cons_list("Scs", items)
 
 
 def lit(x: float) -> Node:
