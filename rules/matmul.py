@@ -26,16 +26,47 @@ Split:   A[i0 * T + i1, k]  ->  reshape(A, [M/T, T, K])[i0, i1, k]
 """
 from __future__ import annotations
 
-from egglog import String, i64, eq, ne, rewrite, rule, ruleset, union
+from egglog import String, i64, eq, ne, relation, rewrite, rule, ruleset, union
 
 from eqsat.sorts import Ix, Ixs, Sc, Shp, Ten, Var, closed, extent, shape_of
 from ._patterns import dims, ixs, shp
 
 
+mm_candidate = relation("mm_candidate", Ten, Ten, Ten, Shp, Shp)
+"""mm_candidate(t, A, B, shape A must have, shape B must have): t has a matmul's loop structure."""
+
+
+@ruleset
+def analysis(t: Ten, a: Ten, b: Ten, i: Var, j: Var, k: Var, r: Var, M: i64, N: i64, K: i64, B: i64):
+    """Facts only (saturated with the support rules): loop nests shaped like a matmul.
+
+    Matching the structure first and checking shapes after keeps the join selective: with
+    every layer of a network the same size, a shape test first pairs every tensor with
+    every other.
+    """
+    vi, vj, vk, vr = Ix.v(i), Ix.v(j), Ix.v(k), Ix.v(r)
+    cases = [
+        # for[i<M, j<N] sum[k<K] A[i,k] * B[k,j] -> A @ B
+        (dims((i, M), (j, N)), ixs(vi, vk), ixs(vk, vj), shp(M, K), shp(K, N), [i, j, k]),
+        # for[r<B, i<M, j<N] sum[k<K] A[r,i,k] * B[r,k,j] -> A @ B (batched)
+        (dims((r, B), (i, M), (j, N)), ixs(vr, vi, vk), ixs(vr, vk, vj), shp(B, M, K), shp(B, K, N), [r, i, j, k]),
+        # for[r<B, i<M, j<N] sum[k<K] A[r,i,k] * B[k,j] -> A @ B (shared right operand: one GEMM)
+        (dims((r, B), (i, M), (j, N)), ixs(vr, vi, vk), ixs(vk, vj), shp(B, M, K), shp(K, N), [r, i, j, k]),
+        # for[r<B, i<M, j<N] sum[k<K] A[i,k] * B[r,k,j] -> A @ B (shared left operand)
+        (dims((r, B), (i, M), (j, N)), ixs(vi, vk), ixs(vr, vk, vj), shp(M, K), shp(B, K, N), [r, i, j, k]),
+    ]
+    for out_dims, ia, ib, sa, sb, vars_ in cases:
+        distinct = [ne(vars_[p]).to(vars_[q]) for p in range(len(vars_)) for q in range(p + 1, len(vars_))]
+        yield rule(
+            eq(t).to(Ten.compute(out_dims, Sc.red("sum", k, K, Sc.mul(Sc.load(a, ia), Sc.load(b, ib))))),
+            *distinct,
+        ).then(mm_candidate(t, a, b, sa, sb))
+
+
 @ruleset
 def ruleset(t: Ten, a: Ten, b: Ten, x: Sc, y: Sc, i: Var, j: Var, k: Var, r: Var, k2: Var,
             M: i64, N: i64, K: i64, B: i64, K2: i64, s: Sc, rest: Ixs, sh: Shp, p0: Ix, p1: Ix, T: i64, n0: i64,
-            f: String, v: Var, w: Var):
+            f: String, v: Var, w: Var, sa: Shp, sb: Shp):
     vi, vj, vk, vr = Ix.v(i), Ix.v(j), Ix.v(k), Ix.v(r)
     # sum[v] x * y -> sum[v] y * x   (only where a contraction can use it: a global x*y = y*x
     # would double every product of every epilogue for nothing)
@@ -57,22 +88,10 @@ def ruleset(t: Ten, a: Ten, b: Ten, x: Sc, y: Sc, i: Var, j: Var, k: Var, r: Var
                 eq(extent(j)).to(T), eq(extent(i)).to(n0), eq(K).to(n0 * T), ne(i).to(j),
             ).then(union(s).with_(Sc.load(Ten.reshape(a, new_shape), new)))
 
-    cases = [
-        # for[i<M, j<N] sum[k<K] A[i,k] * B[k,j] -> A @ B
-        (dims((i, M), (j, N)), ixs(vi, vk), ixs(vk, vj), shp(M, K), shp(K, N), [i, j, k]),
-        # for[r<B, i<M, j<N] sum[k<K] A[r,i,k] * B[r,k,j] -> A @ B (batched)
-        (dims((r, B), (i, M), (j, N)), ixs(vr, vi, vk), ixs(vr, vk, vj), shp(B, M, K), shp(B, K, N), [r, i, j, k]),
-        # for[r<B, i<M, j<N] sum[k<K] A[r,i,k] * B[k,j] -> A @ B (shared right operand: one GEMM)
-        (dims((r, B), (i, M), (j, N)), ixs(vr, vi, vk), ixs(vk, vj), shp(B, M, K), shp(K, N), [r, i, j, k]),
-        # for[r<B, i<M, j<N] sum[k<K] A[i,k] * B[r,k,j] -> A @ B (shared left operand)
-        (dims((r, B), (i, M), (j, N)), ixs(vi, vk), ixs(vr, vk, vj), shp(M, K), shp(B, K, N), [r, i, j, k]),
-    ]
-    for out_dims, ia, ib, sa, sb, vars_ in cases:
-        distinct = [ne(vars_[p]).to(vars_[q]) for p in range(len(vars_)) for q in range(p + 1, len(vars_))]
-        yield rule(
-            eq(t).to(Ten.compute(out_dims, Sc.red("sum", k, K, Sc.mul(Sc.load(a, ia), Sc.load(b, ib))))),
-            eq(shape_of(a)).to(sa), eq(shape_of(b)).to(sb), closed(a), closed(b), *distinct,
-        ).then(union(t).with_(Ten.matmul(a, b)))
+    # a candidate found by its structure (see `analysis`) is a matmul once the operands'
+    # shapes are the extents the loops run over (full ranges) and both are closed
+    yield rule(mm_candidate(t, a, b, sa, sb), eq(shape_of(a)).to(sa), eq(shape_of(b)).to(sb),
+               closed(a), closed(b)).then(union(t).with_(Ten.matmul(a, b)))
     # for[i, j] sum[k<K] sum[k2<K2] A[i, k, k2] * B[k, k2, j] -> A' @ B' with K*K2 flattened
     vk2 = Ix.v(k2)
     yield rule(
