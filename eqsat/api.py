@@ -187,7 +187,17 @@ class Plan:
             from eqsat.backends import numpy_backend
 
             return numpy_backend.run(self, vals, scalars)
-        raise ArgumentError(f"unknown backend {backend!r} (available: 'numpy')")
+        if backend == "triton":
+            from eqsat.backends import triton_backend
+
+            return triton_backend.run(self, vals, scalars)
+        raise ArgumentError(f"unknown backend {backend!r} (available: 'numpy', 'triton')")
+
+    def triton_source(self) -> str:
+        """The generated Triton kernels, as one Python source string."""
+        from eqsat.backends import triton_backend
+
+        return triton_backend.source(self)
 
     # ------------------------------------------------------------------ reading
     def view(self, path) -> str:

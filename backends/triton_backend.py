@@ -1,0 +1,323 @@
+"""The Triton backend: each matmul, elementwise and reduction kernel of a Plan becomes a
+`@triton.jit` kernel; a loop nest kept as written runs on the host (through the numpy
+backend), as it has no parallel form.
+
+- matmul kernels are tiled (BLOCK_M x BLOCK_N output tiles, a K loop of `tl.dot`), batched
+  over a third grid axis; the epilogue is evaluated on the accumulator tile in registers
+  and stored once (nothing else is written);
+- elementwise and reduction kernels cover the output with 1-D blocks; a reduction is a
+  loop inside the kernel.
+
+Sizes are baked into the source: a plan is specialized to the sizes it was optimized for.
+Without a GPU, kernels run through Triton's interpreter (TRITON_INTERPRET=1) on torch CPU
+tensors; the environment variable must be set before triton is first imported.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+
+import numpy as np
+
+from eqsat.terms import Node, shape_list, unlist, walk
+
+BLOCK = 128
+BM, BN, BK = 32, 32, 32
+
+_BIN = {"Sc.add": "({} + {})", "Sc.sub": "({} - {})", "Sc.mul": "({} * {})", "Sc.div": "({} / {})",
+        "Sc.max": "tl.maximum({}, {})", "Sc.min": "tl.minimum({}, {})"}
+
+
+def _ident(v: Node) -> str:
+    return "v_" + re.sub(r"\W", "_", v.args[0])
+
+
+class _Gen:
+    """Scalar terms to Triton statements; `shape` is the block shape of every value."""
+
+    def __init__(self, var_expr: dict, shape: str, operands: dict, indent: str = "    "):
+        self.var_expr = var_expr  # Var node -> Triton index expression
+        self.shape = shape
+        self.operands = operands  # tensor node -> (pointer arg name, [stride arg names])
+        self.lines: list = []
+        self.indent = indent
+        self.n = 0
+        self.memo: dict = {}
+
+    def tmp(self, text: str) -> str:
+        name = f"t{self.n}"
+        self.n += 1
+        self.lines.append(f"{self.indent}{name} = {text}")
+        return name
+
+    def ix(self, x: Node) -> str:
+        if x.op == "Ix.v":
+            return self.var_expr[x.args[0]]
+        if x.op == "Ix.lit":
+            return str(x.args[0])
+        if x.op == "Ix.add":
+            return f"({self.ix(x.args[0])} + {self.ix(x.args[1])})"
+        if x.op == "Ix.scale":
+            return f"({self.ix(x.args[0])} * {x.args[1]})"
+        raise NotImplementedError(x.op)
+
+    def sc(self, n: Node) -> str:
+        got = self.memo.get(n)
+        if got is not None:
+            return got
+        op = n.op
+        if op == "Sc.lit":
+            out = repr(float(n.args[0]))
+        elif op == "Sc.param":
+            out = f"p_{n.args[0]}"
+        elif op == "Sc.acc":
+            out = "acc"
+        elif op == "Sc.load":
+            ptr, strides = self.operands[n.args[0]]
+            idx = [self.ix(i) for i in unlist(n.args[1])]
+            off = " + ".join(f"({i}) * {s}" for i, s in zip(idx, strides)) or "0"
+            out = self.tmp(f"tl.load({ptr} + {off}, mask=mask, other=0.0)")
+        elif op in _BIN:
+            out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
+        elif op == "Sc.fn":
+            out = self.tmp(_fn(n.args[0], self.sc(n.args[1])))
+        elif op == "Sc.red":
+            kind, v, ext, body = n.args
+            init = {"sum": "0.0", "max": "float('-inf')", "min": "float('inf')"}[kind]
+            r = self.tmp(f"tl.full({self.shape}, {init}, tl.float32)")
+            name = _ident(v)
+            self.lines.append(f"{self.indent}for {name} in range({ext}):")
+            inner = _Gen({**self.var_expr, v: name}, self.shape, self.operands, self.indent + "    ")
+            inner.n = self.n + 1000
+            b = inner.sc(body)
+            self.lines += inner.lines
+            step = {"sum": f"{r} + {b}", "max": f"tl.maximum({r}, {b})", "min": f"tl.minimum({r}, {b})"}[kind]
+            self.lines.append(f"{self.indent}    {r} = {step}")
+            out = r
+        else:
+            raise NotImplementedError(op)
+        self.memo[n] = out
+        return out
+
+
+def _fn(name: str, x: str) -> str:
+    sig = f"(1.0 / (1.0 + tl.exp(-tl.minimum(tl.maximum({x}, -80.0), 80.0))))"
+    if name == "relu":
+        return f"tl.maximum({x}, 0.0)"
+    if name == "neg":
+        return f"(-{x})"
+    if name == "exp":
+        return f"tl.exp({x})"
+    if name == "sqrt":
+        return f"tl.sqrt({x})"
+    if name == "sigmoid":
+        return sig
+    if name == "silu":
+        return f"({x} * {sig})"
+    # tanh through exp, its argument clamped where float32 tanh is already +-1 (no overflow)
+    if name == "tanh":
+        return f"(2.0 / (1.0 + tl.exp(-2.0 * tl.minimum(tl.maximum({x}, -15.0), 15.0))) - 1.0)"
+    if name == "gelu":
+        u = f"tl.minimum(tl.maximum(0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x}), -15.0), 15.0)"
+        return f"(0.5 * {x} * (1.0 + (2.0 / (1.0 + tl.exp(-2.0 * {u})) - 1.0)))"
+    raise NotImplementedError(name)
+
+
+def _loaded(term: Node) -> list:
+    out = []
+    for x in walk(term):
+        if x.op == "Sc.load" and x.args[0] not in out:
+            out.append(x.args[0])
+    return out
+
+
+def _params(term: Node) -> list:
+    return sorted({x.args[0] for x in walk(term) if x.op == "Sc.param"})
+
+
+class Kernel:
+    """One generated kernel: its source, its argument list, its grid."""
+
+    def __init__(self, k, plan):
+        self.k = k
+        term = k.term
+        self.name = k.name
+        self.shape = tuple(e for _, e in unlist(term.args[0])) if term.op != "Ten.matmul" else plan.costing.shape(term)
+        if term.op == "Ten.matmul":
+            self._matmul(term, None, plan)
+        elif term.op == "Ten.fused":
+            self._matmul(term.args[2], term, plan)
+        else:
+            self._elementwise(term)
+
+    def _elementwise(self, term: Node):
+        dims = unlist(term.args[0])
+        body = term.args[1]
+        self.inputs = _loaded(body)
+        self.params = _params(body)
+        ops = {t: (f"in{i}", [f"in{i}_s{d}" for d in range(len(self.ranks[t]))]) for i, t in enumerate(self.inputs)}
+        total = math.prod(self.shape)
+        var_expr, inner = {}, 1
+        for v, e in reversed(dims):
+            var_expr[v] = f"((offs // {inner}) % {e})"
+            inner *= e
+        g = _Gen(var_expr, "(BLOCK,)", ops)
+        val = g.sc(body)
+        args = ", ".join(["out"] + [a for t in self.inputs for a in [ops[t][0], *ops[t][1]]]
+                         + [f"p_{p}" for p in self.params] + ["BLOCK: tl.constexpr"])
+        lines = [f"@triton.jit", f"def {self.name}({args}):",
+                 "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
+                 f"    mask = offs < {total}"] + g.lines + [
+                 f"    tl.store(out + offs, {val} + tl.zeros((BLOCK,), tl.float32), mask=mask)"]
+        self.source = "\n".join(lines)
+        self.grid = (max(1, -(-total // BLOCK)),)
+        self.meta = {"BLOCK": BLOCK}
+        self.mm = None
+
+    def _matmul(self, mm: Node, fused: Node | None, plan):
+        a, b = mm.args
+        sa, sb = self.ranks[a], self.ranks[b]
+        out_shape = self.shape
+        batch = out_shape[0] if len(out_shape) == 3 else 1
+        M, N, K = out_shape[-2], out_shape[-1], sa[-1]
+        body = fused.args[1] if fused is not None else Node("Sc.acc")
+        self.inputs = [a, b] + [t for t in _loaded(body) if t not in (a, b)]
+        self.params = _params(body)
+        ops = {t: (f"in{i}", [f"in{i}_s{d}" for d in range(len(self.ranks[t]))]) for i, t in enumerate(self.inputs)}
+        dims = unlist(fused.args[0]) if fused is not None else []
+        var_expr = {}
+        names = ["pid_b", "rm[:, None]", "rn[None, :]"] if len(dims) == 3 else ["rm[:, None]", "rn[None, :]"]
+        for (v, _), e in zip(dims, names):
+            var_expr[v] = e
+        g = _Gen(var_expr, "(BLOCK_M, BLOCK_N)", ops)
+        val = g.sc(body)
+        a_s, b_s = ops[a][1], ops[b][1]
+        a_b = f"pid_b * {a_s[0]} + " if len(sa) == 3 else ""
+        b_b = f"pid_b * {b_s[0]} + " if len(sb) == 3 else ""
+        args = ", ".join(["out"] + [x for t in self.inputs for x in [ops[t][0], *ops[t][1]]]
+                         + [f"p_{p}" for p in self.params]
+                         + ["BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr", "BLOCK_K: tl.constexpr"])
+        ob = f"pid_b * {M * N} + " if batch > 1 or len(out_shape) == 3 else ""
+        lines = [
+            "@triton.jit", f"def {self.name}({args}):",
+            "    pid_m = tl.program_id(0)", "    pid_n = tl.program_id(1)", "    pid_b = tl.program_id(2)",
+            "    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)", "    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)",
+            "    rk = tl.arange(0, BLOCK_K)",
+            "    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+            f"    for k0 in range(0, {K}, BLOCK_K):",
+            f"        ka = k0 + rk",
+            f"        a = tl.load({ops[a][0]} + {a_b}rm[:, None] * {a_s[-2]} + ka[None, :] * {a_s[-1]}, "
+            f"mask=(rm[:, None] < {M}) & (ka[None, :] < {K}), other=0.0)",
+            f"        b = tl.load({ops[b][0]} + {b_b}ka[:, None] * {b_s[-2]} + rn[None, :] * {b_s[-1]}, "
+            f"mask=(ka[:, None] < {K}) & (rn[None, :] < {N}), other=0.0)",
+            f"        acc += tl.dot(a, b, input_precision=\"{self.precision}\")",
+            f"    mask = (rm[:, None] < {M}) & (rn[None, :] < {N})",
+        ] + g.lines + [
+            f"    tl.store(out + {ob}rm[:, None] * {N} + rn[None, :], {val} + acc * 0.0, mask=mask)"]
+        self.source = "\n".join(lines)
+        self.grid = (max(1, -(-M // BM)), max(1, -(-N // BN)), batch)
+        self.meta = {"BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": BK}
+        self.mm = mm
+
+
+def _kernels(plan, precision: str = "ieee") -> list:
+    out = []
+    for k in plan.kernels:
+        if k.kind == "loop":
+            continue
+        kern = Kernel.__new__(Kernel)
+        kern.ranks = _Ranks(plan)
+        kern.precision = precision
+        Kernel.__init__(kern, k, plan)
+        out.append(kern)
+    return out
+
+
+class _Ranks(dict):
+    def __init__(self, plan):
+        super().__init__()
+        self.plan = plan
+
+    def __missing__(self, t):
+        s = self.plan.costing.shape(t)
+        self[t] = s
+        return s
+
+
+def source(plan, precision: str = "tf32") -> str:
+    """Kernel source. `precision`: tl.dot's input precision; "tf32" uses tensor cores (what
+    the cost model assumes), "ieee" is exact f32 (what the interpreter and tests use)."""
+    head = ["import triton", "import triton.language as tl", ""]
+    return "\n".join(head + [k.source + "\n" for k in _kernels(plan, precision)])
+
+
+def _ensure_triton():
+    """Import triton, through its interpreter when there is no CUDA device."""
+    import importlib.util
+    import sys
+
+    if "triton" not in sys.modules:
+        cuda = False
+        try:
+            import torch
+
+            cuda = torch.cuda.is_available()
+        except ImportError as e:
+            raise RuntimeError("the triton backend needs torch (pip install torch==2.13.0)") from e
+        if not cuda:
+            os.environ.setdefault("TRITON_INTERPRET", "1")
+    if importlib.util.find_spec("triton") is None:
+        raise RuntimeError("the triton backend needs triton (pip install triton)")
+    import triton  # noqa: F401
+
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def run(plan, args: list, scalars: dict):
+    interpret = _ensure_triton()
+    import torch
+
+    from eqsat.backends import numpy_backend
+
+    precision = "ieee" if interpret else os.environ.get("EQSAT_TRITON_PRECISION", "tf32")
+    src = source(plan, precision)
+    ns: dict = {}
+    path = os.path.join(_cache_dir(), f"eqsat_{plan.program.name}_{abs(hash(src)) & 0xffffffff:x}.py")
+    with open(path, "w") as f:  # triton.jit reads its kernel's source from a file
+        f.write(src)
+    exec(compile(src, path, "exec"), ns)
+    device = "cpu" if interpret else "cuda"
+    runner = numpy_backend.Runner(plan, args, scalars)
+    kernels = {k.k.name: k for k in _kernels(plan, precision)}
+    for k in plan.kernels:
+        if k.kind == "loop":
+            runner.run_kernel(k)  # a loop nest as written runs on the host
+            continue
+        gk = kernels[k.name]
+        call = []
+        for t in gk.inputs:
+            host = runner.tensor(t)
+            try:
+                arr = torch.from_numpy(host)  # views keep their strides: the kernel reads through them
+            except (ValueError, TypeError):
+                arr = torch.from_numpy(np.ascontiguousarray(host))
+            arr = arr.to(device)
+            call += [arr, *arr.stride()]
+        call += [float(scalars[p]) for p in gk.params]
+        out = torch.empty(gk.shape, dtype=torch.float32, device=device)
+        ns[gk.name][gk.grid](out, *call, **gk.meta)
+        runner.values[k.term] = out.cpu().numpy()
+    outs = []
+    for root, is_scalar in zip(plan.roots, plan.lowered.outputs_scalar):
+        v = np.array(runner.tensor(root), dtype=np.float32, copy=True)
+        outs.append(np.float32(v.reshape(())) if is_scalar else v)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _cache_dir() -> str:
+    import tempfile
+
+    d = os.path.join(tempfile.gettempdir(), "eqsat_triton")
+    os.makedirs(d, exist_ok=True)
+    return d
