@@ -23,7 +23,7 @@ import numpy as np
 from eqsat.terms import Node, shape_list, unlist, walk
 
 BLOCK = 128
-BM, BN, BK = 32, 32, 32
+BM, BN, BK = 64, 64, 32
 
 _BIN = {"Sc.add": "({} + {})", "Sc.sub": "({} - {})", "Sc.mul": "({} * {})", "Sc.div": "({} / {})",
         "Sc.max": "tl.maximum({}, {})", "Sc.min": "tl.minimum({}, {})"}
@@ -321,3 +321,77 @@ def _cache_dir() -> str:
     d = os.path.join(tempfile.gettempdir(), "eqsat_triton")
     os.makedirs(d, exist_ok=True)
     return d
+
+
+def static_strides(plan, t: Node) -> tuple | None:
+    """Element strides of a tensor as the backend passes it, when known from the term:
+    inputs and kernel outputs are contiguous, transposes permute, reshapes of contiguous
+    tensors are contiguous. None where unknown (a slice, a loop output)."""
+    op = t.op
+    if op in ("Ten.input", "Ten.compute", "Ten.matmul", "Ten.fused", "Ten.reshape"):
+        if op == "Ten.reshape" and static_strides(plan, t.args[0]) != _contiguous(plan.costing.shape(t.args[0])):
+            return None
+        return _contiguous(plan.costing.shape(t))
+    if op == "Ten.transpose":
+        inner = static_strides(plan, t.args[0])
+        return None if inner is None else tuple(inner[int(p)] for p in t.args[1].split())
+    return None
+
+
+def _contiguous(shape) -> tuple:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return tuple(reversed(out))
+
+
+def ptx(plan, kernel: int = 0, arch: int = 90, precision: str = "tf32") -> str:
+    """PTX of one generated kernel, compiled ahead of time for sm_<arch> (no GPU needed).
+
+    Strides known from the terms are baked in and pointers are taken as 16-byte aligned,
+    as Triton's JIT specializes them at launch, so the PTX shows what a GPU would run.
+    """
+    import importlib.util
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    kernels = _kernels(plan, precision)
+    gk = kernels[kernel]
+    src = source(plan, precision)
+    path = os.path.join(_cache_dir(), f"eqsat_ptx_{abs(hash(src)) & 0xffffffff:x}.py")
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+    mod = importlib.util.module_from_spec(spec)
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "0"  # compile, do not interpret, these definitions
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        if saved is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
+    fn = getattr(mod, gk.name)
+    sig, consts = {}, dict(gk.meta)
+    for i, t in enumerate(gk.inputs):
+        strides = static_strides(plan, t)
+        for d in range(len(gk.ranks[t])):
+            name = f"in{i}_s{d}"
+            if strides is not None:
+                consts[name] = strides[d]
+    for n in fn.arg_names:
+        if n in gk.meta or n in consts:
+            sig[n] = "constexpr"
+        elif n == "out" or (n.startswith("in") and "_s" not in n):
+            sig[n] = "*fp32"
+        elif n.startswith("p_"):
+            sig[n] = "fp32"
+        else:
+            sig[n] = "i32"
+    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(fn.arg_names) if sig[n] == "*fp32"}
+    compiled = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", arch, 32))
+    return compiled.asm["ptx"]
