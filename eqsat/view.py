@@ -62,6 +62,10 @@ def render(plan) -> str:
                     for n in plan.lowered.nests.values()) or "<li>none</li>"
     fam = "".join(f"<li><code>{_e(f)}</code></li>" for f in plan.rules) or "<li>(none: rules=[])</li>"
     growth = ", ".join(str(x) for x in r.per_iteration_nodes)
+    try:
+        triton_src = plan.triton_source()
+    except Exception as e:  # the page must not depend on the Triton backend
+        triton_src = f"(Triton source unavailable: {type(e).__name__}: {e})"
     sizes = ", ".join(f"{k}={v}" for k, v in plan.dims.items())
     speed = plan.baseline_cost / plan.cost if plan.cost else 1.0
     return f"""<!doctype html><html><head><meta charset=utf-8><title>eqsat: {_e(plan.program.name)}</title>
@@ -81,6 +85,7 @@ launch {t.launch * 1e6:.1f} us, load latency {t.load_latency * 1e9:.0f} ns
 {t.loop_efficiency:.3g} of the SIMT peak and {t.loop_bandwidth_efficiency:.3g} of the bandwidth.</p>
 <h2>Chosen program</h2><pre>{_e(str(plan))}</pre>
 <h2>As written</h2><pre>{_e(src)}</pre>
+<details><summary>Generated Triton kernels</summary><pre>{_e(triton_src)}</pre></details>
 <p>Loop nests: </p><ul>{nests}</ul>
 <h2>Saturation</h2>
 <p>{r.nodes} e-nodes after {r.iterations} rounds; stopped: <b>{_e(r.stop_reason)}</b>;
