@@ -188,6 +188,13 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
         if elapsed > limits.seconds:
             rep.stop_reason = f"time limit ({limits.seconds:g} s)"
             break
+        # extraction takes time too (~extract_seconds_per_node each e-node): stop while the
+        # whole of optimize() can still end within twice the time limit
+        next_nodes = rep.nodes * max(growth, 1.0)
+        if elapsed + t_call * max(growth, 1.0) + next_nodes * limits.extract_seconds_per_node > limits.seconds * 2:
+            rep.stop_reason = (f"time limit (after {elapsed:.2f} s, the next round and extracting its "
+                               f"~{int(next_nodes)} e-nodes would pass twice {limits.seconds:g} s)")
+            break
         if elapsed + t_call * max(growth, 1.0) > limits.seconds * 1.5:
             rep.stop_reason = (f"time limit (after {elapsed:.2f} s the next round, growing {growth:.1f}x, would "
                                f"pass {limits.seconds:g} s)")

@@ -21,6 +21,7 @@ class Limits:
                  banned for `ban_length` rounds (keeps x*y = y*x from exploding)
     chunk:       rounds run per call into egglog while growth is tame (see egraph.saturate)
     support_rounds: at most this many rounds of the fact rules between rewrite rounds
+    extract_seconds_per_node: the extraction's cost, used to stop saturation in time for it
     """
 
     nodes: int = field(default_factory=lambda: _env("EQSAT_NODES", 50_000, int))
@@ -30,3 +31,4 @@ class Limits:
     ban_length: int = field(default_factory=lambda: _env("EQSAT_BAN_LENGTH", 3, int))
     chunk: int = field(default_factory=lambda: _env("EQSAT_CHUNK", 6, int))
     support_rounds: int = field(default_factory=lambda: _env("EQSAT_SUPPORT_ROUNDS", 40, int))
+    extract_seconds_per_node: float = 3e-5  # measured: bench/stress_bench.py, 2-core VM
