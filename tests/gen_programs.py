@@ -873,7 +873,7 @@ class Worker:
     example in minutes rather than hours (a normal example answers in about a second).
     """
 
-    def __init__(self, timeout: float, after_hang: float = 10.0):
+    def __init__(self, timeout: float, after_hang: float = 5.0):
         self.timeout = timeout
         self.after_hang = min(after_hang, timeout)
         self.hung = False

@@ -13,7 +13,7 @@ Each example runs in a worker process: egglog cannot be interrupted from Python,
 `optimize` that never returns would otherwise hang the test run. After
 EQSAT_DIFF_TIMEOUT seconds (default 60; the optimizer's own saturation budget is 10 s,
 and an example normally answers in under a second) the worker is killed and the example
-fails like any other; after one hang, later examples get 10 s, so shrinking stays short.
+fails like any other; after one hang, later examples get 5 s, so shrinking stays short.
 
 A failure prints the program's source, its sizes, the input seed and the chosen plan;
 the program file itself is kept in the pytest temporary directory the message names.
@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -48,6 +48,9 @@ NOT_A_MATMUL = ["last_write", "diag_read", "diag_write", "partial_k", "partial_i
 
 _SETTINGS = dict(
     deadline=None,
+    # no "explain" phase: it re-runs the failing example dozens of times (minutes when it
+    # hangs), and the failure message already shows the whole program
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
     print_blob=True,
 )
