@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from eqsat.terms import Node, shape_list, unlist, walk
+from eqsat.terms import Node, unlist, walk
 
 BLOCK = 128
 BM, BN, BK = 64, 64, 32
@@ -166,7 +166,7 @@ class Kernel:
         val = g.sc(body)
         args = ", ".join(["out"] + [a for t in self.inputs for a in [ops[t][0], *ops[t][1]]]
                          + [f"p_{p}" for p in self.params] + ["BLOCK: tl.constexpr"])
-        lines = [f"@triton.jit", f"def {self.name}({args}):",
+        lines = ["@triton.jit", f"def {self.name}({args}):",
                  "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
                  f"    mask = offs < {total}"] + g.lines + [
                  f"    tl.store(out + offs, {val} + tl.zeros((BLOCK,), tl.float32), mask=mask)"]
@@ -206,7 +206,7 @@ class Kernel:
             "    rk = tl.arange(0, BLOCK_K)",
             "    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
             f"    for k0 in range(0, {K}, BLOCK_K):",
-            f"        ka = k0 + rk",
+            "        ka = k0 + rk",
             f"        a = tl.load({ops[a][0]} + {a_b}rm[:, None] * {a_s[-2]} + ka[None, :] * {a_s[-1]}, "
             f"mask=(rm[:, None] < {M}) & (ka[None, :] < {K}), other=0.0)",
             f"        b = tl.load({ops[b][0]} + {b_b}ka[:, None] * {b_s[-2]} + rn[None, :] * {b_s[-1]}, "

@@ -14,11 +14,10 @@ from .args import bind_args, check_dims, check_program
 from .cost import TARGETS, Model
 from .errors import ArgumentError, EqsatError
 from .extract import Extractor, Graph
-from .ir import Program
 from .limits import Limits
 from .lower import lower
 from .plan import Kernel, TermCost, describe, form_kernels
-from .terms import show, unlist, walk
+from .terms import show, walk
 
 __all__ = ["optimize", "Plan", "Kernel", "Limits"]
 

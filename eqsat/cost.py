@@ -192,7 +192,7 @@ class Model:
             return TenInfo(kernel_time(t, flops, by, lat, tensor_cores=True), deps, mm=(flops, by, deps, lat),
                            bytes=by, flops=flops)
         if op == "Ten.fused":
-            body, (kmm, imm) = a[1], a[2]
+            body, imm = a[1], a[2][1]
             if imm.mm is None:
                 return None
             flops, by, deps, lat = imm.mm

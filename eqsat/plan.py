@@ -1,11 +1,10 @@
 """The Plan: the chosen program as a list of kernels, its modeled cost, and a way to run it."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-from .cost import ITEM, Model, TenInfo
-from .terms import SYMBOL, Node, shape_list, show, show_var, unlist, walk
+from .cost import Model, TenInfo
+from .terms import Node, shape_list, show, show_var, unlist, walk
 
 KERNEL_OPS = ("Ten.compute", "Ten.matmul", "Ten.fused")
 EPILOGUE_NAME = {"Sc.add": "add", "Sc.sub": "sub", "Sc.mul": "mul", "Sc.div": "div", "Sc.max": "max",
@@ -231,8 +230,3 @@ def describe(n: Node, names: dict) -> str:
     return show(n, names)
 
 
-def dram_bytes(kernels, input_shapes) -> float:
-    return sum(k.bytes for k in kernels)
-
-
-__all__ = ["Kernel", "TermCost", "form_kernels", "describe", "term_shape", "SYMBOL", "ITEM", "math"]

@@ -67,7 +67,7 @@ def analysis(t: Ten, a: Ten, b: Ten, i: Var, j: Var, k: Var, r: Var, M: i64, N: 
 def ruleset(t: Ten, a: Ten, b: Ten, x: Sc, y: Sc, i: Var, j: Var, k: Var, r: Var, k2: Var,
             M: i64, N: i64, K: i64, B: i64, K2: i64, s: Sc, rest: Ixs, sh: Shp, p0: Ix, p1: Ix, T: i64, n0: i64,
             f: String, v: Var, w: Var, sa: Shp, sb: Shp):
-    vi, vj, vk, vr = Ix.v(i), Ix.v(j), Ix.v(k), Ix.v(r)
+    vi, vj, vk = Ix.v(i), Ix.v(j), Ix.v(k)
     # sum[v] x * y -> sum[v] y * x   (only where a contraction can use it: a global x*y = y*x
     # would double every product of every epilogue for nothing)
     yield rewrite(Sc.red("sum", v, K, Sc.mul(x, y))).to(Sc.red("sum", v, K, Sc.mul(y, x)))

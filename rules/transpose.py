@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from egglog import i64, eq, rewrite, rule, ruleset, union
 
-from eqsat.sorts import Ix, Ixs, Sc, Ten, Var, closed, shape_of
+from eqsat.sorts import Ix, Sc, Ten, Var, closed, shape_of
 from ._patterns import all_perms, ixs, perm_str, shp
 
 

@@ -6,7 +6,7 @@ import pytest
 from egglog import eq, var
 
 import eqsat
-from conftest import assert_matches_reference, ops_in_class, saturated
+from conftest import assert_matches_reference, saturated
 from eqsat.sorts import Dims, Ixs, Sc, Ten, output
 
 A, B = Ten.input("a"), Ten.input("b")
