@@ -11,7 +11,7 @@ error under 1e-4, or allclose with rtol=1e-4, atol=1e-5, in float32).
 
 Each example runs in a worker process: egglog cannot be interrupted from Python, so an
 `optimize` that never returns would otherwise hang the test run. After
-EQSAT_DIFF_TIMEOUT seconds (default 60; the optimizer's own saturation budget is 10 s,
+EQSAT_DIFF_TIMEOUT seconds (default 30; the optimizer's own saturation budget is 10 s,
 and an example normally answers in under a second) the worker is killed and the example
 fails like any other; after one hang, later examples get 5 s, so shrinking stays short.
 
@@ -35,7 +35,7 @@ from gen_programs import (  # noqa: E402
 )
 
 EXAMPLES = int(os.environ.get("EQSAT_DIFF_EXAMPLES", "200"))
-TIMEOUT = float(os.environ.get("EQSAT_DIFF_TIMEOUT", "60"))
+TIMEOUT = float(os.environ.get("EQSAT_DIFF_TIMEOUT", "30"))
 RTOL, ATOL, REL_L2 = 1e-4, 1e-5, 1e-4
 
 # Near-misses whose meaning is not one full matmul: they must keep their meaning and

@@ -6,6 +6,7 @@ import pytest
 from egglog import eq, var
 
 import eqsat
+import eqsat.rules
 from conftest import assert_matches_reference, saturated
 from eqsat.sorts import Dims, Ixs, Sc, Ten, output
 
@@ -391,3 +392,32 @@ def two_k(a: f32["M", "K", "L"], b: f32["K", "L", "N"]) -> f32["M", "N"]:
     plan = eqsat.optimize(prog, dims)
     assert [k.kind for k in plan.kernels] == ["matmul"], plan
     assert_matches_reference(plan, prog, dims)
+
+
+# ---------------------------------------------------------------- algebra under a sum
+@pytest.mark.parametrize("stmt,ops", [
+    ("acc += alpha * a[i, k] * b[k, j]", {"mul"}),
+    ("acc += 2.0 * (a[i, k] * b[k, j])", {"mul"}),
+    ("acc -= a[i, k] * b[k, j]", {"neg"}),
+])
+def test_factors_and_negation_leave_the_sum(tmp_program, stmt, ops):
+    src = f"""
+@program
+def sc(alpha: f32, a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                {stmt}
+            y[i, j] = acc
+    return y
+"""
+    prog = tmp_program(src)
+    dims = {"M": 5, "N": 4, "K": 9}
+    plan = eqsat.optimize(prog, dims)
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
+    assert ops <= set(plan.kernels[0].epilogue), plan
+    assert_matches_reference(plan, prog, dims)
+    without = eqsat.optimize(prog, dims, rules=[f for f in eqsat.rules.FAMILIES if f != "algebra"])
+    assert all(k.kind != "matmul" for k in without.kernels), without
