@@ -219,7 +219,3 @@ class Model:
         if op == "Scs.cons":
             return union(a[0].deps, a[1])
         return None
-
-
-def total(deps: dict) -> float:
-    return sum(deps.values())

@@ -71,10 +71,6 @@ def saturated(prog, dims, families):
     return eg, Graph(egraph.serialize(eg))
 
 
-def ops_in_class(graph, cid) -> set:
-    return {n.op for n in graph.classes.get(cid, [])}
-
-
 @pytest.fixture
 def tmp_program(tmp_path):
     """Write program source to a file and return the decorated program (inspect needs a file)."""
