@@ -439,7 +439,8 @@ def gen_loop_matmul(b: _Builder) -> GenProgram:
             else:
                 b.emit(0, f"for {j} in range({N}):")
                 b.emit(1, f"for {i} in range(1, {M}):")
-            b.emit(2, ch.choice([f"c[{i}, {j}] += c[{i} - 1, {j}]", f"c[{i}, {j}] = c[{i}, {j}] * 0.5 + c[{i} - 1, {j}]"]))
+            b.emit(2, ch.choice([f"c[{i}, {j}] += c[{i} - 1, {j}]",
+                                 f"c[{i}, {j}] = c[{i}, {j}] * 0.5 + c[{i} - 1, {j}]"]))
         epi_mode = ch.choice(["none", "nest", "inplace", "tensor"])
         b.tag("epi_mode_" + epi_mode)
         if epi_mode == "none":
@@ -578,7 +579,7 @@ def gen_pointwise(b: _Builder) -> GenProgram:
     kind = ch.choice(["elementwise", "slice_store", "row_sum", "softmax", "dot_scalar", "transpose_copy"])
     b.tag("kind_" + kind)
     M, N = b.dim("M"), b.dim("N")
-    X = b.tensor("x", M, N)
+    b.tensor("x", M, N)  # read as x[i, j] below
     order = ch.perm([("i", M), ("j", N)])
     if kind == "elementwise":
         b.emit(0, f"z = {ch.choice(['empty', 'zeros'])}(({M}, {N}))")
@@ -619,7 +620,7 @@ def gen_pointwise(b: _Builder) -> GenProgram:
         b.emit(0, "s = 0.0")
         b.emit(0, f"for {order[0][0]} in range({order[0][1]}):")
         b.emit(1, f"for {order[1][0]} in range({order[1][1]}):")
-        b.emit(2, ch.choice([f"s += x[i, j] * {Y}[i, j]", f"s = max(s, x[i, j])"]))
+        b.emit(2, ch.choice([f"s += x[i, j] * {Y}[i, j]", "s = max(s, x[i, j])"]))
         return b.finish("pointwise", ch.choice(["s", "s * 2.0"]))
     # softmax over rows: max, exp, sum, divide (the sum is at least 1: no division by zero)
     b.emit(0, f"mx = empty(({M},))")

@@ -30,9 +30,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from gen_programs import (  # noqa: E402
-    FAMILIES, NEAR_MISSES, GenProgram, Hang, Worker, generate_seeded, programs, write,
-)
+from gen_programs import FAMILIES, NEAR_MISSES, GenProgram, Hang, Worker, generate_seeded, programs, write
 
 EXAMPLES = int(os.environ.get("EQSAT_DIFF_EXAMPLES", "200"))
 TIMEOUT = float(os.environ.get("EQSAT_DIFF_TIMEOUT", "30"))
@@ -46,14 +44,14 @@ RTOL, ATOL, REL_L2 = 1e-4, 1e-5, 1e-4
 NOT_A_MATMUL = ["last_write", "diag_read", "diag_write", "partial_k", "partial_ij", "offset", "recur_init",
                 "maxplus", "acc_read"]
 
-_SETTINGS = dict(
-    deadline=None,
+_SETTINGS = {
+    "deadline": None,
     # no "explain" phase: it re-runs the failing example dozens of times (minutes when it
     # hangs), and the failure message already shows the whole program
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
-    print_blob=True,
-)
+    "phases": [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    "print_blob": True,
+}
 
 
 @pytest.fixture(scope="module")
