@@ -139,8 +139,10 @@ def _params(term: Node) -> list:
 class Kernel:
     """One generated kernel: its source, its argument list, its grid."""
 
-    def __init__(self, k, plan):
+    def __init__(self, k, plan, precision: str):
         self.k = k
+        self.ranks = _Ranks(plan)  # tensor term -> shape (its length is the rank)
+        self.precision = precision
         term = k.term
         self.name = k.name
         self.shape = tuple(e for _, e in unlist(term.args[0])) if term.op != "Ten.matmul" else plan.costing.shape(term)
@@ -173,7 +175,6 @@ class Kernel:
         self.source = "\n".join(lines)
         self.grid = (max(1, -(-total // BLOCK)),)
         self.meta = {"BLOCK": BLOCK}
-        self.mm = None
 
     def _matmul(self, mm: Node, fused: Node | None, plan):
         a, b = mm.args
@@ -218,20 +219,10 @@ class Kernel:
         self.source = "\n".join(lines)
         self.grid = (max(1, -(-M // BM)), max(1, -(-N // BN)), batch)
         self.meta = {"BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": BK}
-        self.mm = mm
 
 
 def _kernels(plan, precision: str = "ieee") -> list:
-    out = []
-    for k in plan.kernels:
-        if k.kind == "loop":
-            continue
-        kern = Kernel.__new__(Kernel)
-        kern.ranks = _Ranks(plan)
-        kern.precision = precision
-        Kernel.__init__(kern, k, plan)
-        out.append(kern)
-    return out
+    return [Kernel(k, plan, precision) for k in plan.kernels if k.kind != "loop"]
 
 
 class _Ranks(dict):

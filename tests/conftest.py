@@ -16,6 +16,23 @@ if not CORPUS.is_dir():  # a clone without ../shared: use the copy kept in the r
     CORPUS = Path(__file__).resolve().parent / "corpus"
 
 
+# a transposed copy (a cache) of b that a matmul then reads: uncache and extraction tests
+UNCACHE = """
+@program
+def unc(a: f32["M", "K"], b: f32["N", "K"]) -> f32["M", "N"]:
+    bt = empty((K, N))
+    for k in range(K):
+        for j in range(N):
+            bt[k, j] = b[j, k]
+    c = zeros((M, N))
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                c[i, j] += a[i, k] * bt[k, j]
+    return c
+"""
+
+
 def load_case(path: Path):
     spec = importlib.util.spec_from_file_location(f"corpus_{path.stem}", path)
     mod = importlib.util.module_from_spec(spec)

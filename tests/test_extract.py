@@ -7,7 +7,7 @@ import pytest
 from egglog import rewrite, ruleset
 
 import eqsat
-from conftest import assert_matches_reference, corpus_paths, load_case, random_args, rel_err
+from conftest import UNCACHE, assert_matches_reference, corpus_paths, load_case, random_args, rel_err
 from eqsat.sorts import Sc
 
 CASES = corpus_paths()
@@ -27,20 +27,8 @@ def test_ilp_matches_greedy_on_the_corpus_and_runs(path):
 def test_ilp_blocks_cycles_of_views(tmp_program):
     """A transposed copy makes `bt` and `transpose(b)` one class: choosing views of each
     other is a cycle the solver must be told to avoid."""
-    prog = tmp_program("""
-@program
-def unc(a: f32["M", "K"], b: f32["N", "K"]) -> f32["M", "N"]:
-    bt = empty((K, N))
-    for k in range(K):
-        for j in range(N):
-            bt[k, j] = b[j, k]
-    c = zeros((M, N))
-    for i in range(M):
-        for j in range(N):
-            for k in range(K):
-                c[i, j] += a[i, k] * bt[k, j]
-    return c
-""")
+    prog = tmp_program(UNCACHE)
+
     dims = {"M": 4, "N": 3, "K": 5}
     plan = eqsat.optimize(prog, dims, extract="ilp")
     assert plan.ilp["status"] == "optimal" and plan.ilp["cycles_blocked"] >= 1

@@ -7,7 +7,7 @@ from egglog import eq, var
 
 import eqsat
 import eqsat.rules
-from conftest import assert_matches_reference, saturated
+from conftest import UNCACHE, assert_matches_reference, saturated
 from eqsat.sorts import Dims, Ixs, Sc, Ten, output
 
 A, B = Ten.input("a"), Ten.input("b")
@@ -213,20 +213,6 @@ def lin(x: f32["M", "K"], w: f32["K", "N"], bias: f32["N"]) -> f32["M", "N"]:
 
 
 # ---------------------------------------------------------------- uncache / transpose
-UNCACHE = """
-@program
-def unc(a: f32["M", "K"], b: f32["N", "K"]) -> f32["M", "N"]:
-    bt = empty((K, N))
-    for k in range(K):
-        for j in range(N):
-            bt[k, j] = b[j, k]
-    c = zeros((M, N))
-    for i in range(M):
-        for j in range(N):
-            for k in range(K):
-                c[i, j] += a[i, k] * bt[k, j]
-    return c
-"""
 
 
 def test_uncache_reads_through_a_transposed_copy(tmp_program):
