@@ -11,8 +11,19 @@ import numpy as np
 from eqsat import lang
 from eqsat.terms import Node, shape_list, unlist, walk
 
+def _py_choice(pick):
+    """Python's builtin max/min on arrays: `b if b > a else a` (a NaN in b keeps a)."""
+    def op(a, b, out=None):
+        r = np.where(pick(b, a), b, a)
+        if out is not None:
+            np.copyto(out, r)
+            return out
+        return r
+    return op
+
+
 _BIN = {"Sc.add": np.add, "Sc.sub": np.subtract, "Sc.mul": np.multiply, "Sc.div": np.divide,
-        "Sc.max": np.maximum, "Sc.min": np.minimum}
+        "Sc.max": _py_choice(np.greater), "Sc.min": _py_choice(np.less)}
 
 
 class Runner:
@@ -84,12 +95,26 @@ class Runner:
             ns[name] = np.array(self.tensor(t), dtype=np.float32, copy=True)
         for name, s in zip(nest.scalar_inputs, unlist(term.args[3])):
             ns[name] = np.float32(_Eval(self, {}, 0).sc(s))
+        for name, view in nest.views.items():  # names sharing memory with a tensor, as in numpy
+            ns[name] = _view(view, ns, self.plan.dims)
         exec(nest.code, ns)
         out = {}
         for name in nest.outputs:
             v = ns.get(name)
             out[name] = np.asarray(v, dtype=np.float32) if v is not None else None
         self.nest_out[nid] = out
+
+
+def _view(e, ns, dims):
+    """The numpy view an ir view expression (Ref, Index, Transpose) names, over `ns`."""
+    from eqsat.ir import Index, Ref, Transpose, ie_eval
+
+    if isinstance(e, Transpose):
+        return np.transpose(_view(e.x, ns, dims), e.perm)
+    if isinstance(e, Index):
+        return ns[e.base][tuple(ie_eval(i, dims) for i in e.idx)]
+    assert isinstance(e, Ref)
+    return ns[e.name]
 
 
 class _Eval:
@@ -207,7 +232,8 @@ class _Eval:
             return np.sum(val, axis=self.rank, dtype=np.float32)
         if ext == 0:
             return np.full(val.shape[:self.rank], -np.inf if kind == "max" else np.inf, dtype=np.float32)
-        return (np.max if kind == "max" else np.min)(val, axis=self.rank)
+        # NaN-skipping, as a fold of builtin max(acc, x) from a non-NaN start is
+        return (np.fmax if kind == "max" else np.fmin).reduce(val, axis=self.rank)
 
 
 def _uses(body: Node) -> dict:

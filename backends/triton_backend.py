@@ -26,7 +26,8 @@ BLOCK = 128
 BM, BN, BK = 64, 64, 32
 
 _BIN = {"Sc.add": "({} + {})", "Sc.sub": "({} - {})", "Sc.mul": "({} * {})", "Sc.div": "({} / {})",
-        "Sc.max": "tl.maximum({}, {})", "Sc.min": "tl.minimum({}, {})"}
+        # Python's builtin max/min: `b if b > a else a` (a NaN in b keeps a)
+        "Sc.max": "tl.where({1} > {0}, {1}, {0})", "Sc.min": "tl.where({1} < {0}, {1}, {0})"}
 
 
 def _ident(v: Node) -> str:
@@ -92,7 +93,8 @@ class _Gen:
             inner.n = self.n + 1000
             b = inner.sc(body)
             self.lines += inner.lines
-            step = {"sum": f"{r} + {b}", "max": f"tl.maximum({r}, {b})", "min": f"tl.minimum({r}, {b})"}[kind]
+            step = {"sum": f"{r} + {b}", "max": f"tl.where({b} > {r}, {b}, {r})",
+                    "min": f"tl.where({b} < {r}, {b}, {r})"}[kind]  # NaN-skipping
             self.lines.append(f"{self.indent}    {r} = {step}")
             out = r
         else:

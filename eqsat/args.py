@@ -64,7 +64,8 @@ def bind_args(prog, args, shapes=None) -> tuple[list, dict]:
             elif dims.setdefault(d, n) != n:
                 raise ArgumentError(f"dimension {d!r} is {dims[d]} but parameter {p.name!r} has size {n} there "
                                     f"(shape {tuple(arr.shape)})")
-        out.append(np.ascontiguousarray(arr, dtype=np.float32))
+        # a copy: parameters are passed by value, the caller's arrays are never touched
+        out.append(np.array(arr, dtype=np.float32, order="C", copy=True))
     check_dims(prog, dims)
     return out, dims
 

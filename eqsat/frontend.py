@@ -46,10 +46,20 @@ class _Parser:
             self.tree.body = self.tree.body[0].body
         self.globals = fn.__globals__
         self.sym: dict[str, tuple] = {}  # name -> (kind, type)
-        self.alias: dict[str, str | None] = {}  # tensor local -> the parameter it is a view of
+        # a name bound to a view of a tensor (`v = c`, `v = c.T`, `r = c[i]`) -> (its expression
+        # over the memory's owner, the loop depth it was bound at, where); uses are substituted
+        self.views: dict = {}
+        self.dead: dict = {}  # view name -> where it was bound, once its loop has ended
+        self.loop_stack: list = []  # per enclosing loop: names declared inside it
         self.loopvars: set[str] = set()
 
     # ------------------------------------------------------------------ helpers
+    def check_name(self, node, name: str, what: str):
+        """A parameter, dim or loop variable must not hide a function the language calls."""
+        if name in RESERVED:
+            raise self.err(node, f"{what} {name!r} hides the function {name}(); Python would call the {what} "
+                                 "there, eqsat the function: rename it")
+
     def loc(self, node) -> Loc:
         return Loc(self.file, self.first + getattr(node, "lineno", 1) - 1, getattr(node, "col_offset", 0) + self.indent + 1)
 
@@ -93,7 +103,13 @@ class _Parser:
             body = body[1:]  # docstring
         if not body or not isinstance(body[-1], ast.Return):
             raise self.err(fdef, "a program must end with `return x` or `return x, y`")
-        stmts = [s for s in (self.stmt(n, top=True) for n in body[:-1]) if s is not None]
+        stmts = []
+        for n in body[:-1]:
+            live = {v: e for v, (e, _, _) in self.views.items()}
+            s = self.stmt(n, top=True)
+            if s is not None:
+                s.views = live  # views a nest kept as written must bind when it runs
+                stmts.append(s)
         ret = body[-1]
         if ret.value is None:
             raise self.err(ret, "`return` needs a value")
@@ -118,6 +134,7 @@ class _Parser:
         ann = getattr(self.fn, "__annotations__", {})
         params = []
         for arg in a.args:
+            self.check_name(arg, arg.arg, "parameter")
             t = self.annotation(arg, ann.get(arg.arg))
             if isinstance(t, lang.TensorType):
                 shape = t.dims
@@ -127,6 +144,7 @@ class _Parser:
                         raise self.err(arg, f"dims of {arg.arg!r} must be names or non-negative ints, got {d!r}")
                 for d in shape:
                     if isinstance(d, str):
+                        self.check_name(arg, d, "dimension")
                         if d in self.sym and self.sym[d][0] != "dim":
                             raise self.err(arg, f"dimension name {d!r} clashes with a parameter")
                         self.sym[d] = ("dim", None)
@@ -215,67 +233,72 @@ class _Parser:
         bounds = [self.extent(a) for a in it.args]
         lo, hi = (("int", 0), bounds[0]) if len(bounds) == 1 else bounds
         v = n.target.id
+        self.check_name(n.target, v, "loop variable")
         if v in self.sym or v in self.loopvars:
             raise self.err(n.target, f"loop variable {v!r} shadows another name")
         self.loopvars.add(v)
+        self.loop_stack.append([])
         try:
             body = [s for s in (self.stmt(b, top=False) for b in n.body) if s is not None]
         finally:
             self.loopvars.discard(v)
+            self.loop_stack.pop()
+            for name, (_, depth, vloc) in list(self.views.items()):
+                if depth > len(self.loop_stack):  # a view bound inside the loop ends with it
+                    del self.views[name]
+                    self.dead[name] = vloc
         return For(self.loc(n), v, lo, hi, body, node=n)
 
     def assign(self, n, target, value, aug, top: bool):
         loc = self.loc(n)
         if isinstance(target, ast.Subscript):
             buf, idx = self.subscript_parts(target)
+            if buf in self.views:  # a write through a view is a write into the memory it shares
+                return self.view_store(n, target, buf, idx, value, aug)
             kind, ty = self.lookup(target.value, buf)
-            if kind == "tparam":
-                raise self.err(target, f"cannot write into parameter {buf!r}; copy it into a buffer first")
-            if kind == "tlocal":
-                src = self.alias.get(buf)
-                what = f"a view of parameter {src!r}" if src else "a tensor value that may share memory with another"
-                raise self.err(target, f"cannot write into {buf!r}: it is {what}; allocate a buffer with "
-                                       "empty()/zeros() and store into it")
-            if kind != "buffer":
+            if kind not in ("buffer", "tparam"):
                 raise self.err(target, f"{buf!r} is not a tensor buffer")
             if len(idx) > len(ty):
                 raise self.err(target, f"{buf!r} has rank {len(ty)} but is indexed with {len(idx)} indices")
             val = self.expr(value)
-            rest = ty[len(idx):]
-            if rest:
-                if val.ty is None or tuple(val.ty) != tuple(rest):
-                    raise self.err(value, f"shape mismatch: storing {_shape_str(val.ty)} into "
-                                          f"{buf}[...] of shape {_shape_str(rest)}")
-            elif val.ty is not None:
-                raise self.err(value, f"shape mismatch: storing a tensor of shape {_shape_str(val.ty)} "
-                                      f"into the element {buf}[...]")
+            self.check_store(value, buf, ty[len(idx):], val)
             if aug is ast.Sub:
                 val = Call(val.loc, "neg", (val,), ty=val.ty)
-            self.sym[buf] = ("buffer", ty) if kind == "buffer" else (kind, ty)
             return Store(loc, buf, idx, val, aug=aug is not None)
         if not isinstance(target, ast.Name):
             raise self.err(target, "assignment targets must be a name or an indexed buffer")
         name = target.id
         if name in self.loopvars:
             raise self.err(target, f"cannot assign to loop variable {name!r}")
-        if name in self.sym and self.sym[name][0] in ("dim", "tparam", "sparam"):
-            raise self.err(target, f"cannot assign to {self.sym[name][0][1:] if self.sym[name][0] != 'dim' else 'dimension'} {name!r}")
+        if name in self.sym and self.sym[name][0] in ("dim", "sparam"):
+            raise self.err(target, f"cannot assign to {'dimension' if self.sym[name][0] == 'dim' else 'parameter'} "
+                                   f"{name!r}")
         if self.resolve_global(name) is not None and name not in self.sym and self.fn_name(ast.Name(id=name)):
             raise self.err(target, f"{name!r} shadows a library function")
+        if aug is not None and name in self.views:
+            return self.view_update(n, name, self.expr(value), aug)
+        if aug is None:
+            self.check_rebind(target, name)
+            self.views.pop(name, None)
+            self.dead.pop(name, None)
         if isinstance(value, ast.Call) and self.fn_name(value.func) in ("empty", "zeros"):
             if aug is not None:
                 raise self.err(n, "cannot augment-assign a new buffer")
-            if not top:
-                raise self.err(n, "buffers must be allocated outside loops")
             if len(value.args) != 1 or value.keywords:
                 extra = " and no keyword arguments (the dtype is f32)" if value.keywords else ""
                 raise self.err(value, f"{self.fn_name(value.func)}(shape) takes one shape tuple{extra}")
             sh = value.args[0]
             elts = sh.elts if isinstance(sh, ast.Tuple) else [sh]
             shape = tuple(self.extent(e) for e in elts)
-            self.sym[name] = ("buffer", shape)
+            self.declare(name, ("buffer", shape))
             return Alloc(loc, name, shape, self.fn_name(value.func))
         val = self.expr(value)
+        if aug is None and val.ty is not None and _view_parts(val) is not None:
+            # `v = c`, `v = c.T`, `r = c[i]`: a second name for the same memory, as in numpy
+            if name in self.sym and self.sym[name][1] is None:
+                raise self.err(target, f"{name!r} changes between scalar and tensor")
+            self.views[name] = (val, len(self.loop_stack), loc)
+            return None
         if aug is None and val.ty is None and self.sym.get(name, ("",))[0] == "slocal" and isinstance(val, Bin):
             # `s = s + e` is `s += e` (and `s = e + s`, `s = s - e`): an accumulation
             if val.op == "+" and isinstance(val.a, Ref) and val.a.name == name:
@@ -293,23 +316,72 @@ class _Parser:
                                       f"{_shape_str(ty)} and {_shape_str(val.ty)}")
             if aug is ast.Sub:
                 val = Call(val.loc, "neg", (val,), ty=val.ty)
-        if val.ty is not None and not top:
-            raise self.err(n, "a tensor-valued local inside a loop is not supported; store into a buffer")
         if name in self.sym and (self.sym[name][1] is None) != (val.ty is None):
             raise self.err(target, f"{name!r} changes between scalar and tensor")
-        self.sym[name] = ("slocal", None) if val.ty is None else ("tlocal", val.ty)
-        self.alias[name] = self.view_of(val)
+        if aug is None:
+            # a fresh tensor value owns its memory: a buffer like any other
+            self.declare(name, ("slocal", None) if val.ty is None else ("buffer", val.ty))
         return Assign(loc, name, val, aug=aug is not None)
 
-    def view_of(self, e):
-        """The parameter a tensor expression is a view of (numpy shares its memory), if any."""
-        while isinstance(e, (Transpose, Index)):
-            if isinstance(e, Index):
-                return self.alias.get(e.base) or (e.base if self.sym[e.base][0] == "tparam" else None)
-            e = e.x
-        if isinstance(e, Ref) and e.name in self.sym:
-            return self.alias.get(e.name) or (e.name if self.sym[e.name][0] == "tparam" else None)
-        return None
+    def declare(self, name, sym):
+        self.sym[name] = sym
+        if self.loop_stack and name not in self.loop_stack[-1]:
+            self.loop_stack[-1].append(name)
+
+    def check_store(self, node, buf, rest, val):
+        if rest:
+            if val.ty is None or tuple(val.ty) != tuple(rest):
+                raise self.err(node, f"shape mismatch: storing {_shape_str(val.ty)} into "
+                                     f"{buf}[...] of shape {_shape_str(rest)}")
+        elif val.ty is not None:
+            raise self.err(node, f"shape mismatch: storing a tensor of shape {_shape_str(val.ty)} "
+                                 f"into the element {buf}[...]")
+
+    def check_rebind(self, node, name):
+        """`c = ...` while a view of `c` is live would leave the view on the old memory."""
+        for v, (e, _, vloc) in self.views.items():
+            if v != name and _view_parts(e)[0] == name:
+                raise self.err(node, f"{name!r} is rebound while {v!r} (bound at line {vloc.line}) is a view of "
+                                     f"its memory; update it in place (`{name}[...] = ...`) or use a new name")
+
+    def view_store(self, n, target, name, idx, value, aug):
+        """`v[idx] = value` for a view `v`: the same store on the memory it views."""
+        base, lead, perm = _view_parts(self.views[name][0])
+        rank = len(self.views[name][0].ty)
+        if len(idx) > rank:
+            raise self.err(target, f"{name!r} has rank {rank} but is indexed with {len(idx)} indices")
+        if perm is not None:
+            if len(idx) != rank:
+                raise self.err(target, f"a store into part of the transposed view {name!r} is not supported; "
+                                       "index every axis")
+            full = [None] * rank
+            for a, p in enumerate(perm):
+                full[p] = idx[a]
+            idx = tuple(full)
+        val = self.expr(value)
+        bty = self.sym[base][1]
+        full_idx = tuple(lead) + tuple(idx)
+        self.check_store(value, name, bty[len(full_idx):], val)
+        if aug is ast.Sub:
+            val = Call(val.loc, "neg", (val,), ty=val.ty)
+        return Store(self.loc(n), base, full_idx, val, aug=aug is not None)
+
+    def view_update(self, n, name, val, aug):
+        """`v += e` for a view `v` updates the memory it shares, in place."""
+        view = self.views[name][0]
+        base, lead, perm = _view_parts(view)
+        if val.ty is not None and _broadcast(view.ty, val.ty) != tuple(view.ty):
+            raise self.err(n, f"shape mismatch in `{name} += ...`: {_shape_str(view.ty)} and {_shape_str(val.ty)}")
+        if aug is ast.Sub:
+            val = Call(val.loc, "neg", (val,), ty=val.ty)
+        loc = self.loc(n)
+        new = Bin(loc, "+", _fresh(view, loc), val, ty=view.ty)
+        if perm is not None:
+            inv = tuple(perm.index(a) for a in range(len(perm)))
+            new = Transpose(loc, new, inv, ty=tuple(new.ty[p] for p in inv))
+        if lead:
+            return Store(loc, base, tuple(lead), new)
+        return Assign(loc, base, new)
 
     # ------------------------------------------------------------------ index / extent
     def subscript_parts(self, node: ast.Subscript):
@@ -360,7 +432,29 @@ class _Parser:
         raise self.err(e, f"unsupported index expression: {ast.unparse(e)!r} (indices must be affine in "
                           "loop variables, with integer constants and dimensions)")
 
+    def view_index(self, node, name, idx):
+        """`v[idx]` for a view `v`: the element or slice of the memory it views."""
+        view = self.views[name][0]
+        base, lead, perm = _view_parts(view)
+        rank = len(view.ty)
+        if len(idx) > rank:
+            raise self.err(node, f"{name!r} has rank {rank} but is indexed with {len(idx)} indices")
+        if perm is not None:
+            if len(idx) != rank:
+                raise self.err(node, f"a slice of the transposed view {name!r} is not supported; index every axis "
+                                     "or slice the tensor it views")
+            full = [None] * rank
+            for a, p in enumerate(perm):
+                full[p] = idx[a]
+            idx = tuple(full)
+        full_idx = tuple(lead) + tuple(idx)
+        rest = tuple(self.sym[base][1][len(full_idx):])
+        return Index(self.loc(node), base, full_idx, ty=rest or None)
+
     def lookup(self, node, name):
+        if name in self.dead and name not in self.sym:
+            raise self.err(node, f"{name!r} is a view bound inside a loop (line {self.dead[name].line}); "
+                                 "use it inside that loop, or bind it again after")
         if name in self.loopvars:
             raise self.err(node, f"loop variable {name!r} cannot be used as a value")
         if name not in self.sym:
@@ -377,12 +471,16 @@ class _Parser:
                 raise self.err(e, f"unsupported constant {e.value!r}")
             return Const(loc, float(e.value))
         if isinstance(e, ast.Name):
+            if e.id in self.views:
+                return _fresh(self.views[e.id][0], loc)
             kind, ty = self.lookup(e, e.id)
             if kind == "dim":
                 raise self.err(e, f"dimension {e.id!r} cannot be used as a value")
             return Ref(loc, e.id, ty=ty)
         if isinstance(e, ast.Subscript):
             base, idx = self.subscript_parts(e)
+            if base in self.views:
+                return self.view_index(e, base, idx)
             kind, ty = self.lookup(e.value, base)
             if ty is None:
                 raise self.err(e, f"{base!r} is a scalar and cannot be indexed")
@@ -490,6 +588,32 @@ class _Parser:
             return Call(loc, name, args)
         fn = "max" if name == "maximum" else "min"
         return Call(loc, fn, args, ty=self.bcast(e, args[0].ty, args[1].ty))
+
+
+RESERVED = set(lang.UNARY) | set(lang.BINARY) | set(lang.BUILDERS) | {"transpose", "range", "max", "min"}
+
+
+def _view_parts(e):
+    """A view expression as (owner name, leading indices, axis permutation or None); else None."""
+    perm = None
+    while isinstance(e, Transpose):
+        perm = e.perm if perm is None else tuple(e.perm[p] for p in perm)
+        e = e.x
+    if isinstance(e, Ref) and e.ty is not None:
+        return e.name, (), perm
+    if isinstance(e, Index) and e.ty is not None:
+        return e.base, tuple(e.idx), perm
+    return None
+
+
+def _fresh(view, loc):
+    """A copy of a view's expression for one use (each read is its own IR node)."""
+    if isinstance(view, Transpose):
+        x = _fresh(view.x, loc)
+        return Transpose(loc, x, view.perm, ty=view.ty)
+    if isinstance(view, Index):
+        return Index(loc, view.base, view.idx, ty=view.ty)
+    return Ref(loc, view.name, ty=view.ty)
 
 
 def _check_affine(t, loopvars, fail):

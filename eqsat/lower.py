@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from . import terms as T
+from .dataflow import Mismatch, NestFlow, Source, trip
 from .errors import ProgramError
 from .ir import Alloc, Assign, Bin, Call, Const, For, Index, MatMul, Ref, Store, Transpose, ie_affine, ie_eval
 from .terms import Node
@@ -51,6 +52,7 @@ class Nest:
     work: dict  # modeled work: scalar ops, bytes, library flops, library calls
     reason: str = ""  # why it has no functional form ("" when it has one)
     code: object = None
+    views: dict = field(default_factory=dict)  # view name -> its ir expression, bound when the nest runs
     out_shapes: dict = field(default_factory=dict)  # output name -> shape (() for a scalar)
 
 
@@ -180,9 +182,9 @@ class _Lowerer:
         if isinstance(e, Const):
             return T.lit(e.value)
         if isinstance(e, Ref):
-            return ctx.read_scalar(e.name, e.loc)
+            return ctx.read_scalar(e.name, e)
         if isinstance(e, Index):
-            return ctx.load(e.base, [self.ix(i, ctx.loopvars, e.loc) for i in e.idx], e.loc)
+            return ctx.load(e.base, [self.ix(i, ctx.loopvars, e.loc) for i in e.idx], e)
         if isinstance(e, Bin):
             op = {"+": "Sc.add", "-": "Sc.sub", "*": "Sc.mul", "/": "Sc.div"}[e.op]
             return T.binop(op, self.scalar(e.a, ctx), self.scalar(e.b, ctx))
@@ -201,10 +203,10 @@ class _Lowerer:
         my = idx[len(idx) - rank:]
         shape = self.shape_of(e.ty, e.loc)
         if isinstance(e, Ref):
-            return ctx.load(e.name, [i if n != 1 else T.ilit(0) for i, n in zip(my, shape)], e.loc)
+            return ctx.load(e.name, [i if n != 1 else T.ilit(0) for i, n in zip(my, shape)], e)
         if isinstance(e, Index):
             lead = [self.ix(i, ctx.loopvars, e.loc) for i in e.idx]
-            return ctx.load(e.base, lead + [i if n != 1 else T.ilit(0) for i, n in zip(my, shape)], e.loc)
+            return ctx.load(e.base, lead + [i if n != 1 else T.ilit(0) for i, n in zip(my, shape)], e)
         if isinstance(e, Transpose):
             inv = [None] * rank
             for out_axis, in_axis in enumerate(e.perm):
@@ -226,11 +228,9 @@ class _Lowerer:
     def open_tensor(self, e, ctx: "_Ctx") -> Node:
         """A tensor term that may mention loop variables (a library call inside a loop)."""
         if isinstance(e, Ref):
-            ctx.check_whole_read(e.name, e.loc)
-            return ctx.tensor_value(e.name)
+            return ctx.tensor_value(e.name, e)
         if isinstance(e, Index):
-            ctx.check_whole_read(e.base, e.loc)
-            t = ctx.tensor_value(e.base)
+            t = ctx.tensor_value(e.base, e)
             for i in e.idx:
                 t = Node("Ten.slice", t, self.ix(i, ctx.loopvars, e.loc))
             return t
@@ -238,21 +238,23 @@ class _Lowerer:
             return Node("Ten.matmul", self.open_tensor(e.a, ctx), self.open_tensor(e.b, ctx))
         if isinstance(e, Transpose):
             return Node("Ten.transpose", self.open_tensor(e.x, ctx), " ".join(map(str, e.perm)))
-        if not ctx.loopvars:
-            return self.tensor(e)
-        raise NotFunctional("an elementwise tensor expression feeding a library call inside a loop")
+        shape = self.shape_of(e.ty, e.loc)  # elementwise: a compute over its shape
+        vs = [self.new_var("t", n) for n in shape]
+        return T.compute(list(zip(vs, shape)), self.elem(e, [T.iv(v) for v in vs], ctx))
 
     # ------------------------------------------------------------ nests
     def nest(self, s):
         nid = len(self.nests)
         reads, writes, swrites = set(), set(), set()
         _scan(s, reads, writes, swrites, set())
-        tensor_in = sorted(n for n in reads | writes if n in self.shapes)
+        _declare_shapes(s, self)  # tensors allocated or bound inside the nest
+        tensor_in = sorted(n for n in reads | writes if n in self.shapes and n in self.env)
         scalar_in = sorted(n for n in reads | swrites if n in self.env and n not in self.shapes)
         outputs = sorted(writes) + sorted(swrites)
         code = compile(ast.fix_missing_locations(ast.Module(body=[s.node], type_ignores=[])),
                        self.prog.file, "exec")
         nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), _work(s, self.dims), code=code,
+                    views=dict(getattr(s, "views", {})),
                     out_shapes={n: self.shapes.get(n, ()) if n not in swrites else () for n in outputs})
         self.nests[nid] = nest
         tin = T.tens([self.env[n] for n in tensor_in])
@@ -270,8 +272,18 @@ class _Lowerer:
                     self.unions.append((opaque[n], T.compute([], functional[n])))
             else:
                 self.env[n] = opaque[n]
-                if functional is not None:
+                if functional is not None and functional.get(n) is not None:
                     self.unions.append((opaque[n], functional[n]))
+
+
+def _declare_shapes(s, low):
+    if isinstance(s, For):
+        for b in s.body:
+            _declare_shapes(b, low)
+    elif isinstance(s, Alloc):
+        low.shapes[s.name] = low.shape_of(s.shape, s.loc)
+    elif isinstance(s, Assign) and s.value.ty is not None:
+        low.shapes[s.name] = low.shape_of(s.value.ty, s.loc)
 
 
 def _scan(s, reads, writes, swrites, local):
@@ -297,7 +309,9 @@ def _scan(s, reads, writes, swrites, local):
         expr(s.value)
         if s.aug:
             reads.add(s.name)
-        swrites.add(s.name)
+        (swrites if s.value.ty is None else writes).add(s.name)
+    elif isinstance(s, Alloc):
+        writes.add(s.name)
 
 
 def _work(s, dims, iters=1) -> dict:
@@ -331,6 +345,12 @@ def _work(s, dims, iters=1) -> dict:
             for b in s.body:
                 go(b, iters * n)
             return
+        if isinstance(s, Alloc):
+            size = 1
+            for d in s.shape:
+                size *= ie_eval(d, dims)
+            w["bytes"] += iters * 4 * size
+            return
         e = s.value
         w["ops"] += iters * expr_ops(e)
         w["bytes"] += iters * 4 * (1 + expr_ops(e))
@@ -346,128 +366,126 @@ def _work(s, dims, iters=1) -> dict:
 class _Ctx:
     """Where an element-level expression is evaluated: loop variables and the nest's state."""
 
-    def __init__(self, low: _Lowerer, loopvars: dict, run: "_NestRun | None", path=()):
+    def __init__(self, low: _Lowerer, loopvars: dict, run: "_NestRun | None"):
         self.low = low
         self.loopvars = loopvars  # loop name -> Ix term
         self.run = run
-        self.path = path  # enclosing loops (ir.For objects), outermost first
 
-    def tensor_value(self, name):
-        return self.run.cur[name] if self.run and name in self.run.cur else self.low.env[name]
-
-    def read_scalar(self, name, loc):
+    def tensor_value(self, name, node=None):
         if self.run is not None:
-            return self.run.read_scalar(name)
+            return self.run.read_tensor(name, node)
         return self.low.env[name]
 
-    def check_whole_read(self, name, loc):
-        if self.run is not None and name in self.run.written:
-            raise NotFunctional(f"{name!r} is read whole while the nest writes it")
-
-    def load(self, name, idx: list, loc) -> Node:
+    def read_scalar(self, name, node):
         if self.run is not None:
-            self.run.check_read(name, idx, self.path)
-        return _load(self.tensor_value(name), idx)
+            return self.run.read_scalar(name, node)
+        return self.low.env[name]
+
+    def load(self, name, idx: list, node) -> Node:
+        return _load(self.tensor_value(name, node), idx)
 
 
 class _NestRun:
-    """Symbolic execution of one nest (see the module docstring)."""
+    """Symbolic execution of one nest, every read checked against exact dataflow (module doc)."""
 
     def __init__(self, low: _Lowerer, stmt):
         self.low = low
         self.stmt = stmt
-        self.cur: dict = {}  # buffer -> current Ten term
-        self.scal: dict = {}  # scalar -> Sc term (None: not usable after its loop)
-        self.written: dict = {}  # buffer -> list of (path, [Ix]) of every store in the nest
-        self.accumulating: set = set()  # targets of the reduction loop being lowered
+        self.cur: dict = {}  # buffer -> (Ten term, Source) or None once unusable
+        self.scal: dict = {}  # scalar -> (Sc term, Source) or None once unusable
         self.loopix: dict = {}  # id(For) -> Ix of its variable
-        _collect_writes(stmt, (), self.written, self)
+        self.open: list = []  # enclosing loops of the statement being lowered
+        self.leaf = None  # the leaf statement being lowered
+        self.checks: list = []  # (stmt, read key, claimed Source, self-chain loops)
+        self.written = _written(stmt)
+        scalars = {n for n in self.written if n not in low.shapes}
+        self.flow = NestFlow(stmt, low.dims, low.shapes, scalars)
 
     def run(self) -> dict:
-        if isinstance(self.stmt, Store):
-            raise NotFunctional("a store outside any loop (a single element) stays as written")
-        self.block([self.stmt], [], ())
-        out = dict(self.cur)
-        for n, v in self.scal.items():
-            out[n] = v
+        if not isinstance(self.stmt, For):
+            raise NotFunctional("a statement outside any loop stays as written")
+        self.block([self.stmt])
+        out = {}
+        try:
+            for name in sorted(self.written):
+                entry = self.cur.get(name) if name in self.low.shapes else self.scal.get(name)
+                if entry is None or entry[1].free:
+                    out[name] = None  # private to a loop: only the nest as written gives it
+                    continue
+                self.flow.check_final(name, entry[1])
+                out[name] = entry[0]
+            for stmt, key, src, chain in self.checks:
+                self.flow.check_read(stmt, key, src, chain)
+        except Mismatch as why:
+            raise NotFunctional(str(why)) from None
         return out
 
-    # ---------------------------------------------------------------- state
-    def read_scalar(self, name):
-        if name in self.accumulating:
-            raise NotFunctional(f"{name!r} is read inside the loop that accumulates it")
-        if name in self.scal:
-            v = self.scal[name]
-            if v is None:
-                raise NotFunctional(f"{name!r} is read after the loop that assigns it")
-            return v
-        return self.low.env[name]
+    # ---------------------------------------------------------------- reads
+    def _entry(self, table, name):
+        if name not in table:
+            return None, None
+        entry = table[name]
+        if entry is None:
+            raise NotFunctional(f"{name!r} is read after the loop it is private to (Python keeps its last value)")
+        return entry
 
-    def check_read(self, name, idx: list, path):
-        if name in self.accumulating:
-            raise NotFunctional(f"{name!r} is read inside the loop that accumulates into it")
-        for wpath, widx in self.written.get(name, ()):
-            shared = 0
-            while shared < min(len(wpath), len(path)) and wpath[shared] is path[shared]:
-                shared += 1
-            shared_vars = set()
-            for f in wpath[:shared]:
-                shared_vars |= _ix_vars(self.loopix[id(f)])
-            if len(widx) != len(idx):
-                raise NotFunctional(f"{name!r} is read whole or sliced while written element-wise")
-            for w, r in zip(widx, idx):
-                if w is not None and _ix_vars(w) & shared_vars and w is not r:
-                    raise NotFunctional(f"{name!r} is read at an element another iteration writes "
-                                        "(a loop-carried dependence)")
+    def read_scalar(self, name, node):
+        term, src = self._entry(self.scal, name)
+        if name in self.written:
+            self.checks.append((self.leaf, id(node), src, None))
+        return term if term is not None else self.low.env[name]
+
+    def read_tensor(self, name, node):
+        term, src = self._entry(self.cur, name)
+        if name in self.written:
+            self.checks.append((self.leaf, id(node), src, None))
+        return term if term is not None else self.low.env[name]
+
+    def ctx(self) -> _Ctx:
+        return _Ctx(self.low, {f.var: self.loopix[id(f)] for f in self.open}, self)
 
     # ---------------------------------------------------------------- statements
-    def block(self, stmts, spatial: list, path):
+    def block(self, stmts):
         for s in stmts:
-            if isinstance(s, Assign):
-                ctx = self.ctx(path)
-                v = self.low.scalar(s.value, ctx)
-                if s.aug:
-                    v = T.binop("Sc.add", self.read_scalar(s.name), v)
-                self.scal[s.name] = v
+            if isinstance(s, For):
+                self.loop(s)
+                continue
+            self.leaf = s
+            if isinstance(s, Alloc):
+                shape = self.low.shapes[s.name]
+                self.cur[s.name] = (self.low.zeros(shape), Source(s, s.name, tuple(self.open)))
+            elif isinstance(s, Assign):
+                self.assign(s)
             elif isinstance(s, Store):
-                self.store(s, spatial, path)
-            elif isinstance(s, For):
-                self.loop(s, spatial, path)
+                self.store(s)
 
-    def ctx(self, path) -> _Ctx:
-        return _Ctx(self.low, {f.var: self.loopix[id(f)] for f in path}, self, path)
-
-    def loop(self, f: For, spatial, path):
-        stores, accs, plain = [], [], set()
-        _classify(f.body, stores, accs, plain, set())
-        uses = [f.var in _idx_names(st.idx) for st in stores]
-        lo = ie_eval(f.lo, self.low.dims)
-        hi = ie_eval(f.hi, self.low.dims)
-        ext = max(0, hi - lo)
-        outer_scalar_accs = [a for a in accs if a not in plain]
-        if stores and all(uses) and not outer_scalar_accs:
-            if lo != 0:
-                raise NotFunctional(f"loop {f.var!r} writes a partial range ({lo}..{hi})")
-            v = self.low.new_var(f.var, ext)
-            self.loopix[id(f)] = T.iv(v)
-            self.block(f.body, spatial + [(f, v, ext)], path + (f,))
-            for name in plain:
-                self.scal[name] = None  # per-iteration local: meaningless after the loop
+    def assign(self, s: Assign):
+        ctx = self.ctx()
+        if s.value.ty is not None:  # a tensor local: a fresh value every time
+            shape = self.low.shapes[s.name]
+            if s.aug:
+                term, src = self._entry(self.cur, s.name)
+                if s.name in self.written:
+                    self.checks.append((s, "aug", src, None))
+                old = term if term is not None else self.low.env[s.name]
+                vs = [self.low.new_var("t", n) for n in shape]
+                body = T.binop("Sc.add", _load(old, [T.iv(v) for v in vs]),
+                               self.low.elem(s.value, [T.iv(v) for v in vs], ctx))
+                term = T.compute(list(zip(vs, shape)), body)
+            else:
+                term = self.low.open_tensor(s.value, ctx)
+            self.cur[s.name] = (term, Source(s, s.name, tuple(self.open)))
             return
-        if any(uses):
-            raise NotFunctional(f"loop {f.var!r} both indexes some stores and repeats others")
-        if any(not st.aug for st in stores):
-            raise NotFunctional(f"loop {f.var!r} overwrites the same element on every iteration "
-                                "(only the last write survives)")
-        if not stores and not outer_scalar_accs:
-            if plain:
-                raise NotFunctional(f"loop {f.var!r} assigns {', '.join(sorted(plain))} on every iteration "
-                                    "(only the last value survives)")
-            return  # a loop with no effect outside itself
-        self.reduction(f, spatial, path)
+        v = self.low.scalar(s.value, ctx)
+        if s.aug:  # an update within one iteration: plain sequential code
+            term, src = self._entry(self.scal, s.name)
+            if s.name in self.written:
+                self.checks.append((s, "aug", src, None))
+            v = T.binop("Sc.add", term if term is not None else self.low.env[s.name], v)
+        self.scal[s.name] = (v, Source(s, s.name, tuple(self.open)))
 
-    def store(self, s: Store, spatial, path):
-        ctx = self.ctx(path)
+    def store(self, s: Store):
+        ctx = self.ctx()
         shape = self.low.shapes[s.buf]
         idx = [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx]
         inner = []
@@ -478,108 +496,197 @@ class _NestRun:
         else:
             val = self.low.scalar(s.value, ctx)
         if s.aug:
-            val = T.binop("Sc.add", ctx.load(s.buf, idx, s.loc), val)
-        bound = [(v, e) for _, v, e in spatial] + inner
-        self.define(s.buf, idx, bound, val)
+            term, src = self._entry(self.cur, s.buf)
+            if s.buf in self.written:
+                self.checks.append((s, "aug", src, None))
+            val = T.binop("Sc.add", _load(term if term is not None else self.low.env[s.buf], idx), val)
+        self.define(s, s.buf, idx, inner, val)
 
-    def define(self, buf, idx, bound, val):
-        """buf[idx] = val for every value of the bound variables: a new tensor value."""
+    def define(self, s, buf, idx, inner, val, loops=None):
+        """buf[idx] = val for every value of the loops its index uses: a new tensor value.
+
+        Loops the index does not use are ones the value is private to (`free`)."""
         shape = self.low.shapes[buf]
-        by_ix = {T.iv(v): (v, e) for v, e in bound}
+        loops = self.open if loops is None else loops
+        by_ix = {self.loopix[id(f)]: f for f in loops}
+        used = set()
         axes, split = [], False
         for pos, ix in enumerate(idx):
             parts = _split_index(ix)
-            if ix in by_ix:
-                v, e = by_ix.pop(ix)
+            inner_hit = [(v, e) for v, e in inner if T.iv(v) is ix]
+            if inner_hit:
+                axes.append(inner_hit[0])
+            elif ix in by_ix and ix.op == "Ix.v":
+                f = by_ix.pop(ix)
+                e = trip(f, self.low.dims)
                 if e != shape[pos]:
                     raise NotFunctional(f"loop over {e} elements writes axis {pos} of {buf!r} of size {shape[pos]}")
-                axes.append((v, e))
+                axes.append((ix.args[0], e))
+                used.add(f)
             elif parts is not None and parts[0] in by_ix and parts[2] in by_ix and parts[0] is not parts[2]:
-                # a loop split in tiles: axis = outer * T + inner, over full ranges
-                outer, tile, inner = parts
-                (vo, eo), (vi, ei) = by_ix[outer], by_ix[inner]
+                outer, tile, inn = parts
+                fo, fi = by_ix[outer], by_ix[inn]
+                eo, ei = trip(fo, self.low.dims), trip(fi, self.low.dims)
                 if ei != tile or eo * tile != shape[pos]:
                     raise NotFunctional(f"split loops {eo} x {ei} (tile {tile}) do not cover axis {pos} of {buf!r}")
-                del by_ix[outer], by_ix[inner]
-                axes += [(vo, eo), (vi, ei)]
+                del by_ix[outer], by_ix[inn]
+                axes += [(outer.args[0], eo), (inn.args[0], ei)]
+                used |= {fo, fi}
                 split = True
             else:
                 raise NotFunctional(f"store into {buf!r} is not indexed by a plain loop variable on axis {pos}")
-        if by_ix:
-            raise NotFunctional(f"store into {buf!r} repeats over a loop it does not index")
         t = T.compute(axes, val)
-        self.cur[buf] = Node("Ten.reshape", t, T.shp(shape)) if split else t
+        t = Node("Ten.reshape", t, T.shp(shape)) if split else t
+        free = tuple(f for f in self.open if f not in used)
+        self.cur[buf] = (t, Source(s, buf, free))
 
-    def reduction(self, f: For, spatial, path):
-        """Lower an accumulation loop: every contribution becomes a reduction."""
-        targets = set()
-        _targets(f, targets)
-        self.accumulating |= targets
-        contrib: dict = {}  # target -> (kind, idx, bound, [terms])
-        stores, accs, plain = [], [], set()
-        _classify([f], stores, accs, plain, set())
-        self._reduce(f, spatial, path, [], {}, contrib)
-        self.accumulating -= targets
-        for name in plain:
-            self.scal[name] = None  # per-iteration temporaries mean nothing after the loop
-        for name, (kind, idx, bound, parts) in contrib.items():
-            if kind == "buf":
-                total = _load(self.cur.get(name, self.low.env[name]), idx)
-                for p in parts:
-                    total = T.binop("Sc.add", total, p)
-                self.define(name, idx, bound, total)
+    # ---------------------------------------------------------------- loops
+    def loop(self, f: For):
+        if _carried(f, f.body):
+            self.reduction(f)
+            return
+        lo = ie_eval(f.lo, self.low.dims)
+        v = self.low.new_var(f.var, trip(f, self.low.dims))
+        self.loopix[id(f)] = T.iv(v) if lo == 0 else Node("Ix.add", T.iv(v), T.ilit(lo))
+        self.open.append(f)
+        self.block(f.body)
+        self.open.pop()
+        self.close(f)
+
+    def close(self, f):
+        """After loop f, values private to it mean nothing (Python keeps the last iteration's)."""
+        for table in (self.cur, self.scal):
+            for name, entry in table.items():
+                if entry is not None and f in entry[1].free:
+                    table[name] = None
+
+    def reduction(self, f: For):
+        """Every carried accumulation under f becomes a reduction over f and its inner
+        reduction loops; each is checked as a chain (each instance reads its predecessor)."""
+        accs = {}
+        _accumulations(f, f, accs)
+        before = {name: (self.cur if name in self.low.shapes else self.scal).get(name, (None, None))
+                  for name in accs}
+        for name, entry in before.items():
+            if entry is None:
+                raise NotFunctional(f"{name!r} is read after the loop it is private to")
+        contrib: dict = {}
+        self._reduce(f, [], accs, contrib)
+        outer = list(self.open)
+        for name, (s, op, red, term, idx, bound_loops) in contrib.items():
+            init_term, init_src = before[name]
+            key = "aug" if s.aug else id(_max_min(s)[2])
+            self.checks.append((s, key, init_src, red))
+            if name in self.low.shapes:
+                init = _load(init_term if init_term is not None else self.low.env[name], idx)
+                total = T.binop("Sc.add", init, term)
+                self.define(s, name, idx, [], total, loops=outer + bound_loops)
+                src = self.cur[name][1]
+                self.cur[name] = (self.cur[name][0], Source(s, name, tuple(x for x in src.free if x in outer)))
             else:
-                total = self.read_scalar(name)
-                for op, p in parts:
-                    total = T.binop("Sc.add", total, p) if op == "sum" else Node(f"Sc.{op}", total, p)
-                self.scal[name] = total
+                init = init_term if init_term is not None else self.low.env[name]
+                total = T.binop("Sc.add", init, term) if op == "sum" else Node(f"Sc.{op}", init, term)
+                self.scal[name] = (total, Source(s, name, tuple(outer)))
 
-    def _reduce(self, s, spatial, path, red: list, locals_: dict, contrib):
+    def _reduce(self, s, red: list, accs, contrib, bound=()):
         if isinstance(s, For):
             lo = ie_eval(s.lo, self.low.dims)
-            ext = max(0, ie_eval(s.hi, self.low.dims) - lo)
-            stores, accs, plain = [], [], set()
-            _classify(s.body, stores, accs, plain, set())
+            ext = trip(s, self.low.dims)
             v = self.low.new_var(s.var, ext)
-            ix = T.iv(v) if lo == 0 else Node("Ix.add", T.iv(v), T.ilit(lo))
-            self.loopix[id(s)] = ix
-            indexes = any(s.var in _idx_names(st.idx) for st in stores)
-            if indexes:
-                if lo != 0 or not all(s.var in _idx_names(st.idx) for st in stores) or accs:
-                    raise NotFunctional(f"loop {s.var!r} inside a reduction mixes kinds")
-                spatial = spatial + [(s, v, ext)]
-            else:
-                red = red + [(v, ext)]
+            self.loopix[id(s)] = T.iv(v) if lo == 0 else Node("Ix.add", T.iv(v), T.ilit(lo))
+            indexes = any(s.var in _idx_names(st.idx) for st in accs.values() if isinstance(st, Store)
+                          and _encloses(s, st))
+            self.open.append(s)
             for b in s.body:
-                self._reduce(b, spatial, path + (s,), red, locals_, contrib)
+                if indexes:
+                    self._reduce(b, red, accs, contrib, bound + (s,))
+                else:
+                    self._reduce(b, red + [(s, v, ext)], accs, contrib, bound)
+            self.open.pop()
+            self.close(s)
             return
-        ctx = self.ctx(path)
-        if isinstance(s, Assign):
-            if not s.aug and _max_min(s) is None:
-                if s.name in self.accumulating:
-                    raise NotFunctional(f"{s.name!r} is both assigned and accumulated in one loop")
-                self.scal[s.name] = self.low.scalar(s.value, ctx)
-                return
-            op, e = ("sum", s.value) if s.aug else _max_min(s)
-            body = self.low.scalar(e, ctx)
-            term = _wrap(op, red, body)
-            kind = contrib.setdefault(s.name, ("scalar", None, None, []))
-            kind[3].append((op, term))
+        self.leaf = s
+        ctx = self.ctx()
+        target = s.buf if isinstance(s, Store) else getattr(s, "name", None)
+        if target in accs and accs[target] is s:
+            if isinstance(s, Store):
+                idx = [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx]
+                if len(idx) != len(self.low.shapes[s.buf]):
+                    raise NotFunctional("a whole-tensor accumulation inside a reduction loop")
+                op, body = "sum", self.low.scalar(s.value, ctx)
+            else:
+                idx = None
+                op, e, _ = ("sum", s.value, None) if s.aug else _max_min(s)
+                body = self.low.scalar(e, ctx)
+            contrib[target] = (s, op, [f for f, _, _ in red], _wrap(op, [(v, x) for _, v, x in red], body),
+                               idx, list(bound))
             return
         if isinstance(s, Store):
-            if not s.aug:
-                raise NotFunctional(f"plain store into {s.buf!r} inside a reduction loop")
-            shape = self.low.shapes[s.buf]
-            if len(s.idx) != len(shape):
-                raise NotFunctional("a whole-tensor accumulation inside a reduction loop")
-            idx = [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx]
-            body = self.low.scalar(s.value, ctx)
-            bound = [(v, e) for _, v, e in spatial]
-            prev = contrib.get(s.buf)
-            if prev is not None and (prev[1] != idx or prev[2] != bound):
-                raise NotFunctional(f"{s.buf!r} is accumulated at different elements in one loop")
-            entry = contrib.setdefault(s.buf, ("buf", idx, bound, []))
-            entry[3].append(_wrap("sum", red, body))
+            raise NotFunctional(f"a store into {s.buf!r} inside the reduction loop is not an accumulation")
+        if isinstance(s, Alloc) or (isinstance(s, Assign) and s.value.ty is not None):
+            raise NotFunctional("a tensor allocated or assigned inside a reduction loop")
+        if s.aug or _max_min(s) is not None:
+            raise NotFunctional(f"{s.name!r} is updated inside a reduction loop it is not reduced over")
+        self.scal[s.name] = (self.low.scalar(s.value, ctx), Source(s, s.name, tuple(self.open)))
+
+
+def _written(s) -> set:
+    out = set()
+    if isinstance(s, For):
+        for b in s.body:
+            out |= _written(b)
+    elif isinstance(s, Store):
+        out.add(s.buf)
+    elif isinstance(s, (Assign, Alloc)):
+        out.add(s.name)
+    return out
+
+
+def _encloses(f: For, s) -> bool:
+    if f is s:
+        return True
+    return any(_encloses(b, s) for b in f.body if isinstance(b, For)) or any(b is s for b in f.body)
+
+
+def _is_acc(s) -> bool:
+    return (isinstance(s, Store) and s.aug) or \
+        (isinstance(s, Assign) and s.value.ty is None and (s.aug or _max_min(s) is not None))
+
+
+def _carried(f: For, body) -> bool:
+    """Whether some accumulation under f adds to a value that lives across f's iterations:
+    a scalar not assigned earlier in f's body, or an element whose index does not use f."""
+    plain: set = set()
+
+    def go(stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, For):
+                if go(s.body):
+                    return True
+            elif _is_acc(s):
+                if isinstance(s, Store):
+                    if f.var not in _idx_names(s.idx) and s.buf not in plain:
+                        return True
+                elif s.name not in plain:
+                    return True
+            elif isinstance(s, (Assign, Alloc)):
+                plain.add(s.name)
+        return False
+
+    return go(body)
+
+
+def _accumulations(f: For, s, out: dict):
+    """target -> its one accumulation statement under f (several updates: not a reduction)."""
+    if isinstance(s, For):
+        for b in s.body:
+            _accumulations(f, b, out)
+        return
+    if _is_acc(s):
+        name = s.buf if isinstance(s, Store) else s.name
+        if name in out:
+            raise NotFunctional(f"{name!r} is updated by several statements in loop {f.var!r}")
+        out[name] = s
 
 
 def _ix_vars(ix: Node) -> set:
@@ -611,14 +718,16 @@ def _wrap(op, red, body):
 
 
 def _max_min(s: Assign):
-    """`s = max(s, e)` -> ("max", e) (either argument order); else None."""
+    """`s = max(s, e)` -> ("max", e, the Ref of s); else None.
+
+    Only with the accumulator first: builtin max(s, e) keeps s when e is NaN, which a
+    NaN-skipping reduction reproduces; max(e, s) forgets an earlier NaN and is no reduction.
+    """
     v = s.value
     if isinstance(v, Call) and v.fn in ("max", "min") and len(v.args) == 2:
         a, b = v.args
         if isinstance(a, Ref) and a.name == s.name:
-            return v.fn, b
-        if isinstance(b, Ref) and b.name == s.name:
-            return v.fn, a
+            return v.fn, b, a
     return None
 
 
@@ -629,62 +738,6 @@ def _idx_names(idx) -> set:
     for i in idx:
         out |= ie_names(i)
     return out
-
-
-def _classify(stmts, stores, accs, plain, seen_plain):
-    """Stores, accumulated scalars and plainly-assigned scalars under `stmts`."""
-    for s in stmts:
-        if isinstance(s, Store):
-            stores.append(s)
-        elif isinstance(s, Assign):
-            if s.aug or _max_min(s) is not None:
-                if s.name not in seen_plain:
-                    accs.append(s.name)
-            else:
-                plain.add(s.name)
-                seen_plain.add(s.name)
-        elif isinstance(s, For):
-            _classify(s.body, stores, accs, plain, seen_plain)
-
-
-def _targets(s, out):
-    if isinstance(s, For):
-        for b in s.body:
-            _targets(b, out)
-    elif isinstance(s, Store):
-        out.add(s.buf)
-    elif isinstance(s, Assign) and (s.aug or _max_min(s) is not None):
-        out.add(s.name)
-
-
-def _collect_writes(s, path, out, run):
-    if isinstance(s, For):
-        for b in s.body:
-            _collect_writes(b, path + (s,), out, run)
-    elif isinstance(s, Store):
-        out.setdefault(s.buf, []).append(_LazyWrite(path, s, run))
-
-
-class _LazyWrite:
-    """A store's (path, index) pair; the index terms exist once the loops have variables."""
-
-    def __init__(self, path, store, run):
-        self.path, self.store, self.run = path, store, run
-
-    def __iter__(self):
-        run = self.run
-        loopvars = {}
-        for f in self.path:
-            if id(f) not in run.loopix:
-                # the write's loops have not been entered yet: only shared loops matter, and
-                # those have variables; give the others placeholders that match nothing
-                run.loopix.setdefault(id(f), T.iv(T.var(f"?{id(f)}")))
-            loopvars[f.var] = run.loopix[id(f)]
-        shape = run.low.shapes[self.store.buf]
-        idx = [run.low.ix(i, loopvars, self.store.loc) for i in self.store.idx]
-        idx += [None] * (len(shape) - len(idx))
-        yield self.path
-        yield idx
 
 
 def check_bounds(prog, dims: dict) -> None:
@@ -727,7 +780,7 @@ def check_bounds(prog, dims: dict) -> None:
             shapes[s.name] = tuple(ie_eval(d, dims) for d in s.shape)
         elif isinstance(s, Assign):
             expr(s.value, ranges)
-            if s.value.ty is not None and not ranges:
+            if s.value.ty is not None:
                 shapes[s.name] = tuple(ie_eval(d, dims) for d in s.value.ty)
         elif isinstance(s, Store):
             expr(s.value, ranges)

@@ -1,0 +1,271 @@
+"""Exact value-based dataflow of one loop nest (isl: Feautrier's last-writer relation).
+
+The lowering builds a nest's functional form by running it symbolically, one generic
+iteration at a time. Every read it makes is a *claim*: "this read sees the value that
+statement W wrote at the instance matching mine (same iteration of the loops W's value is
+private to, same element), or the last such instance" -- or "the value from before the
+nest". This module states claims as isl relations and compares each with the exact last
+writer of every instance of that read, computed by isl's dataflow analysis over the
+nest's concrete iteration domains (shapes are known at optimize time, so nothing is
+approximated). A nest whose claims all hold has exactly the functional form built; one
+difference and the nest stays as written.
+
+Model: every leaf statement (store, assignment, allocation) is a space `S<n>[L0, L1, ...]`
+over its enclosing loops; a location is `b_<name>[e0, ...]` (a scalar is 0-d). Each read is
+its own sink space `R<n>[L..., e...]`, one instance per element it reads (a whole-tensor or
+slice read has free axes `e`), scheduled just before the writes of its statement instance.
+`F_<name>[e...]` reads every element after the nest: its last writer is the final value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from .ir import Alloc, Assign, Call, For, Index, Ref, Store, ie_affine, ie_eval
+
+
+@dataclass(eq=False)
+class Leaf:
+    sid: int
+    stmt: object
+    path: tuple  # enclosing ir.For objects inside the nest, outermost first
+    pos: tuple  # textual position at each level (len(path) + 1)
+
+
+@dataclass(eq=False)
+class Read:
+    rid: int
+    leaf: Leaf
+    name: str
+    idx: tuple  # IExprs of the leading axes
+    space: str = field(default="")
+
+
+class Mismatch(Exception):
+    """A claim differs from the exact last writer."""
+
+
+class NestFlow:
+    """The nest's statements, accesses and schedule as isl objects, and the claim checks."""
+
+    def __init__(self, nest, dims: dict, shapes: dict, scalars: set):
+        self.dims, self.shapes, self.scalars = dims, shapes, scalars
+        self.leaves: list[Leaf] = []
+        self.by_stmt: dict = {}
+        self.reads: dict = {}  # (id(leaf stmt), key) -> Read
+        self.depth = 0
+        self._walk(nest, (), (0,))
+        self.ctx = isl.Context()
+        self.width = 2 * self.depth + 2
+        self._sched: list[str] = []
+        self._writes: dict = {}  # location -> [isl map str]
+        for leaf in self.leaves:
+            self._sched.append(self._sched_str(leaf, f"S{leaf.sid}", self._lvars(leaf), 1))
+            for name, idx in _writes(leaf.stmt):
+                self._writes.setdefault(name, []).append(self._access(leaf, f"S{leaf.sid}", self._lvars(leaf),
+                                                                      name, idx, []))
+        self._exact: dict = {}
+        self._final: dict = {}
+
+    # ------------------------------------------------------------------ model
+    def _walk(self, s, path, pos):
+        if isinstance(s, For):
+            self.depth = max(self.depth, len(path) + 1)
+            for k, b in enumerate(s.body):
+                self._walk(b, path + (s,), pos + (k,))
+            return
+        leaf = Leaf(len(self.leaves), s, path, pos)
+        self.leaves.append(leaf)
+        self.by_stmt[id(s)] = leaf
+        for key, name, idx in _reads(s):
+            self.reads[(id(s), key)] = Read(len(self.reads), leaf, name, idx)
+
+    def _lvars(self, leaf) -> list:
+        return [f"L{d}" for d in range(len(leaf.path))]
+
+    def _aff(self, leaf, e) -> str:
+        coef, const = ie_affine(e, self.dims, None)
+        names = {f.var: f"L{d}" for d, f in enumerate(leaf.path)}
+        terms = [f"{c}*{names[v]}" for v, c in coef.items()]
+        return " + ".join(terms + [str(const)])
+
+    def _dom(self, leaf) -> str:
+        cons = []
+        for d, f in enumerate(leaf.path):
+            cons.append(f"{self._aff(leaf, f.lo)} <= L{d} < {self._aff(leaf, f.hi)}")
+        return " and ".join(cons) or "true"
+
+    def _sched_str(self, leaf, space, extra_vars, phase) -> str:
+        out = []
+        for d in range(self.depth + 1):
+            out.append(str(leaf.pos[d]) if d < len(leaf.pos) else "0")
+            if d < self.depth:
+                out.append(f"L{d}" if d < len(leaf.path) else "0")
+        out.append(str(phase))
+        dims = ", ".join(self._lvars(leaf) + extra_vars[len(leaf.path):])
+        return f"{{ {space}[{dims}] -> [{', '.join(out)}] : {self._dom(leaf)} }}"
+
+    def _access(self, leaf, space, vars_, name, idx, free) -> str:
+        """{ space[vars] -> b_name[...] }: the leading axes indexed, the rest free (or `free`)."""
+        shape = self.shapes.get(name, ())
+        es = [f"e{a}" for a in range(len(shape))]
+        cons = [f"{es[a]} = {self._aff(leaf, ix)}" for a, ix in enumerate(idx)]
+        for a in range(len(idx), len(shape)):
+            cons.append(f"0 <= {es[a]} < {shape[a]}")
+        if free:  # a read's free axes are dims of its sink space
+            cons += [f"{es[len(idx) + a]} = {v}" for a, v in enumerate(free)]
+        cons.append(self._dom(leaf))
+        return f"{{ {space}[{', '.join(vars_)}] -> b_{name}[{', '.join(es)}] : {' and '.join(cons)} }}"
+
+    def _read_space(self, r: Read):
+        leaf = r.leaf
+        nfree = len(self.shapes.get(r.name, ())) - len(r.idx)
+        free = [f"f{a}" for a in range(nfree)]
+        space = f"R{r.rid}"
+        acc = self._access(leaf, space, self._lvars(leaf) + free, r.name, r.idx, free)
+        sched = self._sched_str(leaf, space, self._lvars(leaf) + free, 0)
+        return acc, sched
+
+    def _union(self, strs) -> isl.UnionMap:
+        out = isl.UnionMap.read_from_str(self.ctx, "{ }")
+        for s in strs:
+            out = out.union(isl.UnionMap.read_from_str(self.ctx, s))
+        return out
+
+    def _flow(self, sink_acc: str, sink_sched: str, name: str) -> isl.UnionMap:
+        """sink instance -> its exact last writer (instances with none are absent)."""
+        sources = self._writes.get(name, [])
+        if not sources:
+            return self._union([])
+        info = isl.UnionAccessInfo.from_sink(self._union([sink_acc]))
+        info = info.set_must_source(self._union(sources))
+        info = info.set_schedule_map(self._union(self._sched + [sink_sched]))
+        return info.compute_flow().get_must_dependence().reverse()
+
+    # ------------------------------------------------------------------ claims
+    def exact_read(self, stmt, key):
+        r = self.reads[(id(stmt), key)]
+        if r.rid not in self._exact:
+            acc, sched = self._read_space(r)
+            self._exact[r.rid] = (self._flow(acc, sched, r.name), acc)
+        return r, self._exact[r.rid]
+
+    def claim(self, src, sink_acc: str, sink_path: tuple, nfree_sink: int) -> isl.UnionMap:
+        """The relation a state entry claims: sink -> the last instance of W writing the same
+        element in the same iteration of the loops W's value is private to."""
+        if src is None:
+            return self._union([])
+        wleaf = self.by_stmt[id(src.stmt)]
+        wacc = [a for n, a in ((n, self._access(wleaf, f"S{wleaf.sid}", self._lvars(wleaf), n, idx, []))
+                               for n, idx in _writes(wleaf.stmt)) if n == src.name]
+        rel = self._union([sink_acc]).apply_range(self._union(wacc).reverse())
+        if src.free:
+            svars = [f"L{d}" for d in range(len(sink_path))] + [f"f{a}" for a in range(nfree_sink)]
+            wvars = [f"M{d}" for d in range(len(wleaf.path))]
+            eqs = []
+            for f in src.free:
+                eqs.append(f"M{wleaf.path.index(f)} = L{sink_path.index(f)}")
+            rel = rel.intersect(self._union([f"{{ {self._space_of(sink_acc)}[{', '.join(svars)}] -> "
+                                             f"S{wleaf.sid}[{', '.join(wvars)}] : {' and '.join(eqs)} }}"]))
+        return rel.lexmax()
+
+    @staticmethod
+    def _space_of(acc: str) -> str:
+        return acc.split("{", 1)[1].split("[", 1)[0].strip()
+
+    def check_read(self, stmt, key, src, self_chain=None):
+        """Raise Mismatch unless the read's exact last writers are what `src` claims.
+
+        `self_chain`: the read is an accumulation's own read (a reduction over the loops in
+        it): each instance claims its lexicographic predecessor in those loops, and the first
+        claims `src`.
+        """
+        r, (exact, acc) = self.exact_read(stmt, key)
+        nfree = len(self.shapes.get(r.name, ())) - len(r.idx)
+        claimed = self.claim(src, acc, r.leaf.path, nfree)
+        if self_chain is not None:
+            chain = self._self_chain(r, acc, self_chain)
+            first = self._union([acc]).domain().subtract(chain.domain())
+            claimed = chain.union(claimed.intersect_domain(first))
+        if not exact.is_equal(claimed):
+            raise Mismatch(f"{r.name!r} at line {getattr(stmt.loc, 'line', '?')} reads a value written in "
+                           "another iteration (a loop-carried dependence)")
+
+    def _self_chain(self, r: Read, acc: str, red_loops) -> isl.UnionMap:
+        leaf = r.leaf
+        wleaf = leaf
+        wacc = [self._access(wleaf, f"S{wleaf.sid}", self._lvars(wleaf), n, idx, [])
+                for n, idx in _writes(wleaf.stmt) if n == r.name]
+        rel = self._union([acc]).apply_range(self._union(wacc).reverse())
+        n = len(leaf.path)
+        red = [leaf.path.index(f) for f in red_loops]
+        eqs = [f"M{d} = L{d}" for d in range(n) if d not in red]
+        lex = []
+        for k, d in enumerate(red):
+            same = [f"M{e} = L{e}" for e in red[:k]]
+            lex.append("(" + " and ".join(same + [f"M{d} < L{d}"]) + ")")
+        cons = eqs + ["(" + " or ".join(lex) + ")"] if lex else eqs + ["false"]
+        lv = ", ".join(f"L{d}" for d in range(n))
+        mv = ", ".join(f"M{d}" for d in range(n))
+        rel = rel.intersect(self._union([f"{{ R{r.rid}[{lv}] -> S{leaf.sid}[{mv}] : {' and '.join(cons)} }}"]))
+        return rel.lexmax()
+
+    def check_final(self, name, src):
+        """Raise Mismatch unless every element's last writer in the nest is what `src` claims."""
+        shape = self.shapes.get(name, ())
+        es = [f"f{a}" for a in range(len(shape))]
+        bounds = " and ".join(f"0 <= f{a} < {n}" for a, n in enumerate(shape)) or "true"
+        acc = f"{{ F_{name}[{', '.join(es)}] -> b_{name}[{', '.join(es)}] : {bounds} }}"
+        sched = f"{{ F_{name}[{', '.join(es)}] -> [{', '.join(['1000000'] + ['0'] * (self.width - 1))}] }}"
+        exact = self._flow(acc, sched, name)
+        claimed = self.claim(src, acc, (), len(shape))
+        if not exact.is_equal(claimed):
+            raise Mismatch(f"the final value of {name!r} is not the one the nest's functional form gives "
+                           "(another write overwrites it)")
+
+
+@dataclass(frozen=True, eq=False)
+class Source:
+    """A state entry's origin: `stmt` wrote `name`; its value is private to the loops `free`."""
+
+    stmt: object
+    name: str
+    free: tuple
+
+
+def _reads(s):
+    """(key, location, leading index) for each read a leaf statement makes."""
+    out = []
+
+    def expr(e):
+        if isinstance(e, Ref):
+            out.append((id(e), e.name, ()))
+            return
+        if isinstance(e, Index):
+            out.append((id(e), e.base, tuple(e.idx)))
+            return
+        for f in ("a", "b", "x"):
+            if hasattr(e, f):
+                expr(getattr(e, f))
+        for a in getattr(e, "args", ()) if isinstance(e, Call) else ():
+            expr(a)
+
+    if isinstance(s, (Store, Assign)):
+        expr(s.value)
+        if s.aug:
+            out.append(("aug", s.buf if isinstance(s, Store) else s.name,
+                        tuple(s.idx) if isinstance(s, Store) else ()))
+    return out
+
+
+def _writes(s):
+    if isinstance(s, Store):
+        return [(s.buf, tuple(s.idx))]
+    if isinstance(s, (Assign, Alloc)):
+        return [(s.name, ())]
+    return []
+
+
+def trip(f: For, dims) -> int:
+    return max(0, ie_eval(f.hi, dims) - ie_eval(f.lo, dims))

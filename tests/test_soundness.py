@@ -1,0 +1,299 @@
+"""Issue 6: programs that were once mis-compiled, or refused although they are in the
+language. Each runs on both backends and must equal `reference`; the oracle itself must
+leave its inputs untouched. Where the structure is known by construction it is asserted."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+import eqsat
+from conftest import random_args, rel_err
+
+D = {"M": 4, "N": 5, "K": 3, "B": 2}
+
+WRONG = {
+    # 1. a scalar carried from one iteration to the next
+    "carried_scalar": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    s = 0.0
+    for i in range(N):
+        y[i] = s + x[i]
+        s = x[i]
+    return y
+''',
+    "prefix_sum_temp": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    t = 0.0
+    for i in range(N):
+        t += x[i]
+        y[i] = t
+    return y
+''',
+    "reset_at_end": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    acc = 0.0
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                acc += a[i, k] * b[k, j]
+            y[i, j] = acc
+            acc = 1.0
+    return y
+''',
+    "scale_after_store": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    acc = 0.0
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                acc += a[i, k] * b[k, j]
+            y[i, j] = acc
+            acc = acc * 0.5
+    return y
+''',
+    "prev_in_reduction": '''
+@program
+def p(x: f32["M", "K"]) -> f32["M"]:
+    y = empty((M,))
+    for i in range(M):
+        acc = 0.0
+        prev = 1.0
+        for k in range(K):
+            acc += prev * x[i, k]
+            prev = x[i, k]
+        y[i] = acc
+    return y
+''',
+    # 2. two different updates of one scalar in one loop
+    "two_updates": '''
+@program
+def p(x: f32["M", "K"]) -> f32["M"]:
+    y = empty((M,))
+    for i in range(M):
+        s = 0.0
+        for k in range(K):
+            s += x[i, k]
+            s = max(s, 0.0)
+        y[i] = s
+    return y
+''',
+    # 3. one nest writes a buffer through two index maps
+    "two_index_maps": '''
+@program
+def p(x: f32["N", "N"]) -> f32["N", "N"]:
+    y = empty((N, N))
+    for i in range(N):
+        for j in range(N):
+            y[i, j] = x[i, j]
+            y[j, i] = 0.0
+    return y
+''',
+    "row_then_column": '''
+@program
+def p(x: f32["N", "N"]) -> f32["N", "N"]:
+    y = empty((N, N))
+    for i in range(N):
+        for j in range(N):
+            y[i, j] = x[i, j]
+        for j in range(N):
+            y[j, i] = 2.0 * x[j, i] + y[j, i]
+    return y
+''',
+    # 4. a local bound to a buffer shares its memory
+    "alias_return": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    c = zeros((N,))
+    v = c
+    for i in range(N):
+        c[i] = x[i]
+    return v
+''',
+    "alias_transpose": '''
+@program
+def p(x: f32["M", "N"]) -> f32["N", "M"]:
+    c = zeros((M, N))
+    v = c.T
+    for i in range(M):
+        for j in range(N):
+            c[i, j] = x[i, j]
+    return v
+''',
+    "alias_self_add": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    c = empty((N,))
+    for i in range(N):
+        c[i] = x[i]
+    y = c
+    y += y
+    return c
+''',
+    # 5. the oracle must not change the caller's data
+    "param_alias_add": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = x
+    y += y
+    return y
+''',
+    "param_row_view": '''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    y = x[0]
+    y += 1.0
+    return x
+''',
+    "max_with_nan": '''
+@program
+def p(x: f32["M", "K"]) -> f32["M"]:
+    y = empty((M,))
+    for i in range(M):
+        m = -1000.0
+        for k in range(K):
+            m = max(m, x[i, k])
+        y[i] = m
+    return y
+''',
+    "max_acc_second": '''
+@program
+def p(x: f32["M", "K"]) -> f32["M"]:
+    y = empty((M,))
+    for i in range(M):
+        m = -1000.0
+        for k in range(K):
+            m = max(x[i, k], m)
+        y[i] = m
+    return y
+''',
+}
+
+# refused before; structure known by construction
+ADMITTED = {
+    "freetensor_522": ('''
+@program
+def p(a: f32["B", "M", "K"], b: f32["N", "K"]) -> f32["B", "M", "N"]:
+    c = empty((B, M, N))
+    for i in range(B):
+        t = transpose(b, (1, 0))
+        u = a[i] @ t
+        c[i] = u
+    return c
+''', ["matmul"]),
+    "cache_buffer": ('''
+@program
+def p(a: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        row = empty((K,))
+        for k in range(K):
+            row[k] = a[i, k]
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += row[k] * w[k, j]
+            y[i, j] = acc
+    return y
+''', ["matmul"]),
+    "backward_pair": ('''
+@program
+def p(dc: f32["M", "N"], a: f32["M", "K"], b: f32["K", "N"]) -> tuple[f32["M", "K"], f32["K", "N"]]:
+    da = zeros((M, K))
+    db = zeros((K, N))
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                da[i, k] += dc[i, j] * b[k, j]
+                db[k, j] += a[i, k] * dc[i, j]
+    return da, db
+''', ["matmul", "matmul"]),
+    "write_param_in_place": ('''
+@program
+def p(c: f32["M", "N"], a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                c[i, j] += a[i, k] * b[k, j]
+    return c
+''', None),
+    "write_through_transposed_view": ('''
+@program
+def p(x: f32["M", "N"]) -> f32["N", "M"]:
+    y = zeros((N, M))
+    t = y.T
+    for i in range(M):
+        for j in range(N):
+            t[i, j] = x[i, j] * 2.0
+    return y
+''', None),
+    "tensor_local_in_loop": ('''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        row = relu(x[i]) + 1.0
+        for j in range(N):
+            y[i, j] = row[j] * 2.0
+    return y
+''', None),
+}
+
+
+def _digest(args):
+    return [hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest() if isinstance(a, np.ndarray) else a
+            for a in args]
+
+
+def _check(prog, dims, nan=False, backends=("numpy", "triton")):
+    args = random_args(prog, dims, seed=3)
+    if nan:
+        args[0][1, 1] = np.nan
+    before = _digest(args)
+    want = eqsat.reference(prog, *args)
+    assert _digest(args) == before, "reference() changed its inputs"
+    plan = eqsat.optimize(prog, dims)
+    for backend in backends:
+        got = plan.run(*args, backend=backend)
+        assert _digest(args) == before, f"plan.run({backend}) changed its inputs"
+        gs, ws = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        for g, w in zip(gs, ws):
+            g, w = np.asarray(g), np.asarray(w)
+            assert np.array_equal(np.isnan(g), np.isnan(w)), (backend, g, w)
+            assert rel_err(np.nan_to_num(g), np.nan_to_num(w)) < 1e-5, (backend, plan)
+    return plan
+
+
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_once_wrong(tmp_program, name):
+    _check(tmp_program(WRONG[name]), D, nan=name.startswith("max_"))
+
+
+@pytest.mark.parametrize("name", sorted(ADMITTED))
+def test_admitted(tmp_program, name):
+    src, kinds = ADMITTED[name]
+    plan = _check(tmp_program(src), D)
+    if kinds is not None:
+        assert [k.kind for k in plan.kernels] == kinds, plan
+
+
+@pytest.mark.parametrize("name", ["exp", "range", "relu"])
+def test_parameter_hiding_a_function_is_rejected(tmp_program, name):
+    with pytest.raises(eqsat.ProgramError, match="hides the function"):
+        tmp_program(f'''
+@program
+def p({name}: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = {name}[i]
+    return y
+''')
