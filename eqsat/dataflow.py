@@ -143,6 +143,30 @@ class NestFlow:
         info = info.set_schedule_map(self._union(self._sched + [sink_sched]))
         return info.compute_flow().get_must_dependence().reverse()
 
+    # ------------------------------------------------------------------ fission
+    def distributable(self) -> bool:
+        """Whether running each leaf statement as its own nest, in textual order, is the same
+        program: no statement instance touches (one of the two writing) a location that an
+        earlier statement's instance touches later in the original order."""
+        if len(self.leaves) < 2:
+            return False
+        acc_r, acc_w = {}, {}
+        for leaf in self.leaves:
+            lv = self._lvars(leaf)
+            acc_w[leaf.sid] = self._union([self._access(leaf, f"S{leaf.sid}", lv, n, idx, [])
+                                           for n, idx in _writes(leaf.stmt)])
+            acc_r[leaf.sid] = self._union([self._access(leaf, f"S{leaf.sid}", lv, n, idx, [])
+                                           for _, n, idx in _reads(leaf.stmt)])
+        sched = self._union(self._sched)
+        before = sched.lex_lt_union_map(sched)  # x -> y: x runs before y
+        for a in self.leaves:
+            for b in self.leaves[a.sid + 1:]:
+                wa, ra, wb, rb = acc_w[a.sid], acc_r[a.sid], acc_w[b.sid], acc_r[b.sid]
+                conflict = wb.apply_range(wa.union(ra).reverse()).union(rb.apply_range(wa.reverse()))
+                if not conflict.intersect(before).is_empty():
+                    return False
+        return True
+
     # ------------------------------------------------------------------ claims
     def exact_read(self, stmt, key):
         r = self.reads[(id(stmt), key)]
@@ -245,11 +269,8 @@ def _reads(s):
         if isinstance(e, Index):
             out.append((id(e), e.base, tuple(e.idx)))
             return
-        for f in ("a", "b", "x"):
-            if hasattr(e, f):
-                expr(getattr(e, f))
-        for a in getattr(e, "args", ()) if isinstance(e, Call) else ():
-            expr(a)
+        for c in e.children():
+            expr(c)
 
     if isinstance(s, (Store, Assign)):
         expr(s.value)

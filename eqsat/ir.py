@@ -23,6 +23,10 @@ class Expr:
     loc: Loc
     ty: Any = field(default=None, kw_only=True)
 
+    def children(self) -> tuple:
+        """The value expressions directly inside this one (the one walker every pass uses)."""
+        return ()
+
 
 @dataclass(eq=False)
 class Const(Expr):
@@ -48,11 +52,17 @@ class Bin(Expr):
     a: Expr
     b: Expr
 
+    def children(self) -> tuple:
+        return (self.a, self.b)
+
 
 @dataclass(eq=False)
 class Call(Expr):
     fn: str  # a name from lang.UNARY / lang.BINARY, or "neg", "max", "min"
     args: tuple
+
+    def children(self) -> tuple:
+        return tuple(self.args)
 
 
 @dataclass(eq=False)
@@ -60,11 +70,17 @@ class MatMul(Expr):
     a: Expr
     b: Expr
 
+    def children(self) -> tuple:
+        return (self.a, self.b)
+
 
 @dataclass(eq=False)
 class Transpose(Expr):
     x: Expr
     perm: tuple
+
+    def children(self) -> tuple:
+        return (self.x,)
 
 
 # ----------------------------------------------------------------------------- statements

@@ -25,6 +25,7 @@ reads of other iterations' writes) raises `NotFunctional`, and the nest stays a 
 from __future__ import annotations
 
 import ast
+import copy
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -244,10 +245,23 @@ class _Lowerer:
 
     # ------------------------------------------------------------ nests
     def nest(self, s):
+        _declare_shapes(s, self)  # tensors allocated or bound inside the nest
+        functional, reason = None, ""
+        try:
+            functional = _NestRun(self, s).run()
+        except NotFunctional as why:
+            reason = str(why)
+            if isinstance(s, For) and len(_leaves(s)) > 1 and \
+                    NestFlow(s, self.dims, self.shapes, set()).distributable():
+                # no functional form as a whole: distribute the loops over the statements
+                # (fission, proven legal by dataflow) and lower each part on its own
+                for part in _distribute(s):
+                    part.views = getattr(s, "views", {})
+                    self.nest(part)
+                return
         nid = len(self.nests)
         reads, writes, swrites = set(), set(), set()
         _scan(s, reads, writes, swrites, set())
-        _declare_shapes(s, self)  # tensors allocated or bound inside the nest
         tensor_in = sorted(n for n in reads | writes if n in self.shapes and n in self.env)
         scalar_in = sorted(n for n in reads | swrites if n in self.env and n not in self.shapes)
         outputs = sorted(writes) + sorted(swrites)
@@ -260,11 +274,7 @@ class _Lowerer:
         tin = T.tens([self.env[n] for n in tensor_in])
         sin = T.scs([self.env[n] for n in scalar_in])
         opaque = {n: Node("Ten.opaque", nid, n, tin, sin) for n in outputs}
-        functional = None
-        try:
-            functional = _NestRun(self, s).run()
-        except NotFunctional as why:
-            nest.reason = str(why)
+        nest.reason = reason
         for n in outputs:
             if n in swrites:
                 self.env[n] = T.load(opaque[n], [])
@@ -274,6 +284,25 @@ class _Lowerer:
                 self.env[n] = opaque[n]
                 if functional is not None and functional.get(n) is not None:
                     self.unions.append((opaque[n], functional[n]))
+
+
+def _leaves(s) -> list:
+    if isinstance(s, For):
+        return [x for b in s.body for x in _leaves(b)]
+    return [s]
+
+
+def _distribute(s) -> list:
+    """One nest per leaf statement, each inside copies of its enclosing loops, in order."""
+    if not isinstance(s, For):
+        return [s]
+    out = []
+    for b in s.body:
+        for part in _distribute(b):
+            node = copy.copy(s.node)
+            node.body = [part.node]
+            out.append(For(s.loc, s.var, s.lo, s.hi, [part], node=node))
+    return out
 
 
 def _declare_shapes(s, low):
@@ -293,11 +322,8 @@ def _scan(s, reads, writes, swrites, local):
             reads.add(e.name)
         elif isinstance(e, Index):
             reads.add(e.base)
-        for f in ("a", "b", "x"):
-            if hasattr(e, f):
-                expr(getattr(e, f))
-        for a in getattr(e, "args", ()):
-            expr(a)
+        for c in e.children():
+            expr(c)
 
     if isinstance(s, For):
         for b in s.body:
@@ -320,11 +346,8 @@ def _work(s, dims, iters=1) -> dict:
 
     def expr_ops(e):
         n = 1
-        for f in ("a", "b", "x"):
-            if hasattr(e, f):
-                n += expr_ops(getattr(e, f))
-        for a in getattr(e, "args", ()):
-            n += expr_ops(a)
+        for c in e.children():
+            n += expr_ops(c)
         return n
 
     def lib(e):
@@ -334,9 +357,8 @@ def _work(s, dims, iters=1) -> dict:
             batch = max(sa[0] if len(sa) == 3 else 1, sb[0] if len(sb) == 3 else 1)
             return 2 * batch * sa[-2] * sa[-1] * sb[-1] + lib(e.a) + lib(e.b)
         out = 0
-        for f in ("a", "b", "x"):
-            if hasattr(e, f):
-                out += lib(getattr(e, f))
+        for c in e.children():
+            out += lib(c)
         return out
 
     def go(s, iters):
@@ -769,11 +791,8 @@ def check_bounds(prog, dims: dict) -> None:
     def expr(e, ranges):
         if isinstance(e, Index):
             check(e.base, e.idx, ranges, e.loc)
-        for f in ("a", "b", "x"):
-            if hasattr(e, f):
-                expr(getattr(e, f), ranges)
-        for x in getattr(e, "args", ()):
-            expr(x, ranges)
+        for c in e.children():
+            expr(c, ranges)
 
     def stmt(s, ranges):
         if isinstance(s, Alloc):
