@@ -576,10 +576,19 @@ class _NestRun:
         self.close(f)
 
     def close(self, f):
-        """After loop f, values private to it mean nothing (Python keeps the last iteration's)."""
+        """After loop f, a value private to it is its last iteration's (as in Python): that is
+        the value itself when it does not depend on f's variable (and f ran at all); else it
+        is unusable here and the nest stays as written if anything reads it."""
+        ix = self.loopix[id(f)]
+        fvars = {x for x in T.walk(ix) if x.op == "Var.named"}
         for table in (self.cur, self.scal):
             for name, entry in table.items():
-                if entry is not None and f in entry[1].free:
+                if entry is None or f not in entry[1].free:
+                    continue
+                term, src = entry
+                if trip(f, self.low.dims) > 0 and not fvars & set(T.walk(term)):
+                    table[name] = (term, Source(src.stmt, src.name, tuple(x for x in src.free if x is not f)))
+                else:
                     table[name] = None
 
     def reduction(self, f: For):

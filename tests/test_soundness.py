@@ -178,6 +178,114 @@ def p(x: f32["M", "K"]) -> f32["M"]:
 ''',
 }
 
+# tricky dataflow tried while building the analysis: reads of other iterations' writes,
+# repeated outer loops, in-place parameter updates, reductions whose loop is outermost
+TRICKY = {
+    "a1": '''
+@program
+def p(x: f32["N", "N"]) -> f32["N"]:
+    y = zeros((N,))
+    tmp = zeros((N,))
+    for i in range(N):
+        for k in range(N):
+            y[i] += tmp[k]
+        for j in range(N):
+            tmp[j] = x[i, j]
+    return y
+''',
+    "a3": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    z = empty((N,))
+    for r in range(2):
+        for i in range(N):
+            y[i] = x[i] + 1.0
+        for i2 in range(N):
+            z[i2] = y[N - 1 - i2]
+    return z
+''',
+    "a4": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    for i in range(N - 1):
+        x[i] = x[i + 1]
+    return x
+''',
+    "a6": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            c[i, j] = 0.0
+            for k in range(K):
+                c[i, j] += a[i, k] * b[k, j]
+    return c
+''',
+    "a8": '''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for r in range(M):
+        s = 0.0
+        for i in range(N):
+            s += x[r, i]
+        for i in range(N):
+            y[r, i] = x[r, i] / s
+    return y
+''',
+    "a9": '''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for r in range(M):
+        s = 0.0
+        for i in range(N):
+            s += x[r, i]
+            y[r, i] = s
+    return y
+''',
+    "a10": '''
+@program
+def p(x: f32["N", "N"]) -> f32["N", "N"]:
+    y = zeros((N, N))
+    for i in range(N):
+        for j in range(N):
+            y[i, j] = x[i, j] + y[j, i]
+    return y
+''',
+    "a11": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = zeros((N,))
+    for t in range(3):
+        for i in range(N):
+            y[i] = y[i] * 0.5 + x[i]
+    return y
+''',
+    "a12": '''
+@program
+def p(x: f32["M", "N"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(M):
+        v = y
+        for j in range(N):
+            v[j] += x[i, j]
+    return y
+''',
+    "a13": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for k in range(K):
+        for i in range(M):
+            for j in range(N):
+                c[i, j] += a[i, k] * b[k, j]
+    return c
+''',
+}
+
 # refused before; structure known by construction
 ADMITTED = {
     "freetensor_522": ('''
@@ -276,6 +384,11 @@ def _check(prog, dims, nan=False, backends=("numpy", "triton")):
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_once_wrong(tmp_program, name):
     _check(tmp_program(WRONG[name]), D, nan=name.startswith("max_"))
+
+
+@pytest.mark.parametrize("name", sorted(TRICKY))
+def test_tricky_dataflow(tmp_program, name):
+    _check(tmp_program(TRICKY[name]), D)
 
 
 @pytest.mark.parametrize("name", sorted(ADMITTED))
