@@ -1418,3 +1418,51 @@ def test_out_of_bounds_index_is_reported_with_its_line():
         pytest.fail(f"expected eqsat.ProgramError, got {type(e).__module__}.{type(e).__name__}: {e}")
     else:
         pytest.fail("an out-of-bounds read was accepted")
+
+
+def test_rebinding_a_name_while_a_view_of_it_is_live():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            c = zeros((M,))
+            v = c
+            c = x * 2.0  # ERR:rebind-viewed
+            return v
+
+    expect_program_error(build, "rebind-viewed", "'c' is rebound while 'v'", "view")
+
+
+def test_view_used_after_the_loop_that_bound_it():
+    def build():
+        @program
+        def p(x: f32["M", "N"]) -> f32["N"]:
+            c = zeros((M, N))
+            for i in range(M):
+                r = c[i]
+                for j in range(N):
+                    r[j] = x[i, j]
+            return r  # ERR:dead-view
+
+    expect_program_error(build, "dead-view", "'r' is a view bound inside a loop")
+
+
+def test_partial_store_into_a_transposed_view():
+    def build():
+        @program
+        def p(x: f32["M", "N"]) -> f32["M", "N"]:
+            c = zeros((M, N))
+            t = c.T
+            for j in range(N):
+                t[j] = x[0]  # ERR:partial-T
+            return c
+
+    expect_program_error(build, "partial-T", "part of the transposed view 't'")
+
+
+def test_dimension_hiding_a_function():
+    def build():
+        @program
+        def p(x: f32["exp"]) -> f32["exp"]:  # ERR:dim-hides
+            return x
+
+    expect_program_error(build, "dim-hides", "dimension 'exp' hides the function")
