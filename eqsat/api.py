@@ -181,7 +181,7 @@ class Plan:
             if self.dims.get(d) != n:
                 raise ArgumentError(f"this plan was optimized for {d}={self.dims.get(d)}, but the arguments "
                                     f"have {d}={n}; call optimize() again for these sizes")
-        scalars = {p.name: v for p, v in zip(self.program.params, vals) if p.shape is None}
+        scalars = {p.name: v for p, v in zip(self.program.params, vals) if p.shape is None and p.dtype is not int}
         if backend == "numpy":
             from eqsat.backends import numpy_backend
 

@@ -45,6 +45,13 @@ def bind_args(prog, args, shapes=None) -> tuple[list, dict]:
     dims = dict(shapes or {})
     out = []
     for p, a in zip(prog.params, args):
+        if p.dtype is int:  # an integer parameter: a size like a dimension, passed as an argument
+            if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+                raise ArgumentError(f"parameter {p.name!r} of {prog.name} is an int, got {a!r}")
+            if dims.setdefault(p.name, int(a)) != int(a):
+                raise ArgumentError(f"parameter {p.name!r} is {a} but shapes give {dims[p.name]}")
+            out.append(int(a))
+            continue
         if p.shape is None:
             out.append(_scalar(p, prog, a))
             continue
@@ -76,7 +83,10 @@ def check_dims(prog, dims: dict) -> None:
     missing = [d for d in prog.dims if d not in dims]
     if missing:
         raise ArgumentError(f"no size given for dimension(s) {', '.join(missing)} of {prog.name}")
+    ints = {p.name for p in prog.params if p.dtype is int}
     for d in prog.dims:
         v = dims[d]
+        if d in ints and isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            continue  # an integer parameter may be negative
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
             raise ArgumentError(f"dimension {d!r} must be a non-negative int, got {v!r}")

@@ -23,7 +23,7 @@ def _load(path: str):
 
 def _args(prog, dims, seed=0):
     rng = np.random.default_rng(seed)
-    return [float(rng.uniform(0.5, 1.5)) if p.shape is None else
+    return [dims[p.name] if p.dtype is int else float(rng.uniform(0.5, 1.5)) if p.shape is None else
             rng.standard_normal([dims[d] if isinstance(d, str) else d for d in p.shape]).astype(np.float32)
             for p in prog.params]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from .ir import Alloc, Assign, Call, For, Index, Ref, Store, ie_affine, ie_eval
+from .ir import Alloc, Assign, Call, For, If, Index, Ref, Store, ie_eval
 
 
 @dataclass(eq=False)
@@ -40,6 +40,10 @@ class Read:
     name: str
     idx: tuple  # IExprs of the leading axes
     space: str = field(default="")
+
+
+class Conditional(Exception):
+    """The nest holds an `if`: its writes are conditional (kept as written for now)."""
 
 
 class Mismatch(Exception):
@@ -70,6 +74,8 @@ class NestFlow:
 
     # ------------------------------------------------------------------ model
     def _walk(self, s, path, pos):
+        if isinstance(s, If):
+            raise Conditional("a conditional inside the nest")
         if isinstance(s, For):
             self.depth = max(self.depth, len(path) + 1)
             for k, b in enumerate(s.body):
@@ -85,15 +91,34 @@ class NestFlow:
         return [f"L{d}" for d in range(len(leaf.path))]
 
     def _aff(self, leaf, e) -> str:
-        coef, const = ie_affine(e, self.dims, None)
+        """An index expression in isl syntax (quasi-affine: `//` and `%` by constants)."""
         names = {f.var: f"L{d}" for d, f in enumerate(leaf.path)}
-        terms = [f"{c}*{names[v]}" for v, c in coef.items()]
-        return " + ".join(terms + [str(const)])
+        tag = e[0]
+        if tag == "int":
+            return f"({e[1]})"
+        if tag == "name":
+            return names[e[1]] if e[1] in names else f"({self.dims[e[1]]})"
+        if tag == "neg":
+            return f"(-{self._aff(leaf, e[1])})"
+        a, b = self._aff(leaf, e[1]), self._aff(leaf, e[2])
+        if tag == "floordiv":
+            return f"floor({a} / {ie_eval(e[2], self.dims)})"
+        if tag == "mod":
+            return f"({a} mod {ie_eval(e[2], self.dims)})"
+        return f"({a} {dict(add='+', sub='-', mul='*')[tag]} {b})"
 
     def _dom(self, leaf) -> str:
         cons = []
         for d, f in enumerate(leaf.path):
-            cons.append(f"{self._aff(leaf, f.lo)} <= L{d} < {self._aff(leaf, f.hi)}")
+            lo, hi = self._aff(leaf, f.lo), self._aff(leaf, f.hi)
+            if f.step > 0:
+                cons.append(f"{lo} <= L{d} < {hi}")
+                if f.step > 1:
+                    cons.append(f"(L{d} - {lo}) mod {f.step} = 0")
+            else:
+                cons.append(f"{hi} < L{d} <= {lo}")
+                if f.step < -1:
+                    cons.append(f"({lo} - L{d}) mod {-f.step} = 0")
         return " and ".join(cons) or "true"
 
     def _sched_str(self, leaf, space, extra_vars, phase) -> str:
@@ -101,7 +126,10 @@ class NestFlow:
         for d in range(self.depth + 1):
             out.append(str(leaf.pos[d]) if d < len(leaf.pos) else "0")
             if d < self.depth:
-                out.append(f"L{d}" if d < len(leaf.path) else "0")
+                if d < len(leaf.path):  # a downward loop runs its values in decreasing order
+                    out.append(f"L{d}" if leaf.path[d].step > 0 else f"-L{d}")
+                else:
+                    out.append("0")
         out.append(str(phase))
         dims = ", ".join(self._lvars(leaf) + extra_vars[len(leaf.path):])
         return f"{{ {space}[{dims}] -> [{', '.join(out)}] : {self._dom(leaf)} }}"
@@ -192,7 +220,17 @@ class NestFlow:
                 eqs.append(f"M{wleaf.path.index(f)} = L{sink_path.index(f)}")
             rel = rel.intersect(self._union([f"{{ {self._space_of(sink_acc)}[{', '.join(svars)}] -> "
                                              f"S{wleaf.sid}[{', '.join(wvars)}] : {' and '.join(eqs)} }}"]))
-        return rel.lexmax()
+        return self._last(rel, wleaf)
+
+    def _last(self, rel, wleaf) -> isl.UnionMap:
+        """Per sink instance, the source instance that runs last (downward loops flipped)."""
+        down = [d for d, f in enumerate(wleaf.path) if f.step < 0]
+        if not down:
+            return rel.lexmax()
+        ms = [f"M{d}" for d in range(len(wleaf.path))]
+        flipped = [f"-M{d}" if d in down else f"M{d}" for d in range(len(wleaf.path))]
+        flip = self._union([f"{{ S{wleaf.sid}[{', '.join(ms)}] -> S{wleaf.sid}[{', '.join(flipped)}] }}"])
+        return rel.apply_range(flip).lexmax().apply_range(flip)
 
     @staticmethod
     def _space_of(acc: str) -> str:
@@ -228,12 +266,13 @@ class NestFlow:
         lex = []
         for k, d in enumerate(red):
             same = [f"M{e} = L{e}" for e in red[:k]]
-            lex.append("(" + " and ".join(same + [f"M{d} < L{d}"]) + ")")
+            before = "<" if leaf.path[d].step > 0 else ">"
+            lex.append("(" + " and ".join(same + [f"M{d} {before} L{d}"]) + ")")
         cons = eqs + ["(" + " or ".join(lex) + ")"] if lex else eqs + ["false"]
         lv = ", ".join(f"L{d}" for d in range(n))
         mv = ", ".join(f"M{d}" for d in range(n))
         rel = rel.intersect(self._union([f"{{ R{r.rid}[{lv}] -> S{leaf.sid}[{mv}] : {' and '.join(cons)} }}"]))
-        return rel.lexmax()
+        return self._last(rel, leaf)
 
     def check_final(self, name, src):
         """Raise Mismatch unless every element's last writer in the nest is what `src` claims."""
@@ -288,5 +327,20 @@ def _writes(s):
     return []
 
 
+def span(f: For, dims):
+    """The values loop f takes as (smallest, count, |step|), or None when its bounds depend
+    on enclosing loop variables (a triangular nest)."""
+    try:
+        lo, hi = ie_eval(f.lo, dims), ie_eval(f.hi, dims)
+    except KeyError:
+        return None
+    if f.step > 0:
+        n = max(0, -(-(hi - lo) // f.step))
+        return lo, n, f.step
+    n = max(0, -(-(lo - hi) // -f.step))
+    return lo + f.step * (n - 1), n, -f.step
+
+
 def trip(f: For, dims) -> int:
-    return max(0, ie_eval(f.hi, dims) - ie_eval(f.lo, dims))
+    sp = span(f, dims)
+    return 0 if sp is None else sp[1]

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import inspect
 
 from . import lang
 from .errors import Loc, ProgramError
 from .ir import (
-    Alloc, Assign, Bin, Call, Const, For, Index, MatMul, Param, Program, Ref, Store, Transpose, ie_names,
+    Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, Param, Program, Ref, Select, Store,
+    Transpose, ie_names,
 )
 
 
@@ -107,9 +109,9 @@ class _Parser:
         for n in body[:-1]:
             live = {v: e for v, (e, _, _) in self.views.items()}
             s = self.stmt(n, top=True)
-            if s is not None:
-                s.views = live  # views a nest kept as written must bind when it runs
-                stmts.append(s)
+            for x in s if isinstance(s, list) else [s] if s is not None else []:
+                x.views = live  # views a nest kept as written must bind when it runs
+                stmts.append(x)
         ret = body[-1]
         if ret.value is None:
             raise self.err(ret, "`return` needs a value")
@@ -125,6 +127,7 @@ class _Parser:
         for s in stmts:
             if isinstance(s, Alloc):
                 kinds[s.name] = s.kind
+        dims += [p.name for p in params if p.dtype is int]  # integer parameters: sizes given per call
         return Program(fdef.name, params, stmts, returns, dims, self.file, self.fn, self.loc(fdef), kinds)
 
     def parse_params(self, fdef) -> list:
@@ -153,13 +156,18 @@ class _Parser:
                 ty = tuple(("name", d) if isinstance(d, str) else ("int", d) for d in shape)
                 self.sym[arg.arg] = ("tparam", ty)
                 params.append(Param(arg.arg, t.dtype, shape, self.loc(arg)))
+            elif t is int:
+                if arg.arg in self.sym:
+                    raise self.err(arg, f"parameter {arg.arg!r} clashes with a dimension name")
+                self.sym[arg.arg] = ("dim", None)  # an integer parameter: sizes, bounds, indices, values
+                params.append(Param(arg.arg, int, None, self.loc(arg)))
             elif isinstance(t, lang.DType):
                 if arg.arg in self.sym:
                     raise self.err(arg, f"parameter {arg.arg!r} clashes with a dimension name")
                 self.sym[arg.arg] = ("sparam", None)
                 params.append(Param(arg.arg, t, None, self.loc(arg)))
             else:
-                raise self.err(arg, f"parameter {arg.arg!r} needs an annotation like f32['M', 'K'] or f32, "
+                raise self.err(arg, f"parameter {arg.arg!r} needs an annotation like f32['M', 'K'], f32 or int, "
                                     f"got {t!r}")
         return params
 
@@ -194,7 +202,7 @@ class _Parser:
     # ------------------------------------------------------------------ statements
     def stmt(self, n, top: bool):
         s = self._stmt(n, top)
-        if s is not None:
+        if s is not None and not isinstance(s, list):
             s.node = n  # kept so a nest left as written runs exactly as written
         return s
 
@@ -206,13 +214,15 @@ class _Parser:
         if isinstance(n, ast.For):
             return self.for_(n)
         if isinstance(n, ast.Assign):
-            if len(n.targets) != 1:
-                raise self.err(n, "chained assignment `a = b = ...` is not supported")
-            return self.assign(n, n.targets[0], n.value, aug=None, top=top)
+            if len(n.targets) == 1:
+                return self.assign(n, n.targets[0], n.value, aug=None, top=top)
+            return self.chained(n, top)
         if isinstance(n, ast.AugAssign):
-            if not isinstance(n.op, (ast.Add, ast.Sub)):
-                raise self.err(n, f"only `+=` and `-=` are supported, not `{_opname(n.op)}=`")
+            if not isinstance(n.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+                raise self.err(n, f"only `+=`, `-=`, `*=` and `/=` are supported, not `{_opname(n.op)}=`")
             return self.assign(n, n.target, n.value, aug=type(n.op), top=top)
+        if isinstance(n, ast.If):
+            return self.if_(n, top)
         if isinstance(n, ast.AnnAssign):
             if n.value is None:
                 raise self.err(n, "a bare annotation declares nothing; assign a value")
@@ -221,6 +231,63 @@ class _Parser:
             raise self.err(n, "`return` must be the last statement of the program, outside loops")
         raise self.err(n, f"unsupported statement: {type(n).__name__}")
 
+    def chained(self, n: ast.Assign, top: bool):
+        """`a = b = e`: e once into the first target, then each next one reads the first."""
+        first = ast.Assign(targets=[n.targets[0]], value=n.value)
+        ast.copy_location(first, n)
+        out = [self.stmt(first, top)]
+        src = copy.deepcopy(n.targets[0])
+        for node in ast.walk(src):
+            if hasattr(node, "ctx"):
+                node.ctx = ast.Load()
+        for t in n.targets[1:]:
+            nxt = ast.Assign(targets=[t], value=src)
+            ast.copy_location(nxt, n)
+            out.append(self.stmt(nxt, top))
+        return [x for x in out if x is not None]
+
+    def if_(self, n: ast.If, top: bool) -> If:
+        cond = self.cond(n.test)
+        body = self.block(n.body, top)
+        orelse = self.block(n.orelse, top)
+        return If(self.loc(n), cond, body, orelse, node=n)
+
+    def block(self, stmts, top):
+        out = []
+        for b in stmts:
+            s = self.stmt(b, top=top)
+            if isinstance(s, list):
+                out += s
+            elif s is not None:
+                out.append(s)
+        return out
+
+    def cond(self, e):
+        """A condition: comparisons, and/or/not (data-dependent or not)."""
+        loc = self.loc(e)
+        if isinstance(e, ast.Compare):
+            ops = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+            parts, left = [], self.scalar_operand(e.left)
+            for op, right in zip(e.ops, e.comparators):
+                if type(op) not in ops:
+                    raise self.err(e, f"unsupported comparison `{type(op).__name__}`")
+                r = self.scalar_operand(right)
+                parts.append(Compare(loc, ops[type(op)], left, r))
+                left = r
+            return parts[0] if len(parts) == 1 else BoolOp(loc, "and", tuple(parts))
+        if isinstance(e, ast.BoolOp):
+            return BoolOp(loc, "and" if isinstance(e.op, ast.And) else "or", tuple(self.cond(v) for v in e.values))
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+            return BoolOp(loc, "not", (self.cond(e.operand),))
+        raise self.err(e, "a condition must be a comparison (`<`, `<=`, `>`, `>=`, `==`, `!=`) or `and`/`or`/`not` "
+                          "of comparisons")
+
+    def scalar_operand(self, e):
+        x = self.expr(e)
+        if x.ty is not None:
+            raise self.err(e, "comparisons are between scalars (elements), not whole tensors")
+        return x
+
     def for_(self, n: ast.For) -> For:
         if n.orelse:
             raise self.err(n, "`for ... else` is not supported")
@@ -228,10 +295,16 @@ class _Parser:
             raise self.err(n.target, "a loop variable must be a plain name")
         it = n.iter
         if not (isinstance(it, ast.Call) and self.fn_name(it.func) == "range" and not it.keywords
-                and 1 <= len(it.args) <= 2):
-            raise self.err(it, "loops must be `for v in range(n)` or `for v in range(lo, hi)`")
-        bounds = [self.extent(a) for a in it.args]
+                and 1 <= len(it.args) <= 3):
+            raise self.err(it, "loops must be `for v in range(n)`, `range(lo, hi)` or `range(lo, hi, step)`")
+        bounds = [self.index(a) for a in it.args[:2]]  # affine in dims and enclosing loop variables
         lo, hi = (("int", 0), bounds[0]) if len(bounds) == 1 else bounds
+        step = 1
+        if len(it.args) == 3:
+            st = self.iexpr(it.args[2])
+            if not _const_int(st):
+                raise self.err(it.args[2], "a loop's step must be a nonzero integer constant")
+            step = _const_int(st)
         v = n.target.id
         self.check_name(n.target, v, "loop variable")
         if v in self.sym or v in self.loopvars:
@@ -239,7 +312,7 @@ class _Parser:
         self.loopvars.add(v)
         self.loop_stack.append([])
         try:
-            body = [s for s in (self.stmt(b, top=False) for b in n.body) if s is not None]
+            body = self.block(n.body, top=False)
         finally:
             self.loopvars.discard(v)
             self.loop_stack.pop()
@@ -247,7 +320,7 @@ class _Parser:
                 if depth > len(self.loop_stack):  # a view bound inside the loop ends with it
                     del self.views[name]
                     self.dead[name] = vloc
-        return For(self.loc(n), v, lo, hi, body, node=n)
+        return For(self.loc(n), v, lo, hi, body, node=n, step=step)
 
     def assign(self, n, target, value, aug, top: bool):
         loc = self.loc(n)
@@ -260,11 +333,13 @@ class _Parser:
                 raise self.err(target, f"{buf!r} is not a tensor buffer")
             if len(idx) > len(ty):
                 raise self.err(target, f"{buf!r} has rank {len(ty)} but is indexed with {len(idx)} indices")
+            if aug is None:
+                aug, value = _self_update(target, value)
             val = self.expr(value)
             self.check_store(value, buf, ty[len(idx):], val)
             if aug is ast.Sub:
                 val = Call(val.loc, "neg", (val,), ty=val.ty)
-            return Store(loc, buf, idx, val, aug=aug is not None)
+            return Store(loc, buf, idx, val, aug=aug is not None, aug_op=_AUG.get(aug, "+"))
         if not isinstance(target, ast.Name):
             raise self.err(target, "assignment targets must be a name or an indexed buffer")
         name = target.id
@@ -292,6 +367,8 @@ class _Parser:
             shape = tuple(self.extent(e) for e in elts)
             self.declare(name, ("buffer", shape))
             return Alloc(loc, name, shape, self.fn_name(value.func))
+        if aug is None and self.sym.get(name, ("",))[0] == "slocal":
+            aug, value = _self_update(target, value)  # `s = s + e` is `s += e`, and * - / alike
         val = self.expr(value)
         if aug is None and val.ty is not None and _view_parts(val) is not None:
             # `v = c`, `v = c.T`, `r = c[i]`: a second name for the same memory, as in numpy
@@ -299,20 +376,12 @@ class _Parser:
                 raise self.err(target, f"{name!r} changes between scalar and tensor")
             self.views[name] = (val, len(self.loop_stack), loc)
             return None
-        if aug is None and val.ty is None and self.sym.get(name, ("",))[0] == "slocal" and isinstance(val, Bin):
-            # `s = s + e` is `s += e` (and `s = e + s`, `s = s - e`): an accumulation
-            if val.op == "+" and isinstance(val.a, Ref) and val.a.name == name:
-                val, aug = val.b, ast.Add
-            elif val.op == "+" and isinstance(val.b, Ref) and val.b.name == name:
-                val, aug = val.a, ast.Add
-            elif val.op == "-" and isinstance(val.a, Ref) and val.a.name == name:
-                val, aug = val.b, ast.Sub
         if aug is not None:
             if name not in self.sym:
                 raise self.err(target, f"{name!r} is used before it is assigned")
             kind, ty = self.sym[name]
             if (ty is None) != (val.ty is None) or (ty is not None and _broadcast(ty, val.ty) != tuple(ty)):
-                raise self.err(value, f"shape mismatch in `{name} {'+' if aug is ast.Add else '-'}= ...`: "
+                raise self.err(value, f"shape mismatch in `{name} {_AUG.get(aug, '-')}= ...`: "
                                       f"{_shape_str(ty)} and {_shape_str(val.ty)}")
             if aug is ast.Sub:
                 val = Call(val.loc, "neg", (val,), ty=val.ty)
@@ -321,7 +390,7 @@ class _Parser:
         if aug is None:
             # a fresh tensor value owns its memory: a buffer like any other
             self.declare(name, ("slocal", None) if val.ty is None else ("buffer", val.ty))
-        return Assign(loc, name, val, aug=aug is not None)
+        return Assign(loc, name, val, aug=aug is not None, aug_op=_AUG.get(aug, "+"))
 
     def declare(self, name, sym):
         self.sym[name] = sym
@@ -364,7 +433,7 @@ class _Parser:
         self.check_store(value, name, bty[len(full_idx):], val)
         if aug is ast.Sub:
             val = Call(val.loc, "neg", (val,), ty=val.ty)
-        return Store(self.loc(n), base, full_idx, val, aug=aug is not None)
+        return Store(self.loc(n), base, full_idx, val, aug=aug is not None, aug_op=_AUG.get(aug, "+"))
 
     def view_update(self, n, name, val, aug):
         """`v += e` for a view `v` updates the memory it shares, in place."""
@@ -375,7 +444,7 @@ class _Parser:
         if aug is ast.Sub:
             val = Call(val.loc, "neg", (val,), ty=val.ty)
         loc = self.loc(n)
-        new = Bin(loc, "+", _fresh(view, loc), val, ty=view.ty)
+        new = Bin(loc, _AUG.get(aug, "+"), _fresh(view, loc), val, ty=view.ty)
         if perm is not None:
             inv = tuple(perm.index(a) for a in range(len(perm)))
             new = Transpose(loc, new, inv, ty=tuple(new.ty[p] for p in inv))
@@ -411,7 +480,7 @@ class _Parser:
         t = self.iexpr(e)
         for nm in ie_names(t):
             if nm in self.loopvars:
-                raise self.err(e, f"loop bounds and shapes must not depend on loop variable {nm!r}")
+                raise self.err(e, f"shapes must not depend on loop variable {nm!r}")
             if self.sym.get(nm, ("",))[0] != "dim":
                 raise self.err(e, f"{nm!r} is not a dimension name")
         return t
@@ -421,12 +490,15 @@ class _Parser:
             return ("int", e.value)
         if isinstance(e, ast.Name):
             if e.id not in self.loopvars and e.id not in self.sym:
+                g = self.globals.get(e.id)
+                if isinstance(g, int) and not isinstance(g, bool):
+                    return ("int", g)  # a module-level integer constant
                 raise self.err(e, f"undefined name {e.id!r}")
             return ("name", e.id)
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
             return ("neg", self.iexpr(e.operand))
         if isinstance(e, ast.BinOp):
-            ops = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "floordiv"}
+            ops = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "floordiv", ast.Mod: "mod"}
             if type(e.op) in ops:
                 return (ops[type(e.op)], self.iexpr(e.left), self.iexpr(e.right))
         raise self.err(e, f"unsupported index expression: {ast.unparse(e)!r} (indices must be affine in "
@@ -473,9 +545,13 @@ class _Parser:
         if isinstance(e, ast.Name):
             if e.id in self.views:
                 return _fresh(self.views[e.id][0], loc)
+            if e.id in self.loopvars:
+                return Dim(loc, e.id)  # a loop variable's value (in a condition or an expression)
+            if e.id not in self.sym and e.id not in self.loopvars and _constant(self.globals.get(e.id)):
+                return Const(loc, float(self.globals[e.id]))  # a module-level constant
             kind, ty = self.lookup(e, e.id)
             if kind == "dim":
-                raise self.err(e, f"dimension {e.id!r} cannot be used as a value")
+                return Dim(loc, e.id)  # `1.0 / N`: the size as a number
             return Ref(loc, e.id, ty=ty)
         if isinstance(e, ast.Subscript):
             base, idx = self.subscript_parts(e)
@@ -507,13 +583,37 @@ class _Parser:
             a, b = self.expr(e.left), self.expr(e.right)
             if isinstance(e.op, ast.MatMult):
                 return self.matmul(e, a, b)
-            ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+            if isinstance(e.op, ast.Pow):
+                return self.power(e, a, b)
+            ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
             if type(e.op) not in ops:
                 raise self.err(e, f"unsupported operator `{_opname(e.op)}`")
             return Bin(loc, ops[type(e.op)], a, b, ty=self.bcast(e, a.ty, b.ty))
+        if isinstance(e, ast.IfExp):
+            c = self.cond(e.test)
+            a, b = self.expr(e.body), self.expr(e.orelse)
+            if a.ty is not None or b.ty is not None:
+                raise self.err(e, "`a if cond else b` chooses between scalars (elements), not tensors")
+            return Select(loc, c, a, b)
+        if isinstance(e, (ast.Compare, ast.BoolOp)) or (isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not)):
+            raise self.err(e, "a comparison is a condition: use it in `if` or `a if cond else b`, not as a value")
         if isinstance(e, ast.Call):
             return self.call(e)
         raise self.err(e, f"unsupported expression: {type(e).__name__}")
+
+    def power(self, node, a, b):
+        """`x ** c` for a constant c: a small integer power is a product, anything else a power."""
+        if not isinstance(b, Const):
+            raise self.err(node, "`**` needs a constant exponent")
+        c = b.value
+        if float(c).is_integer() and 1 <= abs(c) <= 8:
+            out = a
+            for _ in range(int(abs(c)) - 1):
+                out = Bin(self.loc(node), "*", out, a, ty=a.ty)
+            if c < 0:
+                out = Bin(self.loc(node), "/", Const(self.loc(node), 1.0), out, ty=a.ty)
+            return out
+        return Bin(self.loc(node), "**", a, b, ty=a.ty)
 
     def bcast(self, node, ta, tb):
         if ta is None:
@@ -590,6 +690,37 @@ class _Parser:
         return Call(loc, fn, args, ty=self.bcast(e, args[0].ty, args[1].ty))
 
 
+_AUG = {ast.Add: "+", ast.Sub: "+", ast.Mult: "*", ast.Div: "/"}
+
+
+def _constant(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _const_int(t):
+    """The value of a constant index expression (no names), else None."""
+    if ie_names(t):
+        return None
+    from .ir import ie_eval
+
+    v = ie_eval(t, {})
+    return v or None
+
+
+def _self_update(target, value):
+    """`t = t op e` (and `t = e + t`, `t = e * t`) as (the augmented op, e); else (None, value)."""
+    if not isinstance(value, ast.BinOp):
+        return None, value
+    same = lambda x: ast.dump(x, annotate_fields=False).replace("Load()", "Store()") == \
+        ast.dump(target, annotate_fields=False).replace("Load()", "Store()")  # noqa: E731
+    op = type(value.op)
+    if op in (ast.Add, ast.Sub, ast.Mult, ast.Div) and same(value.left):
+        return op, value.right
+    if op in (ast.Add, ast.Mult) and same(value.right):
+        return op, value.left
+    return None, value
+
+
 RESERVED = set(lang.UNARY) | set(lang.BINARY) | set(lang.BUILDERS) | {"transpose", "range", "max", "min"}
 
 
@@ -621,8 +752,8 @@ def _check_affine(t, loopvars, fail):
     if tag == "mul":
         if ie_names(t[1]) & loopvars and ie_names(t[2]) & loopvars:
             fail("index is not affine: a product of two loop variables")
-    if tag == "floordiv" and ie_names(t) & loopvars:
-        fail("index is not affine: floor division of a loop variable")
+    if tag in ("floordiv", "mod") and (ie_names(t[2]) & loopvars or (t[2][0] == "int" and t[2][1] <= 0)):
+        fail("`//` and `%` in an index need a positive constant divisor")
     for c in t[1:]:
         if isinstance(c, tuple):
             _check_affine(c, loopvars, fail)

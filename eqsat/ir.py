@@ -39,6 +39,13 @@ class Ref(Expr):
 
 
 @dataclass(eq=False)
+class Dim(Expr):
+    """A dimension, integer parameter or loop variable used as a value (`1.0 / N`, `i > j`)."""
+
+    name: str
+
+
+@dataclass(eq=False)
 class Index(Expr):
     """`base[idx]`: an element load, or a slice when fewer indices than the rank."""
 
@@ -63,6 +70,41 @@ class Call(Expr):
 
     def children(self) -> tuple:
         return tuple(self.args)
+
+
+@dataclass(eq=False)
+class Compare(Expr):
+    """`a op b` for op in < <= > >= == != (a condition: true or false, never stored)."""
+
+    op: str
+    a: Expr
+    b: Expr
+
+    def children(self) -> tuple:
+        return (self.a, self.b)
+
+
+@dataclass(eq=False)
+class BoolOp(Expr):
+    """`and` / `or` over conditions, or `not` of one (args has one element)."""
+
+    op: str
+    args: tuple
+
+    def children(self) -> tuple:
+        return tuple(self.args)
+
+
+@dataclass(eq=False)
+class Select(Expr):
+    """`a if cond else b`."""
+
+    cond: Expr
+    a: Expr
+    b: Expr
+
+    def children(self) -> tuple:
+        return (self.cond, self.a, self.b)
 
 
 @dataclass(eq=False)
@@ -98,11 +140,12 @@ class Alloc(Stmt):
 
 @dataclass(eq=False)
 class Assign(Stmt):
-    """`name = value` (scalar or tensor local); `name += value` when aug."""
+    """`name = value` (scalar or tensor local); `name op= value` when aug (op is aug_op)."""
 
     name: str
     value: Expr
     aug: bool = False
+    aug_op: str = "+"  # "+" ("-=" is "+=" of the negation), "*" or "/"
 
 
 @dataclass(eq=False)
@@ -111,6 +154,7 @@ class Store(Stmt):
     idx: tuple
     value: Expr
     aug: bool = False
+    aug_op: str = "+"
 
 
 @dataclass(eq=False)
@@ -120,6 +164,17 @@ class For(Stmt):
     hi: IExpr
     body: list
     node: Any = None  # the ast.For, kept so a loop kernel can run exactly as written
+    step: int = 1  # a nonzero constant; negative runs downward from lo to hi (exclusive)
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    """`if cond: body else: orelse` (elif is an If in orelse). Nests holding one run as written."""
+
+    cond: Expr
+    body: list
+    orelse: list
+    node: Any = None
 
 
 @dataclass
@@ -181,7 +236,13 @@ def ie_eval(e: IExpr, env: dict) -> int:
         return a * b
     if tag == "floordiv":
         return a // b
+    if tag == "mod":
+        return a % b
     raise AssertionError(tag)
+
+
+class NotAffine(Exception):
+    """An index with `//` or `%` of a loop variable: fine to run, not an affine map."""
 
 
 def ie_affine(e: IExpr, dims: dict, loc: Loc) -> tuple[dict, int]:
@@ -210,12 +271,12 @@ def ie_affine(e: IExpr, dims: dict, loc: Loc) -> tuple[dict, int]:
         if ca:
             return {v: x * kb for v, x in ca.items() if x * kb}, ka * kb
         return {v: x * ka for v, x in cb.items() if x * ka}, ka * kb
-    if tag == "floordiv":
+    if tag in ("floordiv", "mod"):
         if ca or cb:
-            raise ProgramError("index is not affine: floor division of a loop variable", loc)
+            raise NotAffine("floor division or remainder of a loop variable")
         if kb == 0:
             raise ProgramError("division by zero in an index or extent", loc)
-        return {}, ka // kb
+        return {}, (ka // kb if tag == "floordiv" else ka % kb)
     raise AssertionError(tag)
 
 
@@ -225,5 +286,5 @@ def ie_str(e: IExpr) -> str:
         return str(e[1])
     if tag == "neg":
         return f"-{ie_str(e[1])}"
-    op = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//"}[tag]
+    op = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}[tag]
     return f"({ie_str(e[1])} {op} {ie_str(e[2])})"

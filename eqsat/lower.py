@@ -30,10 +30,22 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from . import terms as T
-from .dataflow import Mismatch, NestFlow, Source, trip
+from .dataflow import Conditional, Mismatch, NestFlow, Source, span, trip
 from .errors import ProgramError
-from .ir import Alloc, Assign, Bin, Call, Const, For, Index, MatMul, Ref, Store, Transpose, ie_affine, ie_eval
+from .ir import (
+    Alloc, Assign, Bin, Call, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Store, Transpose, ie_affine, ie_eval,
+)
 from .terms import Node
+
+
+AUG = {"+": "Sc.add", "*": "Sc.mul", "/": "Sc.div"}  # an augmented assignment's combining op
+
+
+def _binop(e: Bin) -> str:
+    op = {"+": "Sc.add", "-": "Sc.sub", "*": "Sc.mul", "/": "Sc.div"}.get(e.op)
+    if op is None:  # `//`, `%`, `**` by a non-integer: no term; the nest runs as written
+        raise NotFunctional(f"`{e.op}` has no functional form here")
+    return op
 
 
 class NotFunctional(Exception):
@@ -102,6 +114,8 @@ class _Lowerer:
     # ------------------------------------------------------------ program
     def run(self) -> Lowered:
         for p in self.prog.params:
+            if p.dtype is int:
+                continue  # an integer parameter is a size: bound in dims
             if p.shape is None:
                 self.env[p.name] = Node("Sc.param", p.name)
             else:
@@ -119,26 +133,34 @@ class _Lowerer:
                 roots.append(self.tensor(r))
                 scal.append(False)
         return Lowered(roots, scal, self.unions, self.nests, dict(self.shapes),
-                       [p.name for p in self.prog.params if p.shape is None], self.var_extent,
+                       [p.name for p in self.prog.params if p.shape is None and p.dtype is not int], self.var_extent,
                        dict(self.shapes))
 
     def top(self, s):
+        if isinstance(s, Assign):
+            try:
+                self.top_assign(s)
+            except NotFunctional:
+                self.nest(s)  # a form with no term (`//`, a condition...): run as written
+            return
         if isinstance(s, Alloc):
             shape = self.shape_of(s.shape, s.loc)
             self.shapes[s.name] = shape
             self.env[s.name] = self.zeros(shape)
-        elif isinstance(s, Assign):
-            if s.value.ty is None:
-                v = self.scalar_top(s.value)
-                self.env[s.name] = T.binop("Sc.add", self.env[s.name], v) if s.aug else v
-            else:
-                v = self.tensor(s.value)
-                if s.aug:
-                    v = self.tensor(Bin(s.loc, "+", Ref(s.loc, s.name, ty=s.value.ty), s.value, ty=s.value.ty))
-                self.shapes[s.name] = self.shape_of(s.value.ty, s.loc)
-                self.env[s.name] = v
         else:
             self.nest(s)
+
+    def top_assign(self, s):
+        if s.value.ty is None:
+            v = self.scalar_top(s.value)
+            self.env[s.name] = T.binop(AUG[s.aug_op], self.env[s.name], v) if s.aug else v
+            return
+        if s.aug:
+            v = self.tensor(Bin(s.loc, s.aug_op, Ref(s.loc, s.name, ty=s.value.ty), s.value, ty=s.value.ty))
+        else:
+            v = self.tensor(s.value)
+        self.shapes[s.name] = self.shape_of(s.value.ty, s.loc)
+        self.env[s.name] = v
 
     # ------------------------------------------------------------ whole-tensor expressions
     def tensor(self, e) -> Node:
@@ -165,7 +187,10 @@ class _Lowerer:
     # ------------------------------------------------------------ element-level expressions
     def ix(self, ie, loopvars: dict, loc) -> Node:
         """An index IExpr as an Ix term; `loopvars` maps loop names to their Ix."""
-        coef, const = ie_affine(ie, self.dims, loc)
+        try:
+            coef, const = ie_affine(ie, self.dims, loc)
+        except NotAffine as why:
+            raise NotFunctional(str(why)) from None
         parts = []
         for name, c in sorted(coef.items()):
             if name not in loopvars:
@@ -187,8 +212,11 @@ class _Lowerer:
         if isinstance(e, Index):
             return ctx.load(e.base, [self.ix(i, ctx.loopvars, e.loc) for i in e.idx], e)
         if isinstance(e, Bin):
-            op = {"+": "Sc.add", "-": "Sc.sub", "*": "Sc.mul", "/": "Sc.div"}[e.op]
-            return T.binop(op, self.scalar(e.a, ctx), self.scalar(e.b, ctx))
+            return T.binop(_binop(e), self.scalar(e.a, ctx), self.scalar(e.b, ctx))
+        if isinstance(e, Dim):
+            if e.name not in self.dims:
+                raise NotFunctional(f"loop variable {e.name!r} used as a value")
+            return T.lit(float(self.dims[e.name]))
         if isinstance(e, Call):
             args = [self.scalar(a, ctx) for a in e.args]
             if e.fn in ("max", "min"):
@@ -214,8 +242,7 @@ class _Lowerer:
                 inv[in_axis] = my[out_axis]
             return self.elem(e.x, inv, ctx)
         if isinstance(e, Bin):
-            op = {"+": "Sc.add", "-": "Sc.sub", "*": "Sc.mul", "/": "Sc.div"}[e.op]
-            return T.binop(op, self.elem(e.a, my, ctx), self.elem(e.b, my, ctx))
+            return T.binop(_binop(e), self.elem(e.a, my, ctx), self.elem(e.b, my, ctx))
         if isinstance(e, Call):
             args = [self.elem(a, my, ctx) for a in e.args]
             if e.fn in ("max", "min"):
@@ -251,7 +278,7 @@ class _Lowerer:
             functional = _NestRun(self, s).run()
         except NotFunctional as why:
             reason = str(why)
-            if isinstance(s, For) and len(_leaves(s)) > 1 and \
+            if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) and \
                     NestFlow(s, self.dims, self.shapes, set()).distributable():
                 # no functional form as a whole: distribute the loops over the statements
                 # (fission, proven legal by dataflow) and lower each part on its own
@@ -286,6 +313,10 @@ class _Lowerer:
                     self.unions.append((opaque[n], functional[n]))
 
 
+def _has_if(s) -> bool:
+    return isinstance(s, If) or (isinstance(s, For) and any(_has_if(b) for b in s.body))
+
+
 def _leaves(s) -> list:
     if isinstance(s, For):
         return [x for b in s.body for x in _leaves(b)]
@@ -301,13 +332,22 @@ def _distribute(s) -> list:
         for part in _distribute(b):
             node = copy.copy(s.node)
             node.body = [part.node]
-            out.append(For(s.loc, s.var, s.lo, s.hi, [part], node=node))
+            out.append(For(s.loc, s.var, s.lo, s.hi, [part], node=node, step=s.step))
     return out
 
 
-def _declare_shapes(s, low):
+def _sub(s) -> list:
+    """The statements directly inside a loop or a conditional."""
     if isinstance(s, For):
-        for b in s.body:
+        return s.body
+    if isinstance(s, If):
+        return s.body + s.orelse
+    return []
+
+
+def _declare_shapes(s, low):
+    if isinstance(s, (For, If)):
+        for b in _sub(s):
             _declare_shapes(b, low)
     elif isinstance(s, Alloc):
         low.shapes[s.name] = low.shape_of(s.shape, s.loc)
@@ -325,8 +365,10 @@ def _scan(s, reads, writes, swrites, local):
         for c in e.children():
             expr(c)
 
-    if isinstance(s, For):
-        for b in s.body:
+    if isinstance(s, (For, If)):
+        if isinstance(s, If):
+            expr(s.cond)
+        for b in _sub(s):
             _scan(b, reads, writes, swrites, local)
     elif isinstance(s, Store):
         expr(s.value)
@@ -361,11 +403,19 @@ def _work(s, dims, iters=1) -> dict:
             out += lib(c)
         return out
 
-    def go(s, iters):
+    def go(s, iters, env):
         if isinstance(s, For):
-            n = max(0, ie_eval(s.hi, dims) - ie_eval(s.lo, dims))
+            # iterations at the midpoint of the enclosing loops (exact for rectangular nests)
+            lo, hi = ie_eval(s.lo, {**dims, **env}), ie_eval(s.hi, {**dims, **env})
+            n = max(0.0, (hi - lo) / s.step)
+            inner = {**env, s.var: lo + s.step * (n - 1) / 2 if n else lo}
             for b in s.body:
-                go(b, iters * n)
+                go(b, iters * n, inner)
+            return
+        if isinstance(s, If):  # the condition, and both branches as an upper bound
+            w["ops"] += iters * expr_ops(s.cond)
+            for b in _sub(s):
+                go(b, iters, env)
             return
         if isinstance(s, Alloc):
             size = 1
@@ -381,8 +431,8 @@ def _work(s, dims, iters=1) -> dict:
             w["lib_flops"] += iters * f
             w["lib_calls"] += iters
 
-    go(s, iters)
-    return w
+    go(s, iters, {})
+    return {k: int(round(v)) for k, v in w.items()}
 
 
 class _Ctx:
@@ -421,7 +471,10 @@ class _NestRun:
         self.checks: list = []  # (stmt, read key, claimed Source, self-chain loops)
         self.written = _written(stmt)
         scalars = {n for n in self.written if n not in low.shapes}
-        self.flow = NestFlow(stmt, low.dims, low.shapes, scalars)
+        try:
+            self.flow = NestFlow(stmt, low.dims, low.shapes, scalars)
+        except Conditional as why:
+            raise NotFunctional(str(why)) from None
 
     def run(self) -> dict:
         if not isinstance(self.stmt, For):
@@ -491,7 +544,7 @@ class _NestRun:
                     self.checks.append((s, "aug", src, None))
                 old = term if term is not None else self.low.env[s.name]
                 vs = [self.low.new_var("t", n) for n in shape]
-                body = T.binop("Sc.add", _load(old, [T.iv(v) for v in vs]),
+                body = T.binop(AUG[s.aug_op], _load(old, [T.iv(v) for v in vs]),
                                self.low.elem(s.value, [T.iv(v) for v in vs], ctx))
                 term = T.compute(list(zip(vs, shape)), body)
             else:
@@ -503,7 +556,7 @@ class _NestRun:
             term, src = self._entry(self.scal, s.name)
             if s.name in self.written:
                 self.checks.append((s, "aug", src, None))
-            v = T.binop("Sc.add", term if term is not None else self.low.env[s.name], v)
+            v = T.binop(AUG[s.aug_op], term if term is not None else self.low.env[s.name], v)
         self.scal[s.name] = (v, Source(s, s.name, tuple(self.open)))
 
     def store(self, s: Store):
@@ -521,7 +574,7 @@ class _NestRun:
             term, src = self._entry(self.cur, s.buf)
             if s.buf in self.written:
                 self.checks.append((s, "aug", src, None))
-            val = T.binop("Sc.add", _load(term if term is not None else self.low.env[s.buf], idx), val)
+            val = T.binop(AUG[s.aug_op], _load(term if term is not None else self.low.env[s.buf], idx), val)
         self.define(s, s.buf, idx, inner, val)
 
     def define(self, s, buf, idx, inner, val, loops=None):
@@ -567,13 +620,23 @@ class _NestRun:
         if _carried(f, f.body):
             self.reduction(f)
             return
-        lo = ie_eval(f.lo, self.low.dims)
-        v = self.low.new_var(f.var, trip(f, self.low.dims))
-        self.loopix[id(f)] = T.iv(v) if lo == 0 else Node("Ix.add", T.iv(v), T.ilit(lo))
+        self.enter(f)
         self.open.append(f)
         self.block(f.body)
         self.open.pop()
         self.close(f)
+
+    def enter(self, f: For):
+        """A variable for loop f over its values taken as a set (their order is the dataflow
+        check's business): smallest + |step| * v for v < count."""
+        sp = span(f, self.low.dims)
+        if sp is None:
+            raise NotFunctional(f"loop {f.var!r} has bounds that depend on an enclosing loop")
+        first, n, stride = sp
+        v = self.low.new_var(f.var, n)
+        ix = T.iv(v) if stride == 1 else Node("Ix.scale", T.iv(v), stride)
+        self.loopix[id(f)] = ix if first == 0 else Node("Ix.add", ix, T.ilit(first))
+        return v, n
 
     def close(self, f):
         """After loop f, a value private to it is its last iteration's (as in Python): that is
@@ -621,10 +684,7 @@ class _NestRun:
 
     def _reduce(self, s, red: list, accs, contrib, bound=()):
         if isinstance(s, For):
-            lo = ie_eval(s.lo, self.low.dims)
-            ext = trip(s, self.low.dims)
-            v = self.low.new_var(s.var, ext)
-            self.loopix[id(s)] = T.iv(v) if lo == 0 else Node("Ix.add", T.iv(v), T.ilit(lo))
+            v, ext = self.enter(s)
             indexes = any(s.var in _idx_names(st.idx) for st in accs.values() if isinstance(st, Store)
                           and _encloses(s, st))
             self.open.append(s)
@@ -663,8 +723,8 @@ class _NestRun:
 
 def _written(s) -> set:
     out = set()
-    if isinstance(s, For):
-        for b in s.body:
+    if isinstance(s, (For, If)):
+        for b in _sub(s):
             out |= _written(b)
     elif isinstance(s, Store):
         out.add(s.buf)
@@ -680,8 +740,9 @@ def _encloses(f: For, s) -> bool:
 
 
 def _is_acc(s) -> bool:
-    return (isinstance(s, Store) and s.aug) or \
-        (isinstance(s, Assign) and s.value.ty is None and (s.aug or _max_min(s) is not None))
+    """A sum (`+=`) or builtin max/min accumulation: what a reduction loop may hold."""
+    return (isinstance(s, Store) and s.aug and s.aug_op == "+") or \
+        (isinstance(s, Assign) and s.value.ty is None and ((s.aug and s.aug_op == "+") or _max_min(s) is not None))
 
 
 def _carried(f: For, body) -> bool:
@@ -787,12 +848,7 @@ def check_bounds(prog, dims: dict) -> None:
         if shape is None:
             return
         for axis, ie in enumerate(idx):
-            coef, const = ie_affine(ie, dims, loc)
-            lo = hi = const
-            for v, c in coef.items():
-                a, b = ranges[v]
-                lo += min(c * a, c * b)
-                hi += max(c * a, c * b)
+            lo, hi = _interval(ie, ranges, dims)
             if lo < 0 or hi >= shape[axis]:
                 raise ProgramError(f"index {axis} of {base!r} ranges over {lo}..{hi}, outside 0..{shape[axis] - 1}",
                                    loc)
@@ -813,16 +869,47 @@ def check_bounds(prog, dims: dict) -> None:
         elif isinstance(s, Store):
             expr(s.value, ranges)
             check(s.buf, s.idx, ranges, s.loc)
+        elif isinstance(s, If):
+            expr(s.cond, ranges)
+            for b in _sub(s):
+                stmt(b, ranges)
         elif isinstance(s, For):
-            lo, hi = ie_eval(s.lo, dims), ie_eval(s.hi, dims)
-            if hi > lo:
+            (a1, a2), (b1, b2) = _interval(s.lo, ranges, dims), _interval(s.hi, ranges, dims)
+            vr = (a1, b2 - 1) if s.step > 0 else (b1 + 1, a2)  # every value it may take
+            if vr[0] <= vr[1]:
                 for b in s.body:
-                    stmt(b, {**ranges, s.var: (lo, hi - 1)})
+                    stmt(b, {**ranges, s.var: vr})
 
     for s in prog.body:
         stmt(s, {})
     for r in prog.returns:
         expr(r, {})
+
+
+def _interval(e, ranges, dims) -> tuple:
+    """Smallest and largest value of an index expression over the loop variables' ranges."""
+    tag = e[0]
+    if tag == "int":
+        return e[1], e[1]
+    if tag == "name":
+        return ranges[e[1]] if e[1] in ranges else (dims[e[1]], dims[e[1]])
+    if tag == "neg":
+        lo, hi = _interval(e[1], ranges, dims)
+        return -hi, -lo
+    (a, b), (c, d) = _interval(e[1], ranges, dims), _interval(e[2], ranges, dims)
+    if tag == "add":
+        return a + c, b + d
+    if tag == "sub":
+        return a - d, b - c
+    if tag == "mul":
+        xs = (a * c, a * d, b * c, b * d)
+        return min(xs), max(xs)
+    k = c  # `//` and `%` by a positive constant (the front end checks it)
+    if tag == "floordiv":
+        return a // k, b // k
+    if b - a < k and a % k <= b % k:
+        return a % k, b % k
+    return 0, k - 1
 
 
 def lower(prog, dims: dict) -> Lowered:

@@ -49,7 +49,9 @@ def random_args(prog, dims, seed=0):
     rng = np.random.default_rng(seed)
     out = []
     for p in prog.params:
-        if p.shape is None:
+        if p.dtype is int:
+            out.append(dims[p.name])
+        elif p.shape is None:
             out.append(float(rng.uniform(0.5, 1.5)))
         else:
             shape = [dims[d] if isinstance(d, str) else d for d in p.shape]

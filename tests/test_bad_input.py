@@ -178,19 +178,6 @@ def test_while_loop():
     expect_program_error(build, "while", "unsupported statement", "while", at="while")
 
 
-def test_if_statement():
-    def build():
-        @program
-        def p(x: f32["M"]) -> f32["M"]:
-            y = empty((M,))
-            for i in range(M):
-                if i > 0:  # ERR:if
-                    y[i] = x[i]
-            return y
-
-    expect_program_error(build, "if", "unsupported statement", "if", at="if")
-
-
 def test_try_statement():
     def build():
         @program
@@ -269,7 +256,7 @@ def test_comparison():
                 y[i] = x[i] < 0.0  # ERR:compare
             return y
 
-    expect_program_error(build, "compare", "unsupported expression", "compare", at="x[i] <")
+    expect_program_error(build, "compare", "a comparison is a condition", at="x[i] <")
 
 
 def test_lambda():
@@ -293,30 +280,6 @@ def test_list_literal():
             return y
 
     expect_program_error(build, "list", "unsupported expression", "list", at="[x[i], 1.0]")
-
-
-def test_power_operator():
-    def build():
-        @program
-        def p(x: f32["M"]) -> f32["M"]:
-            y = empty((M,))
-            for i in range(M):
-                y[i] = x[i] ** 2.0  # ERR:pow
-            return y
-
-    expect_program_error(build, "pow", "unsupported operator", "**", at="x[i] **")
-
-
-def test_conditional_expression():
-    def build():
-        @program
-        def p(x: f32["M"]) -> f32["M"]:
-            y = empty((M,))
-            for i in range(M):
-                y[i] = x[i] if M > 2 else 0.0  # ERR:ifexp
-            return y
-
-    expect_program_error(build, "ifexp", "unsupported expression")
 
 
 def test_unsupported_attribute():
@@ -462,18 +425,6 @@ def test_index_product_of_loop_variables():
     expect_program_error(build, "i-times-j", "not affine", "product", at="i * j")
 
 
-def test_index_floor_division_of_loop_variable():
-    def build():
-        @program
-        def p(a: f32["M"]) -> f32["M"]:
-            y = empty((M,))
-            for i in range(M):
-                y[i] = a[i // 2]  # ERR:floordiv
-            return y
-
-    expect_program_error(build, "floordiv", "not affine", "floor division", at="i // 2")
-
-
 def test_non_affine_index_in_store():
     def build():
         @program
@@ -485,18 +436,6 @@ def test_non_affine_index_in_store():
             return y
 
     expect_program_error(build, "store-i-times-j", "not affine", at="i * j")
-
-
-def test_index_modulo():
-    def build():
-        @program
-        def p(a: f32["M"]) -> f32["M"]:
-            y = empty((M,))
-            for i in range(M):
-                y[i] = a[i % 2]  # ERR:modulo
-            return y
-
-    expect_program_error(build, "modulo", "unsupported index expression", at="i % 2")
 
 
 def test_index_float_constant():
@@ -534,30 +473,6 @@ def test_index_by_scalar_local():
             return y
 
     expect_program_error(build, "scalar-index", "'s'", "neither a loop variable nor a dimension")
-
-
-def test_loop_variable_used_as_value():
-    def build():
-        @program
-        def p(x: f32["M"]) -> f32["M"]:
-            y = empty((M,))
-            for i in range(M):
-                y[i] = x[i] * i  # ERR:loopvar-value
-            return y
-
-    expect_program_error(build, "loopvar-value", "loop variable", "'i'", "value", at="i  #")
-
-
-def test_dimension_used_as_value():
-    def build():
-        @program
-        def p(x: f32["M"]) -> f32["M"]:
-            y = empty((M,))
-            for i in range(M):
-                y[i] = x[i] / M  # ERR:dim-value
-            return y
-
-    expect_program_error(build, "dim-value", "dimension", "'M'", "value", at="M  #")
 
 
 def test_slicing():
@@ -790,20 +705,6 @@ def test_assigning_to_a_loop_variable():
     expect_program_error(build, "assign-loopvar", "cannot assign", "loop variable", "'i'")
 
 
-def test_augmented_assign_multiply():
-    def build():
-        @program
-        def p(x: f32["M"]) -> f32["M"]:
-            y = empty((M,))
-            for i in range(M):
-                acc = 1.0
-                acc *= x[i]  # ERR:mul-assign
-                y[i] = acc
-            return y
-
-    expect_program_error(build, "mul-assign", "*=", "+=", at="acc *=")
-
-
 def test_tuple_unpacking_assignment():
     def build():
         @program
@@ -812,35 +713,6 @@ def test_tuple_unpacking_assignment():
             return x
 
     expect_program_error(build, "unpack", "assignment target")
-
-
-def test_chained_assignment():
-    def build():
-        @program
-        def p(x: f32["M"]) -> f32["M"]:
-            a = b = 1.0  # ERR:chained
-            return x
-
-    expect_program_error(build, "chained", "chained assignment")
-
-
-# ============================================================================ parameters and annotations
-def test_missing_annotation():
-    def build():
-        @program
-        def p(x: f32["M"], w) -> f32["M"]:  # ERR:no-ann
-            return x
-
-    expect_program_error(build, "no-ann", "parameter 'w'", "annotation", at="w)")
-
-
-def test_bad_annotation_python_type():
-    def build():
-        @program
-        def p(x: f32["M"], n: int) -> f32["M"]:  # ERR:int-ann
-            return x
-
-    expect_program_error(build, "int-ann", "parameter 'n'", "annotation", at="n: int")
 
 
 def test_bad_annotation_numpy_type():
@@ -993,7 +865,7 @@ def test_return_of_a_dimension():
         def p(x: f32["M"]) -> f32["M"]:
             return M  # ERR:return-dim
 
-    expect_program_error(build, "return-dim", "dimension", "'M'", at="M  #")
+    expect_program_error(build, "return-dim", "returns a scalar", "[M]")
 
 
 # ============================================================================ loops
@@ -1009,18 +881,6 @@ def test_for_else():
             return y
 
     expect_program_error(build, "for-else", "for ... else", at="for")
-
-
-def test_range_with_step():
-    def build():
-        @program
-        def p(x: f32["M"]) -> f32["M"]:
-            y = zeros((M,))
-            for i in range(0, M, 2):  # ERR:range-step
-                y[i] = x[i]
-            return y
-
-    expect_program_error(build, "range-step", "range(n)", "range(lo, hi)", at="range(")
 
 
 def test_loop_over_a_tensor():
@@ -1059,19 +919,6 @@ def test_loop_target_not_a_name():
     expect_program_error(build, "loop-tuple", "loop variable", "plain name", at="i, j")
 
 
-def test_loop_bound_depends_on_loop_variable():
-    def build():
-        @program
-        def p(x: f32["M", "M"]) -> f32["M", "M"]:
-            y = zeros((M, M))
-            for i in range(M):
-                for j in range(i):  # ERR:triangular
-                    y[i, j] = x[i, j]
-            return y
-
-    expect_program_error(build, "triangular", "loop variable", "'i'", at="i)")
-
-
 def test_loop_bound_not_a_dimension():
     def build():
         @program
@@ -1081,7 +928,7 @@ def test_loop_bound_not_a_dimension():
                 y[i] = x[i]
             return y
 
-    expect_program_error(build, "scalar-bound", "'n'", "not a dimension", at="n)")
+    expect_program_error(build, "scalar-bound", "'n'", "nor a dimension", at="n)")
 
 
 def test_loop_variable_shadows():
@@ -1202,7 +1049,7 @@ def test_error_names_a_temporary_file(tmp_path):
         def p(x: f32["M"]) -> f32["M"]:
             y = empty((M,))
             for i in range(M):
-                y[i] = x[i] ** 3.0  # ERR:tmp-pow
+                y[i] = x[i] ** x[0]  # ERR:tmp-pow
             return y
         ''')
     path = tmp_path / "user_prog.py"
@@ -1466,3 +1313,64 @@ def test_dimension_hiding_a_function():
             return x
 
     expect_program_error(build, "dim-hides", "dimension 'exp' hides the function")
+
+
+def test_zero_loop_step():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = zeros((M,))
+            for i in range(0, M, 0):  # ERR:step0
+                y[i] = x[i]
+            return y
+
+    expect_program_error(build, "step0", "step must be a nonzero integer constant")
+
+
+def test_loop_step_not_constant():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = zeros((M,))
+            for i in range(0, M, M):  # ERR:stepM
+                y[i] = x[i]
+            return y
+
+    expect_program_error(build, "stepM", "step must be a nonzero integer constant")
+
+
+def test_power_with_a_variable_exponent():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] ** x[0]  # ERR:pow-var
+            return y
+
+    expect_program_error(build, "pow-var", "constant exponent")
+
+
+def test_index_product_of_loop_variables():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = zeros((M,))
+            for i in range(M):
+                for j in range(M):
+                    y[(i * j) % M] = x[i]  # ERR:ij
+            return y
+
+    expect_program_error(build, "ij", "product of two loop variables")
+
+
+def test_modulo_by_a_loop_variable():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = zeros((M,))
+            for i in range(1, M):
+                y[M % i] = x[i]  # ERR:modi
+            return y
+
+    expect_program_error(build, "modi", "positive constant divisor")
