@@ -78,7 +78,8 @@ class _Gen:
             ptr, strides = self.operands[n.args[0]]
             idx = [self.ix(i) for i in unlist(n.args[1])]
             off = " + ".join(f"({i}) * {s}" for i, s in zip(idx, strides)) or "0"
-            out = self.tmp(f"tl.load({ptr} + {off}, mask=mask, other=0.0)")
+            # broadcast the offset to the block: an element every lane shares is a scalar offset
+            out = self.tmp(f"tl.load({ptr} + {off} + tl.zeros({self.shape}, tl.int32), mask=mask, other=0.0)")
         elif op in _BIN:
             out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
         elif op == "Sc.fn":

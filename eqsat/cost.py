@@ -15,9 +15,11 @@ A kernel costs ``max(flops / peak, bytes / bandwidth, latency) + launch``:
   dependent multiply-add (`fma_latency`). This is what
   makes a matmul recomputed inside another kernel's reduction lose to two matmul
   kernels, even at sizes where one launch more would otherwise dominate;
-- a loop nest kept as written (`loop`) runs as scalar code: `loop_efficiency` of the
-  SIMT peak and `loop_bandwidth_efficiency` of the bandwidth, plus one launch per
-  library call inside it;
+- a loop nest kept as written (`loop`) runs as what it is: one sequential chain of scalar
+  operations (one thread; on the CPU target one core, compiled), each `loop_op_time`, its
+  bytes at the `loop_bandwidth` one thread reaches, plus one launch per library call
+  inside it. So a sum over 2^24 elements written as a loop costs what a sequential loop
+  costs, and lifting it into a parallel reduction kernel pays;
 - views (`transpose`, `slice`, inputs) cost nothing.
 
 Costs are seconds as floats. A tensor used twice is paid for once: every cost carries
@@ -38,8 +40,8 @@ class Target:
     tc_flops: float  # tensor-core peak for f32 inputs (TF32), flop/s
     bandwidth: float  # DRAM bytes/s
     launch: float  # seconds per kernel launch
-    loop_efficiency: float = 1 / 64  # share of simt_flops a loop nest as written reaches
-    loop_bandwidth_efficiency: float = 1 / 8
+    loop_op_time: float = 2.5e-9  # seconds per scalar operation of a kept loop (one thread, dependent)
+    loop_bandwidth: float = 9.1e7  # bytes/s one thread reaches (8 loads of 4 B per 350 ns round trip)
     load_latency: float = 3.5e-7  # a global load's latency (~600 cycles at 1.7 GHz)
     loads_in_flight: int = 8  # independent loads one thread keeps outstanding
     tile_k: int = 32  # K-depth of one matmul tile step
@@ -53,7 +55,8 @@ TARGETS = {
     # A100 SXM 80GB: 19.5 TF FP32, 156 TF TF32 dense, 2.04 TB/s HBM2e
     "a100": Target("a100", 19.5e12, 156e12, 2.04e12, 4e-6),
     # a 2-core x86 machine running numpy: no tensor cores; BLAS reaches ~the SIMT peak
-    "cpu": Target("cpu", 100e9, 100e9, 20e9, 2e-6, loop_efficiency=1 / 2000, loop_bandwidth_efficiency=1 / 200,
+    # kept loops on the CPU run compiled on one core: ~1 ns an operation, ~5 GB/s
+    "cpu": Target("cpu", 100e9, 100e9, 20e9, 2e-6, loop_op_time=1e-9, loop_bandwidth=5e9,
                   load_latency=1e-8, loads_in_flight=4, tile_k=256, fma_latency=1e-9),
 }
 
@@ -114,8 +117,7 @@ def matmul_latency(t: Target, k: int) -> float:
 
 
 def loop_time(t: Target, work: dict) -> float:
-    scalar = max(work["ops"] / (t.simt_flops * t.loop_efficiency),
-                 work["bytes"] / (t.bandwidth * t.loop_bandwidth_efficiency))
+    scalar = max(work["ops"] * t.loop_op_time, work["bytes"] / t.loop_bandwidth)
     return scalar + work["lib_flops"] / t.tc_flops + work["lib_calls"] * t.launch + t.launch
 
 

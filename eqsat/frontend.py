@@ -398,8 +398,12 @@ class _Parser:
             self.loop_stack[-1].append(name)
 
     def check_store(self, node, buf, rest, val):
-        if rest:
-            if val.ty is None or tuple(val.ty) != tuple(rest):
+        if rest:  # a store into a slice: the value broadcasts to it, as in numpy
+            try:
+                ok = val.ty is None or _broadcast(rest, val.ty) == tuple(rest)
+            except ValueError:
+                ok = False
+            if not ok:
                 raise self.err(node, f"shape mismatch: storing {_shape_str(val.ty)} into "
                                      f"{buf}[...] of shape {_shape_str(rest)}")
         elif val.ty is not None:

@@ -1,0 +1,161 @@
+"""Issue 12, item 1: the loop language of DESIGN.md, each form run on both backends
+against `reference` (with the caller's arrays untouched); where a form has a loop-free
+equivalent the plan must find it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat
+from conftest import random_args, rel_err
+
+D = {"N": 6, "M": 3, "NI": 4, "NJ": 5, "NK": 3, "t": 4}
+PRELUDE = "SCALE = 2.0\nT = 2\n"
+
+PROGRAMS = {
+    "gemm": '''
+@program
+def p(alpha: f32, beta: f32, C: f32["NI", "NJ"], A: f32["NI", "NK"], B: f32["NK", "NJ"]) -> f32["NI", "NJ"]:
+    for i in range(NI):
+        for j in range(NJ):
+            C[i, j] *= beta
+        for k in range(NK):
+            for j in range(NJ):
+                C[i, j] += alpha * A[i, k] * B[k, j]
+    return C
+''',
+    "syrk": '''
+@program
+def p(alpha: f32, beta: f32, C: f32["N", "N"], A: f32["N", "M"]) -> f32["N", "N"]:
+    for i in range(N):
+        for j in range(i + 1):
+            C[i, j] *= beta
+        for k in range(M):
+            for j in range(i + 1):
+                C[i, j] += alpha * A[i, k] * A[j, k]
+    return C
+''',
+    "trisolv": '''
+@program
+def p(L: f32["N", "N"], b: f32["N"]) -> f32["N"]:
+    x = zeros((N,))
+    for i in range(N):
+        x[i] = b[i]
+        for j in range(i):
+            x[i] -= L[i, j] * x[j]
+        x[i] = x[i] / L[i, i]
+    return x
+''',
+    "backward": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(N - 1, -1, -1):
+        y[i] = x[i] * SCALE
+    return y
+''',
+    "chained": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    z = empty((N,))
+    for i in range(N):
+        y[i] = z[i] = x[i] + 1.0
+    return y
+''',
+    "dimval": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = x[i] / N + 1.0 / N
+    return y
+''',
+    "cond": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        if x[i] > 0.0:
+            y[i] = x[i]
+        elif x[i] > -0.5:
+            y[i] = 0.0
+        else:
+            y[i] = -x[i] if i % 2 == 0 else x[i] * 2.0
+    return y
+''',
+    "modidx": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(N):
+        y[i] = x[(i + 1) % N] + x[i // 2] + x[i] ** 2 + (x[i] // 0.5) + (x[i] % 0.5)
+    return y
+''',
+    "intparam": '''
+@program
+def p(x: f32["N"], t: int) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(t):
+        y[i] = x[t - 1 - i] * t
+    return y
+''',
+    "stepped": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(0, N, T):
+        y[i] = x[i] + 1.0
+    s = 0.0
+    for i in range(N - 1, -1, -2):
+        s += x[i]
+    y[0] = s
+    return y
+''',
+    "mvt": '''
+@program
+def p(x1: f32["N"], A: f32["N", "N"], y1: f32["N"]) -> f32["N"]:
+    for i in range(N):
+        for j in range(N):
+            x1[i] = x1[i] + A[i, j] * y1[j]
+    return x1
+''',
+    "top_div": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = x // 0.25
+    return y
+''',
+}
+
+# structure where a loop-free form exists (None: only numerics)
+EXPECT = {"gemm": ["matmul"], "mvt": "no loop", "backward": "no loop", "chained": "no loop", "dimval": "no loop"}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_language_form(tmp_program, name):
+    prog = tmp_program(PRELUDE + PROGRAMS[name])
+    args = random_args(prog, D, seed=5)
+    if name == "trisolv":
+        args[0] = args[0] + 4 * np.eye(D["N"], dtype=np.float32)
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    want = eqsat.reference(prog, *args)
+    plan = eqsat.optimize(prog, D)
+    for backend in ("numpy", "triton"):
+        got = plan.run(*args, backend=backend)
+        assert rel_err(got, want) < 1e-5, (backend, plan)
+    for a, c in zip(args, copies):
+        assert np.array_equal(a, c) if isinstance(a, np.ndarray) else a == c
+    kinds = [k.kind for k in plan.kernels]
+    if EXPECT.get(name) == "no loop":
+        assert "loop" not in kinds, plan
+    elif EXPECT.get(name) is not None:
+        assert kinds == EXPECT[name], plan
+
+
+def test_int_parameter_is_specialized(tmp_program):
+    prog = tmp_program(PRELUDE + PROGRAMS["intparam"])
+    plan = eqsat.optimize(prog, D)
+    x = np.ones(D["N"], dtype=np.float32)
+    with pytest.raises(eqsat.ArgumentError, match="t=4"):
+        plan.run(x, 3)
