@@ -97,7 +97,15 @@ class Runner:
             ns[name] = np.float32(_Eval(self, {}, 0).sc(s))
         for name, view in nest.views.items():  # names sharing memory with a tensor, as in numpy
             ns[name] = _view(view, ns, self.plan.dims)
-        exec(nest.code, ns)
+        runner = self.plan.loop_runners.get(nid)
+        if runner is None:
+            from eqsat.backends import loops
+
+            runner = self.plan.loop_runners[nid] = loops.build(self.plan, nest)
+        if runner[0] is not None:
+            ns.update(runner[0](ns))
+        else:
+            exec(nest.code, ns)
         out = {}
         for name in nest.outputs:
             v = ns.get(name)

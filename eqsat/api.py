@@ -161,6 +161,9 @@ class Plan:
         nest_work = {n.id: n.work for n in lowered.nests.values()}.__getitem__
         self.costing = TermCost(t, lowered.input_shapes, nest_shapes, nest_work)
         self.kernels: list[Kernel] = form_kernels(roots, self.costing, lowered.nests)
+        # nest id -> (compiled runner or None, how it runs): filled by the numpy backend on the
+        # first run (kept loops compile once per plan; see backends/loops.py)
+        self.loop_runners: dict = {}
         self.cost = self.costing.total(roots)
         self.baseline_cost = TermCost(t, lowered.input_shapes, nest_shapes, nest_work).total(lowered.roots)
         self.nest_terms = {}
@@ -226,7 +229,8 @@ class Plan:
         names = self.names()
         for k in self.kernels:
             epi = f" + {'+'.join(k.epilogue)}" if k.epilogue else ""
-            what = (f"loop nest #{k.nest} as written ({self.lowered.nests[k.nest].reason or 'kept'})"
+            runs = f"; {self.loop_runners[k.nest][1]}" if k.kind == "loop" and k.nest in self.loop_runners else ""
+            what = (f"loop nest #{k.nest} as written ({self.lowered.nests[k.nest].reason or 'kept'}{runs})"
                     if k.kind == "loop" else describe(k.term, {n: m for n, m in names.items() if n is not k.term}))
             lines.append(f"  {k.name:<14} {k.kind}{epi:<16} {k.cost * 1e6:9.3f} us  {what}")
         outs = ", ".join(show(r, names) for r in self.roots)

@@ -1,0 +1,141 @@
+"""Loop nests kept as written, compiled: one function per nest, compiled by numba.
+
+A kept nest is the user's own loop code. Interpreted, it runs at Python speed; here each
+nest becomes a small module (its source, the sizes and module constants it reads as
+globals, the language's functions bound to compiled versions) compiled with
+`numba.njit(cache=True)` (numpy's error model: x / 0 is inf, as in the reference): once per
+nest and sizes, cached on disk across processes. Its
+arguments are the nest's tensor inputs (already copies: parameters are passed by value),
+its scalar inputs and the views it reads; it returns every name the nest writes.
+
+When compiling pays is a policy (`EQSAT_COMPILE_LOOPS`): `auto` (the default) compiles a
+nest whose modeled work is at least `COMPILE_MIN_OPS` scalar operations (below that the
+interpreter finishes before numba would have compiled it), `always`, or `never`. A nest
+numba cannot compile runs interpreted, and the plan says why (`Plan.loop_runners`).
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from eqsat import lang
+
+COMPILE_MIN_OPS = 200_000
+_LIB = None  # the compiled library functions, built once per process
+_MODULES: dict = {}  # source hash -> compiled nest function (shared by every plan in the process)
+
+
+def policy() -> str:
+    mode = os.environ.get("EQSAT_COMPILE_LOOPS", "auto")
+    return mode if mode in ("auto", "always", "never") else "auto"
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("EQSAT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "eqsat")
+    path = Path(root) / "nests"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _lib():
+    """The language's functions as numba functions (the same numpy code, compiled)."""
+    global _LIB
+    if _LIB is None:
+        import numba
+
+        jit = numba.njit(cache=True, error_model="numpy")
+        fns = {name: jit(f) for name, f in {**lang.UNARY, **lang.BINARY}.items()}
+
+        @numba.njit(cache=True, error_model="numpy")
+        def zeros(shape):
+            return np.zeros(shape, dtype=np.float32)
+
+        @numba.njit(cache=True, error_model="numpy")
+        def transpose(x, perm):
+            return np.transpose(x, perm)
+
+        fns.update(empty=zeros, zeros=zeros, transpose=transpose)
+        _LIB = fns
+    return _LIB
+
+
+def build(plan, nest):
+    """(function or None, how it runs): `function(ns)` runs the compiled nest on the
+    interpreter's namespace and returns its outputs; None means: interpret it."""
+    mode = policy()
+    if mode == "never":
+        return None, "interpreted (EQSAT_COMPILE_LOOPS=never)"
+    if mode == "auto" and nest.work["ops"] < COMPILE_MIN_OPS:
+        return None, f"interpreted (under {COMPILE_MIN_OPS} operations: compiling would cost more)"
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return None, "interpreted (numba is not installed)"
+    src, names, params = _source(plan, nest)
+    key = hashlib.sha256(src.encode()).hexdigest()[:20]
+    fn = _MODULES.get(key)
+    if fn is None:
+        path = cache_dir() / f"nest_{key}.py"
+        if not path.exists():
+            path.write_text(src)
+        spec = importlib.util.spec_from_file_location(f"eqsat_nest_{key}", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        try:
+            spec.loader.exec_module(mod)
+            for name, f in _lib().items():
+                if name in names:
+                    setattr(mod, names[name], f)
+            fn = mod.nest
+            fn(*[_example(plan, nest, p) for p in params])  # compile now, so failures show here
+        except Exception as e:  # noqa: BLE001 - any failure: run interpreted, and say why
+            return None, f"interpreted (numba: {type(e).__name__}: {str(e).splitlines()[0][:120]})"
+        _MODULES[key] = fn
+    return (lambda ns: dict(zip(nest.outputs, fn(*[ns[p] for p in params])))), "compiled (numba)"
+
+
+def _source(plan, nest):
+    """The nest as a module: sizes and constants as globals, one function `nest`."""
+    prog = plan.program
+    node = nest.stmt.node
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    params = list(nest.tensor_inputs) + list(nest.scalar_inputs) + sorted(v for v in nest.views if v in used)
+    lines = ["import numba", "import numpy as np", ""]
+    for d, v in sorted(plan.dims.items()):
+        if d in used:
+            lines.append(f"{d} = {int(v)}")
+    lib_names = {}  # canonical library name -> the name the user's code calls it by
+    g = prog.fn.__globals__
+    for name in sorted(used - set(params) - set(plan.dims)):
+        obj = g.get(name)
+        canon = next((k for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS,
+                                      "transpose": lang.transpose}.items() if f is obj), None)
+        if canon is not None:
+            lib_names[canon] = name
+            lines.append(f"{name} = None  # bound to the compiled {canon} on load")
+        elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+            lines.append(f"{name} = {obj!r}")
+    outs = ", ".join(nest.outputs)
+    body = ast.unparse(node)
+    lines += ["", "", '@numba.njit(cache=True, error_model="numpy")', f"def nest({', '.join(params)}):"]
+    lines += ["    " + line for line in body.splitlines()]
+    lines.append(f"    return ({outs},)")
+    return "\n".join(lines) + "\n", lib_names, params
+
+
+def _example(plan, nest, name):
+    """A zero argument of the right type and shape, to compile (and check) a nest once."""
+    if name in nest.scalar_inputs:
+        return np.float32(0)
+    if name in nest.views:
+        from eqsat.backends.numpy_backend import _view
+
+        ns = {n: np.zeros(plan.lowered.tensor_shapes[n], dtype=np.float32) for n in nest.tensor_inputs}
+        return _view(nest.views[name], ns, plan.dims)
+    return np.zeros(plan.lowered.tensor_shapes[name], dtype=np.float32)
