@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from .ir import Alloc, Assign, Call, For, If, Index, Ref, Store, ie_eval
+from .ir import Alloc, Assign, Call, For, If, Index, Ref, Store, ie_eval, ie_names
 
 
 @dataclass(eq=False)
@@ -100,6 +100,10 @@ class NestFlow:
             return names[e[1]] if e[1] in names else f"({self.dims[e[1]]})"
         if tag == "neg":
             return f"(-{self._aff(leaf, e[1])})"
+        if tag == "mul":  # affine: one side is constant (the front end checks it)
+            for c, x in ((e[1], e[2]), (e[2], e[1])):
+                if not (ie_names(c) - set(self.dims)):
+                    return f"({ie_eval(c, self.dims)} * {self._aff(leaf, x)})"
         a, b = self._aff(leaf, e[1]), self._aff(leaf, e[2])
         if tag == "floordiv":
             return f"floor({a} / {ie_eval(e[2], self.dims)})"

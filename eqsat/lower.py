@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import ast
 import copy
+
+import islpy as isl
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -278,8 +280,7 @@ class _Lowerer:
             functional = _NestRun(self, s).run()
         except NotFunctional as why:
             reason = str(why)
-            if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) and \
-                    NestFlow(s, self.dims, self.shapes, set()).distributable():
+            if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) and _distributable(s, self):
                 # no functional form as a whole: distribute the loops over the statements
                 # (fission, proven legal by dataflow) and lower each part on its own
                 for part in _distribute(s):
@@ -311,6 +312,13 @@ class _Lowerer:
                 self.env[n] = opaque[n]
                 if functional is not None and functional.get(n) is not None:
                     self.unions.append((opaque[n], functional[n]))
+
+
+def _distributable(s, low) -> bool:
+    try:
+        return NestFlow(s, low.dims, low.shapes, set()).distributable()
+    except isl.Error:
+        return False
 
 
 def _has_if(s) -> bool:
@@ -493,6 +501,8 @@ class _NestRun:
                 self.flow.check_read(stmt, key, src, chain)
         except Mismatch as why:
             raise NotFunctional(str(why)) from None
+        except isl.Error as why:  # an analysis it cannot state: keep the nest as written
+            raise NotFunctional(f"dataflow analysis failed ({why})") from None
         return out
 
     # ---------------------------------------------------------------- reads
