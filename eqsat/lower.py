@@ -34,6 +34,7 @@ from itertools import count
 from . import terms as T
 from .dataflow import Conditional, Mismatch, NestFlow, Source, span, trip
 from .errors import ProgramError
+from .unsplit import unsplit
 from .ir import (
     Alloc, Assign, Bin, Call, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Store, Transpose, ie_affine, ie_eval,
 )
@@ -277,7 +278,7 @@ class _Lowerer:
         _declare_shapes(s, self)  # tensors allocated or bound inside the nest
         functional, reason = None, ""
         try:
-            functional = _NestRun(self, s).run()
+            functional = _NestRun(self, unsplit(s, self.dims)).run()
         except NotFunctional as why:
             reason = str(why)
             if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) and _distributable(s, self):
@@ -315,10 +316,20 @@ class _Lowerer:
 
 
 def _distributable(s, low) -> bool:
+    if not _one_to_one(s):
+        return False
     try:
         return NestFlow(s, low.dims, low.shapes, set()).distributable()
     except isl.Error:
         return False
+
+
+def _one_to_one(s) -> bool:
+    """Every loop body statement is one ir statement (no view bindings, chained assignments
+    or docstrings that a part's source would lose or repeat), so parts can run as written."""
+    if not isinstance(s, For):
+        return True
+    return len(s.node.body) == len(s.body) and all(_one_to_one(b) for b in s.body)
 
 
 def _has_if(s) -> bool:
@@ -496,6 +507,8 @@ class _NestRun:
                     out[name] = None  # private to a loop: only the nest as written gives it
                     continue
                 self.flow.check_final(name, entry[1])
+                if _free_vars(entry[0]):  # a safety net: a value must not depend on a loop left behind
+                    raise NotFunctional(f"the value of {name!r} depends on a loop variable outside its loop")
                 out[name] = entry[0]
             for stmt, key, src, chain in self.checks:
                 self.flow.check_read(stmt, key, src, chain)
@@ -620,6 +633,9 @@ class _NestRun:
                 split = True
             else:
                 raise NotFunctional(f"store into {buf!r} is not indexed by a plain loop variable on axis {pos}")
+        for f in loops:
+            if f not in used and f not in self.open:
+                raise NotFunctional(f"store into {buf!r} repeats over loop {f.var!r}, which it does not index")
         t = T.compute(axes, val)
         t = Node("Ten.reshape", t, T.shp(shape)) if split else t
         free = tuple(f for f in self.open if f not in used)
@@ -695,8 +711,11 @@ class _NestRun:
     def _reduce(self, s, red: list, accs, contrib, bound=()):
         if isinstance(s, For):
             v, ext = self.enter(s)
-            indexes = any(s.var in _idx_names(st.idx) for st in accs.values() if isinstance(st, Store)
-                          and _encloses(s, st))
+            uses = [s.var in _idx_names(st.idx) if isinstance(st, Store) else False
+                    for st in accs.values() if _encloses(s, st)]
+            indexes = bool(uses) and all(uses)
+            if any(uses) and not indexes:
+                raise NotFunctional(f"loop {s.var!r} indexes some accumulations and reduces others")
             self.open.append(s)
             for b in s.body:
                 if indexes:
@@ -729,6 +748,38 @@ class _NestRun:
         if s.aug or _max_min(s) is not None:
             raise NotFunctional(f"{s.name!r} is updated inside a reduction loop it is not reduced over")
         self.scal[s.name] = (self.low.scalar(s.value, ctx), Source(s, s.name, tuple(self.open)))
+
+
+def _free_vars(term: Node, memo=None) -> frozenset:
+    """Index variables a term uses without binding them (compute axes and reductions bind)."""
+    memo = {} if memo is None else memo
+    stack = [(term, False)]
+    while stack:  # children first, without recursion (terms can be deep chains)
+        n, ready = stack.pop()
+        if n in memo:
+            continue
+        if not ready:
+            stack.append((n, True))
+            stack.extend((a, False) for a in n.args if isinstance(a, Node) and a not in memo)
+            continue
+        if n.op == "Ix.v":
+            out = frozenset([n.args[0]])
+        else:
+            out = frozenset().union(*(memo[a] for a in n.args if isinstance(a, Node)))
+            if n.op == "Ten.compute":
+                out -= {v for v, _ in _dims_list(n.args[0])}
+            elif n.op == "Sc.red":
+                out -= {n.args[1]}
+        memo[n] = out
+    return memo[term]
+
+
+def _dims_list(d: Node) -> list:
+    out = []
+    while d.op == "Dims.cons":
+        out.append((d.args[0], d.args[1]))
+        d = d.args[2]
+    return out
 
 
 def _written(s) -> set:

@@ -7,10 +7,15 @@ Preconditions:
 
     sum[v] -x          == -(sum[v] x)
     sum[v] c * x       == c * sum[v] x
-    sum[v] (c * x) * y == sum[v] c * (x * y)
+    sum[v] (c * x) * y == sum[v] c * (x * y)     and the constant in any other place of a
+    sum[v] x * (c * y), x * (y * c), (x * c) * y     two-factor product
+    0 + x == x == x + 0                          (a zero initialization, `c = 0` then `c += ...`)
 
-Before:  acc += alpha * a[i, k] * b[k, j]       (or  acc -= a[i, k] * b[k, j])
+Before:  acc += alpha * a[i, k] * b[k, j]       (or  acc -= a[i, k] * b[k, j],  a[i, k] * (b[k, j] * 0.5))
 After:   y = alpha * (a @ b)                     (or  y = -(a @ b)): a matmul and an epilogue
+
+Before:  for i, j: c[i, j] = 0.0;  for i, j, k: c[i, j] += a[i, k] * b[k, j]
+After:   c = a @ b                               (no `add` of zeros blocking the next epilogue)
 """
 from __future__ import annotations
 
@@ -28,3 +33,9 @@ def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String):
         yield rewrite(Sc.red("sum", v, n, Sc.mul(s, x))).to(Sc.mul(s, Sc.red("sum", v, n, x)))
         # sum[v] (s * x) * y -> sum[v] s * (x * y)
         yield rewrite(Sc.red("sum", v, n, Sc.mul(Sc.mul(s, x), y))).to(Sc.red("sum", v, n, Sc.mul(s, Sc.mul(x, y))))
+        # the constant elsewhere in a two-factor product under a sum -> in front
+        for prod in (Sc.mul(x, Sc.mul(s, y)), Sc.mul(x, Sc.mul(y, s)), Sc.mul(Sc.mul(x, s), y)):
+            yield rewrite(Sc.red("sum", v, n, prod)).to(Sc.red("sum", v, n, Sc.mul(s, Sc.mul(x, y))))
+    # a zero start of an accumulation: 0 + x -> x (equal up to the sign of a zero result)
+    yield rewrite(Sc.add(Sc.lit(0.0), x)).to(x)
+    yield rewrite(Sc.add(x, Sc.lit(0.0))).to(x)

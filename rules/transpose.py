@@ -2,7 +2,8 @@
 
 Preconditions: the tensor is closed and its rank matches the permutation.
 
-    X[a, b]            == (X^T)[b, a]          (and the last two axes of a 3-D X), for the
+    X[a, b]            == (X^T)[b, a]          (and the last two axes of a 3-D X, and its
+                                               rotations for two-axis contractions), for the
                                                operands of a product under a sum, where a
                                                matmul may need the other layout
     transpose(X, p)[i] == X[i permuted by p^-1]
@@ -28,6 +29,12 @@ def ruleset(s: Sc, p: Sc, y: Sc, x: Ten, a: Ten, b: Ten, i0: Ix, i1: Ix, i2: Ix,
         yield rule(eq(p).to(Sc.red("sum", v, n, operand(s))), eq(s).to(Sc.load(x, ixs(i0, i1, i2))), closed(x),
                    eq(shape_of(x)).to(shp(M, N, K))).then(
             union(s).with_(Sc.load(Ten.transpose(x, "0 2 1"), ixs(i0, i2, i1))))
+        # and its rotations, for contractions over two axes in any layout:
+        # X[a, b, c] -> (X^(1 2 0))[b, c, a] and (X^(2 0 1))[c, a, b]
+        for perm, order in (("1 2 0", (i1, i2, i0)), ("2 0 1", (i2, i0, i1))):
+            yield rule(eq(p).to(Sc.red("sum", v, n, operand(s))), eq(s).to(Sc.load(x, ixs(i0, i1, i2))),
+                       closed(x), eq(shape_of(x)).to(shp(M, N, K))).then(
+                union(s).with_(Sc.load(Ten.transpose(x, perm), ixs(*order))))
     idx = [i0, i1, i2]
     for p in all_perms(3):
         r = len(p)

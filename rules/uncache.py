@@ -14,21 +14,29 @@ from __future__ import annotations
 
 from egglog import i64, eq, ne, rule, ruleset, union
 
-from eqsat.sorts import Ix, Sc, Ten, Var, closed, shape_of
-from ._patterns import all_perms, dims, ixs, perm_str, shp
+from eqsat.sorts import Dims, Ix, Ixs, Sc, Ten, closed, dshape, dvars, shape_of
+from ._patterns import all_perms, ixs, perm_str, shp
 
 
 @ruleset
-def ruleset(t: Ten, x: Ten, u0: Var, u1: Var, u2: Var, n0: i64, n1: i64, n2: i64):
-    us, ns = [u0, u1, u2], [n0, n1, n2]
+def ruleset(t: Ten, x: Ten, d: Dims, idx: Ixs, w0: Ix, w1: Ix, w2: Ix, n0: i64, n1: i64, n2: i64):
+    # The output axes and their extents are read through `dvars(d)` / `dshape(d)` (the
+    # support rules' list views of d), not by destructuring `d` itself: a pattern sharing
+    # its extent variables between `d` and the operand's shape made egglog 13 match
+    # a permuted copy as a plain one (a transposed copy read back as its source) when
+    # two extents are equal. tests/test_soundness.py holds that program.
+    # for[u] X[u] -> X  (copy elimination)
+    yield rule(eq(t).to(Ten.compute(d, Sc.load(x, idx))), closed(x), eq(idx).to(dvars(d)),
+               eq(shape_of(x)).to(dshape(d))).then(union(t).with_(x))
+    ws, ns = [w0, w1, w2], [n0, n1, n2]
     for pi in all_perms(3):
         r = len(pi)
-        out_dims = dims(*zip(us[:r], ns[:r]))
-        load_idx = ixs(*[Ix.v(us[pi[b]]) for b in range(r)])  # X[u_pi(0), u_pi(1), ...]
-        x_shape = shp(*[ns[pi[b]] for b in range(r)])
-        distinct = [ne(us[a]).to(us[b]) for a in range(r) for b in range(a + 1, r)]
+        if list(pi) == list(range(r)):
+            continue
         inv = [pi.index(a) for a in range(r)]  # out[u] = X[j] with j[pi^-1(a)] = u[a]
-        target = x if list(pi) == list(range(r)) else Ten.transpose(x, perm_str(inv))
-        # for[u] X[u permuted] -> transpose(X)  (a copy when the permutation is the identity)
-        yield rule(eq(t).to(Ten.compute(out_dims, Sc.load(x, load_idx))), closed(x),
-                   eq(shape_of(x)).to(x_shape), *distinct).then(union(t).with_(target))
+        distinct = [ne(ws[a]).to(ws[b]) for a in range(r) for b in range(a + 1, r)]
+        # for[u] X[u permuted] -> transpose(X)  (a view: no kernel, no copy)
+        yield rule(eq(t).to(Ten.compute(d, Sc.load(x, idx))), closed(x),
+                   eq(dvars(d)).to(ixs(*ws[:r])), eq(idx).to(ixs(*[ws[pi[b]] for b in range(r)])),
+                   eq(dshape(d)).to(shp(*ns[:r])), eq(shape_of(x)).to(shp(*[ns[pi[b]] for b in range(r)])),
+                   *distinct).then(union(t).with_(Ten.transpose(x, perm_str(inv))))

@@ -410,3 +410,19 @@ def p({name}: f32["N"]) -> f32["N"]:
         y[i] = {name}[i]
     return y
 ''')
+
+
+def test_transposed_copy_with_equal_extents(tmp_program):
+    """Once returned `a` itself: with two equal extents, a pattern sharing its extent
+    variables between the loop axes and the operand's shape made egglog match a permuted
+    copy as a plain copy (rules/uncache.py now reads the axes through dvars/dshape)."""
+    prog = tmp_program('''
+@program
+def p(a: f32["P", "M", "K"]) -> f32["P", "K", "M"]:
+    c = empty((P, K, M))
+    for p in range(P):
+        c[p] = transpose(a[p], (1, 0))
+    return c
+''')
+    for dims in ({"P": 1, "M": 2, "K": 2}, {"P": 2, "M": 3, "K": 3}, {"P": 2, "M": 2, "K": 3}):
+        _check(prog, dims)

@@ -1,0 +1,200 @@
+"""Issue 7: the matmul (and its epilogue) is found however the loops were written: explicit
+accumulation, initialization by loops, in-place epilogue loops, constants anywhere in the
+product, split loops, multi-axis contractions in any layout. Each goal case must become
+exactly the expected kernels; each guard (a near miss) must not become a matmul. All run
+against `reference`."""
+from __future__ import annotations
+
+import pytest
+
+import eqsat
+from conftest import random_args, rel_err
+
+D = {"N": 4, "M": 3, "K": 6, "L": 2}
+
+GOALS = {
+    "explicit_acc": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                c[i, j] = c[i, j] + a[i, k] * b[k, j]
+    return c
+''',
+    "acc_temp_minus": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                p = a[i, k] * b[k, j]
+                c[i, j] = c[i, j] - p
+    return c
+''',
+    "init_loop": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            c[i, j] = 0.0
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                c[i, j] += a[i, k] * b[k, j]
+    for i in range(M):
+        for j in range(N):
+            c[i, j] = relu(c[i, j])
+    return c
+''',
+    "init_inside": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"], bias: f32["N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            c[i, j] = bias[j]
+            for k in range(K):
+                c[i, j] += a[i, k] * b[k, j]
+    return c
+''',
+    "init_residual": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"], res: f32["M", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            c[i, j] = res[i, j]
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                c[i, j] += a[i, k] * b[k, j]
+    return c
+''',
+    "const_factor": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            s = 0.0
+            for k in range(K):
+                s += a[i, k] * (b[k, j] * 0.5)
+            c[i, j] = s
+    return c
+''',
+    "const_front": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            s = 0.0
+            for k in range(K):
+                s = s - (2.0 * a[i, k]) * b[k, j]
+            c[i, j] = s
+    return c
+''',
+    "split_col": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j0 in range(N // 2):
+            for j1 in range(2):
+                s = 0.0
+                for k in range(K):
+                    s += a[i, k] * b[k, j0 * 2 + j1]
+                c[i, j0 * 2 + j1] = relu(s)
+    return c
+''',
+    "split_red": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            s = 0.0
+            for k0 in range(K // 2):
+                for k1 in range(2):
+                    s += a[i, k0 * 2 + k1] * b[k0 * 2 + k1, j]
+            c[i, j] = s
+    return c
+''',
+    "multi_axis": '''
+@program
+def p(a: f32["M", "K", "L"], b: f32["N", "K", "L"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            s = 0.0
+            for k in range(K):
+                for l in range(L):
+                    s += a[i, k, l] * b[j, k, l]
+            c[i, j] = s
+    return c
+''',
+}
+
+EXPECT = {'explicit_acc': [('matmul', [])], 'acc_temp_minus': [('matmul', ['neg'])], 'init_loop': [('matmul', ['relu'])], 'init_inside': [('matmul', ['add'])], 'init_residual': [('matmul', ['add'])], 'const_factor': [('matmul', ['mul'])], 'const_front': [('matmul', ['neg', 'mul'])], 'split_col': [('matmul', ['relu'])], 'split_red': [('matmul', [])], 'multi_axis': [('matmul', [])]}
+
+GUARDS = {
+    # a diagonal operand is no matmul
+    "diagonal": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "K"]) -> f32["M", "K"]:
+    c = zeros((M, K))
+    for i in range(M):
+        for j in range(K):
+            for k in range(K):
+                c[i, j] += a[i, k] * b[k, k]
+    return c
+''',
+    # the init is read back after the sum started: a recurrence, not an accumulation into zero
+    "reads_partial_sum": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                c[i, j] = c[i, j] * 0.5 + a[i, k] * b[k, j]
+    return c
+''',
+    # max-plus: a max of sums is no multiply-add
+    "max_plus": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            s = -1000.0
+            for k in range(K):
+                s = max(s, a[i, k] + b[k, j])
+            c[i, j] = s
+    return c
+''',
+}
+
+
+def _run(tmp_program, src):
+    prog = tmp_program(src)
+    args = random_args(prog, D, seed=4)
+    plan = eqsat.optimize(prog, D)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5, plan
+    return plan
+
+
+@pytest.mark.parametrize("name", sorted(GOALS))
+def test_form_is_found(tmp_program, name):
+    plan = _run(tmp_program, GOALS[name])
+    assert [(k.kind, sorted(k.epilogue)) for k in plan.kernels] == [(k, sorted(e)) for k, e in EXPECT[name]], plan
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+def test_near_miss_is_no_matmul(tmp_program, name):
+    plan = _run(tmp_program, GUARDS[name])
+    assert all(k.kind != "matmul" for k in plan.kernels), plan
