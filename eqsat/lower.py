@@ -291,13 +291,19 @@ class _Lowerer:
         nid = len(self.nests)
         reads, writes, swrites = set(), set(), set()
         _scan(s, reads, writes, swrites, set())
+        used = {n.id for n in ast.walk(s.node) if isinstance(n, ast.Name)}
+        views = {v: e for v, e in getattr(s, "views", {}).items() if v in used}
+        for e in views.values():  # a view the source names needs the tensor it views
+            while not hasattr(e, "name") and not hasattr(e, "base"):
+                e = e.x
+            reads.add(getattr(e, "name", None) or e.base)
         tensor_in = sorted(n for n in reads | writes if n in self.shapes and n in self.env)
         scalar_in = sorted(n for n in reads | swrites if n in self.env and n not in self.shapes)
         outputs = sorted(writes) + sorted(swrites)
         code = compile(ast.fix_missing_locations(ast.Module(body=[s.node], type_ignores=[])),
                        self.prog.file, "exec")
         nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), _work(s, self.dims), code=code,
-                    views=dict(getattr(s, "views", {})),
+                    views=views,
                     out_shapes={n: self.shapes.get(n, ()) if n not in swrites else () for n in outputs})
         self.nests[nid] = nest
         tin = T.tens([self.env[n] for n in tensor_in])
