@@ -94,6 +94,9 @@ class Runner:
         for name, t in zip(nest.tensor_inputs, unlist(term.args[2])):
             ns[name] = np.array(self.tensor(t), dtype=np.float32, copy=True)
         for name, s in zip(nest.scalar_inputs, unlist(term.args[3])):
+            if s.op == "Sc.load" and s.args[0].op == "Ten.opaque" and \
+                    self.nest_out[s.args[0].args[0]].get(s.args[0].args[1]) is None:
+                continue  # a scalar an earlier nest never assigned (its loop ran no iteration)
             ns[name] = np.float32(_Eval(self, {}, 0).sc(s))
         for name, view in nest.views.items():  # names sharing memory with a tensor, as in numpy
             ns[name] = _view(view, ns, self.plan.dims)

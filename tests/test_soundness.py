@@ -426,3 +426,22 @@ def p(a: f32["P", "M", "K"]) -> f32["P", "K", "M"]:
 ''')
     for dims in ({"P": 1, "M": 2, "K": 2}, {"P": 2, "M": 3, "K": 3}, {"P": 2, "M": 2, "K": 3}):
         _check(prog, dims)
+
+
+def test_loops_that_run_no_iteration(tmp_program):
+    """Once crashed: with N=1 the j loop is empty, fission splits the nest (nothing depends
+    on anything), and `acc` is never assigned; a later part must not read it."""
+    prog = tmp_program('''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(1, N):
+            acc = 0.0
+            for k in range(K):
+                acc += b[k, j] * a[i, k]
+            y[i, j] = acc
+    return y
+''')
+    for dims in ({"M": 1, "N": 1, "K": 1}, {"M": 2, "N": 3, "K": 2}):
+        _check(prog, dims)
