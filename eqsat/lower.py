@@ -479,7 +479,10 @@ class _Ctx:
         return self.low.env[name]
 
     def load(self, name, idx: list, node) -> Node:
-        return _load(self.tensor_value(name, node), idx)
+        t = self.tensor_value(name, node)
+        if self.run is not None:
+            t, idx = self.run.expand(name, t, idx)
+        return _load(t, idx)
 
 
 class _NestRun:
@@ -491,6 +494,7 @@ class _NestRun:
         self.cur: dict = {}  # buffer -> (Ten term, Source) or None once unusable
         self.scal: dict = {}  # scalar -> (Sc term, Source) or None once unusable
         self.loopix: dict = {}  # id(For) -> Ix of its variable
+        self.loopvar: dict = {}  # id(For) -> (Var, extent) of a loop entered
         self.open: list = []  # enclosing loops of the statement being lowered
         self.leaf = None  # the leaf statement being lowered
         self.checks: list = []  # (stmt, read key, claimed Source, self-chain loops)
@@ -544,6 +548,22 @@ class _NestRun:
         if name in self.written:
             self.checks.append((self.leaf, id(node), src, None))
         return term if term is not None else self.low.env[name]
+
+    def expand(self, name, t, idx):
+        """A buffer private to enclosing loops (rewritten every iteration) read element-wise:
+        the tensor of all its iterations' values, `for[outer, axes] body`, read at the current
+        iteration. Its value is the same; but it is now a closed tensor the rules can make a
+        kernel of (doitgen's `sum` becomes a batched matmul), not a term inside a loop."""
+        entry = self.cur.get(name)
+        if entry is None or not entry[1].free or t.op != "Ten.compute":
+            return t, idx
+        outer = [self.loopvar[id(f)] for f in entry[1].free if id(f) in self.loopvar]
+        if len(outer) != len(entry[1].free):
+            return t, idx
+        fresh = {v: self.low.new_var(f"x{v.args[0]}_", n) for v, n in outer}  # binders stay unique
+        body = _rename(t.args[1], fresh)
+        axes = [(fresh[v], n) for v, n in outer] + _dims_list(t.args[0])
+        return T.compute(axes, body), [T.iv(v) for v, _ in outer] + list(idx)
 
     def ctx(self) -> _Ctx:
         return _Ctx(self.low, {f.var: self.loopix[id(f)] for f in self.open}, self)
@@ -668,6 +688,7 @@ class _NestRun:
         v = self.low.new_var(f.var, n)
         ix = T.iv(v) if stride == 1 else Node("Ix.scale", T.iv(v), stride)
         self.loopix[id(f)] = ix if first == 0 else Node("Ix.add", ix, T.ilit(first))
+        self.loopvar[id(f)] = (v, n)
         return v, n
 
     def close(self, f):
@@ -691,6 +712,8 @@ class _NestRun:
         reduction loops; each is checked as a chain (each instance reads its predecessor)."""
         accs = {}
         _accumulations(f, f, accs)
+        carried = _carried_targets(f, f.body)
+        accs = {name: st for name, st in accs.items() if name in carried}
         before = {name: (self.cur if name in self.low.shapes else self.scal).get(name, (None, None))
                   for name in accs}
         for name, entry in before.items():
@@ -780,6 +803,26 @@ def _free_vars(term: Node, memo=None) -> frozenset:
     return memo[term]
 
 
+def _rename(term: Node, new: dict) -> Node:
+    """`term` with index variables renamed (old Var -> new Var); binders are unique, so
+    nothing is captured."""
+    memo: dict = {}
+    stack = [(term, False)]
+    while stack:
+        n, ready = stack.pop()
+        if n in memo:
+            continue
+        if not ready:
+            stack.append((n, True))
+            stack.extend((a, False) for a in n.args if isinstance(a, Node) and a not in memo)
+            continue
+        if n in new:
+            memo[n] = new[n]
+        else:
+            memo[n] = Node(n.op, *[memo[a] if isinstance(a, Node) else a for a in n.args])
+    return memo[term]
+
+
 def _dims_list(d: Node) -> list:
     out = []
     while d.op == "Dims.cons":
@@ -813,26 +856,32 @@ def _is_acc(s) -> bool:
 
 
 def _carried(f: For, body) -> bool:
-    """Whether some accumulation under f adds to a value that lives across f's iterations:
+    return bool(_carried_targets(f, body))
+
+
+def _carried_targets(f: For, body) -> set:
+    """Targets of accumulations under f that add to a value living across f's iterations:
     a scalar not assigned earlier in f's body, or an element whose index does not use f."""
     plain: set = set()
+    out: set = set()
 
-    def go(stmts) -> bool:
+    def go(stmts):
         for s in stmts:
             if isinstance(s, For):
-                if go(s.body):
-                    return True
+                go(s.body)
             elif _is_acc(s):
                 if isinstance(s, Store):
-                    if f.var not in _idx_names(s.idx) and s.buf not in plain:
-                        return True
+                    if f.var not in _idx_names(s.idx) and s.buf not in plain and (s.buf, s.idx) not in plain:
+                        out.add(s.buf)
                 elif s.name not in plain:
-                    return True
+                    out.add(s.name)
             elif isinstance(s, (Assign, Alloc)):
                 plain.add(s.name)
-        return False
+            elif isinstance(s, Store):  # an element set before it is accumulated into
+                plain.add((s.buf, s.idx))
 
-    return go(body)
+    go(body)
+    return out
 
 
 def _accumulations(f: For, s, out: dict):
