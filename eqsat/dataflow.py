@@ -331,6 +331,20 @@ def _writes(s):
     return []
 
 
+def index_can_leave(path: tuple, ie, size: int, dims: dict) -> bool:
+    """Exactly (isl): whether index expression `ie` leaves 0..size-1 at some iteration of
+    the loops `path` (outermost first; bounds may depend on outer loops, as in a
+    triangular nest). The interval bound check asks this only when it cannot prove
+    the index in range itself."""
+    leaf = Leaf(0, None, tuple(path), (0,) * (len(path) + 1))
+    model = NestFlow.__new__(NestFlow)
+    model.dims = dims
+    lv = ", ".join(f"L{d}" for d in range(len(path)))
+    e = model._aff(leaf, ie)
+    text = f"{{ [{lv}] : {model._dom(leaf)} and ({e} < 0 or {e} >= {size}) }}"
+    return not isl.Set.read_from_str(isl.DEFAULT_CONTEXT, text).is_empty()
+
+
 def span(f: For, dims):
     """The values loop f takes as (smallest, count, |step|), or None when its bounds depend
     on enclosing loop variables (a triangular nest)."""

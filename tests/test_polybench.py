@@ -29,12 +29,7 @@ TOL = 1e-4
 
 # Kernels the library currently refuses, and why (library issues, reported; not xfails of
 # the port). strict=False: when the library is fixed they pass (XPASS) and can be removed.
-KNOWN = {
-    "durbin": "optimize() rejects r[k - i - 1] with i in range(k) as out of bounds: the bounds "
-              "check uses per-variable intervals, ignoring i < k (lower.check_bounds)",
-    "nussinov": "optimize() rejects table[i + 1, j] with j in range(i + 1, N) as out of bounds: "
-                "the j loop is empty at i = N - 1, which interval bounds do not see (lower.check_bounds)",
-}
+KNOWN: dict = {}  # kernel -> why it is expected to fail (none today)
 
 
 @functools.cache
