@@ -70,7 +70,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
         for cid, node in (sol["choice"] or {}).items():
             if cid not in ext.small:
                 ext.best[cid] = (None, node, None)
-    roots = [ext.decode(c) for c in root_classes]
+    roots = ext.decode_roots(root_classes)
     extract_seconds = time.perf_counter() - t2
     plan = Plan(prog, shapes, target, lowered, roots, report, [n for n, _, _ in families])
     plan.extract_seconds = extract_seconds

@@ -96,6 +96,16 @@ def _prim(eclass: str, op: str):
     return op
 
 
+class ExtractionCycle(RuntimeError):
+    """The greedy choice closed a cycle through this e-class (costs with shared kernels
+    and in-context epilogues are not monotone, so strict improvement alone cannot rule
+    it out); `decode_roots` bans the node and chooses again."""
+
+    def __init__(self, cid):
+        super().__init__(f"extraction chose a cycle through {cid}")
+        self.cid = cid
+
+
 class Extractor:
     def __init__(self, g: Graph, model_factory):
         self.g = g
@@ -109,7 +119,22 @@ class Extractor:
         self.best: dict[str, tuple] = {}  # class -> (key, node, info)
         self.mm_best: dict[str, tuple] = {}  # class -> (info, node) of its cheapest matmul (for fusion)
         self.epi_choice: dict[str, dict] = {}  # fused node id -> its epilogue's choices
+        self.banned: set = set()  # node ids a cycle ruled out
         self._fixpoint()
+
+    def decode_roots(self, root_classes, tries: int = 50) -> list:
+        """Decode every root; a chosen cycle bans the node that closed it, and the choice
+        is made again without it (a class left with nothing falls back on its other forms:
+        a nest as written always remains)."""
+        for _ in range(tries):
+            try:
+                memo: dict = {}
+                return [self.decode(c, memo) for c in root_classes]
+            except ExtractionCycle as cyc:
+                self.banned.add(self.best[cyc.cid][1].id)
+                self.best, self.mm_best, self.epi_choice = {}, {}, {}
+                self._fixpoint()
+        raise RuntimeError(f"extraction kept choosing cycles after {tries} tries")
 
     # -------------------------------------------------------------- structural sorts
     def _worklist(self, nodes, evaluate):
@@ -271,6 +296,8 @@ class Extractor:
         rank = {op: i for i, op in enumerate(sorted(CONSTRUCTORS))}
 
         def evaluate(n: ENode):
+            if n.id in self.banned:
+                return None
             r = self._node_info(n)
             if r is None:
                 return None
@@ -387,7 +414,7 @@ class Extractor:
         if cid in memo:
             return memo[cid]
         if cid in stack:
-            raise RuntimeError(f"extraction chose a cycle through {cid}")
+            raise ExtractionCycle(cid)
         stack.add(cid)
         if cid in self.small:
             n = self.small[cid][1]
