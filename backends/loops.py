@@ -8,10 +8,12 @@ nest and sizes, cached on disk across processes. Its
 arguments are the nest's tensor inputs (already copies: parameters are passed by value),
 its scalar inputs and the views it reads; it returns every name the nest writes.
 
-When compiling pays is a policy (`EQSAT_COMPILE_LOOPS`): `auto` (the default) compiles a
-nest whose modeled work is at least `COMPILE_MIN_OPS` scalar operations (below that the
-interpreter finishes before numba would have compiled it), `always`, or `never`. A nest
-numba cannot compile runs interpreted, and the plan says why (`Plan.loop_runners`).
+When to compile is a policy (`EQSAT_COMPILE_LOOPS`): `always` (the default: a plan is
+usually run many times, and numba's disk cache makes the next process's first run cheap
+too), `auto` (only nests of at least `COMPILE_MIN_OPS` modeled operations: below that
+the interpreter finishes a single run before numba would have compiled; the test suite
+uses it to stay fast), or `never`. A nest numba cannot compile runs interpreted, and the
+plan says why (`Plan.loop_runners`, and `print(plan)`).
 """
 from __future__ import annotations
 
@@ -32,8 +34,8 @@ _MODULES: dict = {}  # source hash -> compiled nest function (shared by every pl
 
 
 def policy() -> str:
-    mode = os.environ.get("EQSAT_COMPILE_LOOPS", "auto")
-    return mode if mode in ("auto", "always", "never") else "auto"
+    mode = os.environ.get("EQSAT_COMPILE_LOOPS", "always")
+    return mode if mode in ("auto", "always", "never") else "always"
 
 
 def cache_dir() -> Path:

@@ -195,6 +195,17 @@ class Plan:
             return triton_backend.run(self, vals, scalars)
         raise ArgumentError(f"unknown backend {backend!r} (available: 'numpy', 'triton')")
 
+    def compile_loops(self) -> float:
+        """Compile the loop nests kept as written now (numba; otherwise the first `run`
+        does it). Returns the seconds it took; `loop_runners` then says how each runs."""
+        from eqsat.backends import loops
+
+        t0 = time.perf_counter()
+        for k in self.kernels:
+            if k.kind == "loop" and k.nest not in self.loop_runners:
+                self.loop_runners[k.nest] = loops.build(self, self.lowered.nests[k.nest])
+        return time.perf_counter() - t0
+
     def triton_source(self) -> str:
         """The generated Triton kernels, as one Python source string."""
         from eqsat.backends import triton_backend

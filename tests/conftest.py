@@ -9,6 +9,10 @@ import numpy as np
 import pytest
 
 import eqsat
+
+# kept loops compile with numba by default; the suite compiles only nests big enough to pay
+# (tests/test_loops_compiled.py and the PolyBench tests exercise the compiled path)
+os.environ.setdefault("EQSAT_COMPILE_LOOPS", "auto")
 from eqsat.ir import Program
 
 CORPUS = Path(os.environ.get("EQSAT_CORPUS", Path(__file__).resolve().parents[1].parent / "shared" / "corpus"))
