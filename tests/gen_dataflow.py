@@ -37,7 +37,8 @@ Families (see `FAMILIES`):
                 read by a dot product (one "matmul" kernel)
 
 Inputs are float32 standard normals and scalars in [0.5, 1.5] (`conftest.random_args`);
-no program multiplies a scalar by itself or divides, so every value stays small and finite.
+values are only summed, maxed, or scaled by constants, alpha or other small values, and
+nothing divides, so every value stays small and finite.
 The generator only writes valid programs: a `ProgramError` from the front end or from
 `optimize` is a bug here.
 

@@ -155,9 +155,9 @@ def test_dataflow_differential(progdir, family, data):
 
 
 # ------------------------------------------------------------------------------- found programs
-# The smallest programs this test found where the plan and the reference disagree (or the
-# plan does not run), kept so the test keeps failing until each is fixed; each is a case
-# of the family named in its id. Sizes are the smallest that show the problem.
+# The smallest programs this test found where the plan and the reference disagreed (or the
+# plan did not run), at the sizes that showed it; the comment names the generator family.
+# All pass since commit b627450; they stay as regression cases.
 FOUND = {
     # tensor_local: a per-slice transpose into a buffer, square slices: the plan returns `a`
     # itself (rules=["uncache"] alone does it; the loop form c[p, k, m] = a[p, m, k] too)
@@ -179,6 +179,19 @@ def loop_transpose_021_cube(a: f32[2, 2, 2]):
                 c[i, j, k] = a[i, k, j]
     return c
 """, {}, None),
+    # multi_update: `s = s * 0.5` in a reduction loop was lowered as a sum of 0.5 (the plan
+    # gave 2.5 where the reference gives 0.0; seen while `*=` support was being added)
+    "scalar_product_update": ("""
+@program
+def scalar_product_update(x: f32["M", "K"]):
+    y = zeros((M,))
+    for i in range(M):
+        s = 0.0
+        for k in range(K):
+            s = s * 0.5
+        y[i] = s
+    return y, s
+""", {"M": 1, "K": 5}, None),
     # multi_write / matmul: a reduction loop of extent 1 in a nest with two statements loses
     # its index variable (the lowering, rules=[] too): plan.run raises KeyError Var.named(...)
     "extent1_reduction_two_stmts": ("""
