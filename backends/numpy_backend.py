@@ -6,6 +6,8 @@ their index space; loop kernels run the nest exactly as written.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from eqsat import lang
@@ -247,6 +249,7 @@ class _Eval:
         return (np.fmax if kind == "max" else np.fmin).reduce(val, axis=self.rank)
 
 
+@functools.lru_cache(maxsize=4096)
 def _uses(body: Node) -> dict:
     """How many parents read each node of a scalar DAG."""
     from collections import Counter

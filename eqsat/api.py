@@ -179,7 +179,7 @@ class Plan:
 
     # ------------------------------------------------------------------ running
     def run(self, *args, backend: str = "numpy"):
-        vals, dims = bind_args(self.program, args, None)
+        vals, dims = bind_args(self.program, args, None, copy=False)
         for d, n in dims.items():
             if self.dims.get(d) != n:
                 raise ArgumentError(f"this plan was optimized for {d}={self.dims.get(d)}, but the arguments "

@@ -33,7 +33,7 @@ def _scalar(p, prog, a):
     return np.float32(arr)
 
 
-def bind_args(prog, args, shapes=None) -> tuple[list, dict]:
+def bind_args(prog, args, shapes=None, copy=True) -> tuple[list, dict]:
     """Convert `args` to float32 numpy values and return them with the dims they imply.
 
     Every dim must get one size: from `shapes`, or from the arguments' shapes.
@@ -71,8 +71,10 @@ def bind_args(prog, args, shapes=None) -> tuple[list, dict]:
             elif dims.setdefault(d, n) != n:
                 raise ArgumentError(f"dimension {d!r} is {dims[d]} but parameter {p.name!r} has size {n} there "
                                     f"(shape {tuple(arr.shape)})")
-        # a copy: parameters are passed by value, the caller's arrays are never touched
-        out.append(np.array(arr, dtype=np.float32, order="C", copy=True))
+        # parameters are passed by value: `reference` runs the user's code on a copy; a plan's
+        # kernels never write their inputs (a nest kept as written copies what it updates)
+        out.append(np.array(arr, dtype=np.float32, order="C", copy=True) if copy
+                   else np.ascontiguousarray(arr, dtype=np.float32))
     check_dims(prog, dims)
     return out, dims
 
