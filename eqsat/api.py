@@ -5,6 +5,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import threading
 import time
 
 from egglog import Ruleset
@@ -20,6 +21,13 @@ from .plan import Kernel, TermCost, describe, form_kernels
 from .terms import show, walk
 
 __all__ = ["optimize", "Plan", "Kernel", "Limits"]
+
+
+# egglog-python keeps declarations, rule sets and schedules as process-wide state, and an
+# e-graph must be created, used and dropped on one thread. Everything optimize() does with
+# egglog runs under this lock, on the calling thread; lowering, extraction and Plan.run of
+# different plans run in parallel outside it.
+EGGLOG_LOCK = threading.RLock()
 
 
 def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Limits | None = None,
@@ -50,14 +58,18 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     t0 = time.perf_counter()
 
     lowered = lower(prog, shapes)                                  # loop IR -> functional terms
-    families = resolve_rules(rules)                                # which rewrites may run
-    eg, _, _ = egraph.build(lowered, _opaque_shapes(lowered))      # one e-graph, every output a root
-    t1 = time.perf_counter()
-    support = _support(families)
-    report = egraph.saturate(eg, [r for _, r, _ in families], support, limits)
-    report.build_seconds = t1 - t0
-    t2 = time.perf_counter()
-    graph = Graph(egraph.serialize(eg))                            # read back, extract the cheapest
+    with EGGLOG_LOCK:  # egglog's declarations are process state: one thread at a time in it
+        families = resolve_rules(rules)                            # which rewrites may run
+        eg, builder, _ = egraph.build(lowered, _opaque_shapes(lowered))  # one e-graph, every output a root
+        t1 = time.perf_counter()
+        support = _support(families)
+        report = egraph.saturate(eg, [r for _, r, _ in families], support, limits)
+        report.build_seconds = t1 - t0
+        t2 = time.perf_counter()
+        data = egraph.serialize(eg)
+        egraph.release(eg)  # freed here, on the thread that made it (an e-graph cannot cross threads)
+        del eg, builder
+    graph = Graph(data)                                            # read back, extract the cheapest
     nest_work = {n.id: n.work for n in lowered.nests.values()}
     ext = Extractor(graph, lambda shape: Model(TARGETS[target], shape, nest_work.__getitem__))
     root_classes = [graph.outputs[i] for i in range(len(lowered.roots))]

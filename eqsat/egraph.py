@@ -207,3 +207,13 @@ def serialize(eg: EGraph) -> dict:
     """The e-graph as {"nodes": {id: {"op", "children", "eclass"}}} (egglog's JSON)."""
     s = eg._serialize(split_primitive_outputs=False)
     return json.loads(s.to_json())
+
+
+def release(eg: EGraph) -> None:
+    """Drop the engine's e-graph now, on this thread. egglog's e-graph may be freed only on
+    the thread that made it; egglog-python's state objects can sit in reference cycles
+    that the garbage collector would otherwise free later, on whatever thread it runs."""
+    for st in [getattr(eg, "_state", None), *getattr(eg, "_state_stack", [])]:
+        if st is not None and hasattr(st, "egraph"):
+            st.egraph = None
+
