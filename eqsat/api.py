@@ -60,15 +60,15 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     lowered = lower(prog, shapes)                                  # loop IR -> functional terms
     with EGGLOG_LOCK:  # egglog's declarations are process state: one thread at a time in it
         families = resolve_rules(rules)                            # which rewrites may run
-        eg, builder, _ = egraph.build(lowered, _opaque_shapes(lowered))  # one e-graph, every output a root
-        t1 = time.perf_counter()
         support = _support(families)
-        report = egraph.saturate(eg, [r for _, r, _ in families], support, limits)
-        report.build_seconds = t1 - t0
-        t2 = time.perf_counter()
-        data = egraph.serialize(eg)
-        egraph.release(eg)  # freed here, on the thread that made it (an e-graph cannot cross threads)
-        del eg, builder
+        rewrites = [r for _, r, _ in families]
+        with egraph.session(rewrites, support, limits) as eg:     # this thread's prepared e-graph
+            egraph.build(lowered, _opaque_shapes(lowered), eg)     # every output a root
+            t1 = time.perf_counter()
+            report = egraph.saturate(eg, rewrites, support, limits)
+            report.build_seconds = t1 - t0
+            t2 = time.perf_counter()
+            data = egraph.serialize(eg)
     graph = Graph(data)                                            # read back, extract the cheapest
     nest_work = {n.id: n.work for n in lowered.nests.values()}
     ext = Extractor(graph, lambda shape: Model(TARGETS[target], shape, nest_work.__getitem__))
@@ -93,15 +93,24 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     return plan
 
 
+_SUPPORT: dict = {}  # fact rule sets of a family selection -> their union, built once
+
+
 def _support(families=()) -> Ruleset:
     """Rules that only derive facts: saturated before every round of rewrites."""
     from .rules import analysis, sanity
 
-    out = analysis.ruleset | sanity.ruleset
-    for _, _, facts in families:
-        if facts is not None:
-            out = out | facts
-    return out
+    facts = [f for _, _, f in families if f is not None]
+    key = tuple(id(f) for f in facts)
+    hit = _SUPPORT.get(key)
+    if hit is None:
+        out = analysis.ruleset | sanity.ruleset
+        for f in facts:
+            out = out | f
+        if len(_SUPPORT) > 64:
+            _SUPPORT.clear()
+        hit = _SUPPORT[key] = (facts, out)  # the entry keeps the rule sets, so ids stay theirs
+    return hit[1]
 
 
 def resolve_rules(rules) -> list:

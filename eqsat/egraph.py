@@ -1,7 +1,9 @@
 """Building the e-graph from lowered terms, running the rules within limits, reading it back."""
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -34,11 +36,12 @@ class Builder:
     building dominate optimize() on long programs.
     """
 
-    def __init__(self, egraph: EGraph):
+    def __init__(self, egraph: EGraph, declare: bool = True):
         self.eg = egraph
         self.memo: dict = {}  # Node -> egglog text (a `$let` name for tensors)
         self.lines: list = []
-        _declare(egraph)
+        if declare:
+            _declare(egraph)
 
     def encode(self, root: Node) -> str:
         """Children before parents, without recursion (a chain of layers is a deep term)."""
@@ -111,9 +114,44 @@ def shape_text(shape) -> str:
     return out
 
 
-def build(lowered, opaque_shapes: dict) -> tuple[EGraph, Builder, list]:
-    eg = EGraph()
-    b = Builder(eg)
+_LOCAL = threading.local()  # this thread's prepared e-graph (e-graphs cannot cross threads)
+
+
+@contextlib.contextmanager
+def session(families: list, support: Ruleset, limits: Limits):
+    """An e-graph to optimize one program in: this thread's prepared e-graph (sorts declared,
+    rule sets and schedules registered once per thread), pushed, and popped afterwards, so
+    a second optimize() pays only for its own terms and rules."""
+    st = _LOCAL.__dict__
+    eg = st.get("eg")
+    if eg is None:
+        eg = st["eg"] = EGraph()
+        _declare(eg)
+        st["ready"] = set()
+    for key, sched in _schedules(families, support, limits):
+        if key not in st["ready"]:  # register its rule sets on the empty base: nothing matches
+            eg.run(sched)
+            st["ready"].add(key)
+    eg.push()
+    try:
+        yield eg
+    except BaseException:
+        st.pop("eg", None)  # after an error inside egglog, start the next call from a fresh e-graph
+        raise
+    finally:
+        try:
+            eg.pop()
+        except Exception:  # noqa: BLE001 - already dropped above; the original error matters
+            st.pop("eg", None)
+
+
+def build(lowered, opaque_shapes: dict, eg: EGraph | None = None) -> tuple[EGraph, Builder, list]:
+    """Put the lowered program into `eg` (prepared by `session`), or into a new e-graph."""
+    if eg is None:
+        eg = EGraph()
+        b = Builder(eg)
+    else:
+        b = Builder(eg, declare=False)
     for name, shape in lowered.input_shapes.items():
         b.union(f"(eqsat_sorts_shape_of {b.encode(Node('Ten.input', name))})", shape_text(shape))
     roots = [b.encode(r) for r in lowered.roots]
@@ -134,6 +172,50 @@ def node_count(eg: EGraph) -> int:
     return sum(n for _, n in eg.all_function_sizes())
 
 
+_SCHEDULES: dict = {}  # key -> (the rule sets it was built from, schedule)
+
+
+def _schedule(key, build):
+    """A schedule built once per process and reused: egglog-python recomputes a new
+    schedule object's declarations (slow typing checks) on every run, a reused one's not.
+    Entries keep their rule sets alive, so the ids in a key are never reused."""
+    hit = _SCHEDULES.get(key)
+    if hit is None:
+        if len(_SCHEDULES) > 256:
+            _SCHEDULES.clear()
+        hit = _SCHEDULES[key] = build()
+        try:  # compute its declarations once; egglog-python would recompute them every run
+            decls = hit.__egg_decls__
+            object.__setattr__(hit, "__egg_decls_thunk__", lambda: decls)
+        except AttributeError:  # another egglog-python layout: correct, only slower
+            pass
+    return hit
+
+
+def _key(families, support, limits) -> tuple:
+    return (tuple(id(r) for r in families), id(support), limits.match_limit, limits.ban_length,
+            limits.support_rounds)
+
+
+def _schedules(families, support, limits) -> list:
+    """[(key, support to saturation), (key, one round: every family, then the facts)]."""
+    key = _key(families, support, limits)
+
+    def build_round():
+        sched = None
+        for r in families:
+            step = run(r, scheduler=back_off(match_limit=limits.match_limit, ban_length=limits.ban_length))
+            sched = step if sched is None else sched + step
+        # support rules only derive facts, but on a cyclic e-graph explicit substitution can
+        # keep producing new terms: their "saturation" is bounded too, so no call can hang
+        facts = run(support) * limits.support_rounds
+        return facts if sched is None else sched + facts
+
+    first = ("support", id(support), limits.support_rounds)
+    return [(first, _schedule(first, lambda: run(support) * limits.support_rounds)),
+            (("round",) + key, _schedule(("round",) + key, build_round))]
+
+
 def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> SaturationReport:
     """Run `support` to saturation, then every family once (back-off scheduled), repeatedly.
 
@@ -142,20 +224,14 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
     """
     rep = SaturationReport()
     t0 = time.perf_counter()
-    eg.run(run(support) * limits.support_rounds)
+    (_, first), (_, one) = _schedules(families, support, limits)
+    eg.run(first)
     rep.nodes = node_count(eg)
     if not families:
         rep.nodes = node_count(eg)
         rep.seconds = time.perf_counter() - t0
         return rep
-    sched = None
-    for r in families:
-        step = run(r, scheduler=back_off(match_limit=limits.match_limit, ban_length=limits.ban_length))
-        sched = step if sched is None else sched + step
-    # support rules only derive facts, but on a cyclic e-graph explicit substitution can keep
-    # producing new terms: their "saturation" is bounded too, so no single call can hang
-    facts = run(support) * limits.support_rounds
-    one = sched + facts
+    key = _key(families, support, limits)
     # Each eg.run() call costs ~15 ms of Python-side schedule processing, so rounds run in
     # chunks while growth is tame, and one at a time when the e-graph grows fast or nears a
     # limit (so a limit is never overshot by more than one round).
@@ -166,7 +242,7 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
         n = limits.chunk if tame else 1
         n = min(n, limits.iterations - rep.iterations)
         t_call = time.perf_counter()
-        report = eg.run(one * n)
+        report = eg.run(_schedule(("rounds", n) + key, lambda: one * n))
         t_call = (time.perf_counter() - t_call) / n
         rep.iterations += n
         before, rep.nodes = rep.nodes, node_count(eg)

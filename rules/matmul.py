@@ -18,6 +18,7 @@ Before:  for[i<M, j<N] sum[k<K] A[i, k] * B[k, j]
 After:   A @ B
 Batched: for[b, i, j] sum[k] A[b, i, k] * B[b, k, j]  ->  A @ B (3-D @ 3-D)
 Shared:  for[b, i, j] sum[k] A[b, i, k] * B[k, j]     ->  A @ B (one GEMM over b*M rows)
+Vector:  for[i] sum[k] A[i, k] * x[k]  ->  reshape(A @ reshape(x, [K, 1]), [M])   (a GEMV)
 Several: for[i, j] sum[k1] sum[k2] A[i, k1, k2] * B[k1, k2, j]
          ->  reshape(A, [M, K1*K2]) @ reshape(B, [K1*K2, N])   (row-major flattening)
 Split:   A[i0 * T + i1, k]  ->  reshape(A, [M/T, T, K])[i0, i1, k]
@@ -92,6 +93,13 @@ def ruleset(t: Ten, a: Ten, b: Ten, x: Sc, y: Sc, i: Var, j: Var, k: Var, r: Var
     # shapes are the extents the loops run over (full ranges) and both are closed
     yield rule(mm_candidate(t, a, b, sa, sb), eq(shape_of(a)).to(sa), eq(shape_of(b)).to(sb),
                closed(a), closed(b)).then(union(t).with_(Ten.matmul(a, b)))
+    # matrix-vector: for[i<M] sum[k<K] A[i, k] * x[k] -> reshape(A @ reshape(x, [K, 1]), [M])
+    # (a GEMV through the same 2-D matmul every backend has; x^T A comes by transpose folding)
+    yield rule(
+        eq(t).to(Ten.compute(dims((i, M)), Sc.red("sum", k, K, Sc.mul(Sc.load(a, ixs(vi, vk)), Sc.load(b, ixs(vk)))))),
+        eq(shape_of(a)).to(shp(M, K)), eq(shape_of(b)).to(shp(K)), closed(a), closed(b), ne(i).to(k),
+    ).then(union(t).with_(Ten.reshape(Ten.matmul(a, Ten.reshape(b, shp(K, 1))), shp(M))))
+    # for[i, j, k] sum... two-axis contractions:
     # for[i, j] sum[k<K] sum[k2<K2] A[i, k, k2] * B[k, k2, j] -> A' @ B' with K*K2 flattened
     vk2 = Ix.v(k2)
     yield rule(
