@@ -9,7 +9,7 @@ from .lang import bf16, empty, exp, f16, f32, gelu, maximum, minimum, relu, sigm
 from .reference import reference
 
 __all__ = [
-    "program", "reference", "optimize", "Plan", "Kernel", "Limits",
+    "program", "reference", "optimize", "optimize_many", "Plan", "Kernel", "Limits",
     "f32", "f16", "bf16", "empty", "zeros", "transpose",
     "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "sqrt", "maximum", "minimum",
     "EqsatError", "ProgramError", "ArgumentError",
@@ -21,4 +21,8 @@ def __getattr__(name):  # the optimizer pulls in egglog; import it only when ask
         from . import api
 
         return getattr(api, name)
+    if name == "optimize_many":
+        from .batch import optimize_many
+
+        return optimize_many
     raise AttributeError(name)

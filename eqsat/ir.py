@@ -205,6 +205,29 @@ class Program:
     def __repr__(self) -> str:
         return f"<eqsat program {self.name} at {self.loc}>"
 
+    def __reduce__(self):
+        # by reference: the module (or file) that defines it, and its name there
+        return _program_by_name, (getattr(self.fn, "__module__", None), self.fn.__name__, self.file)
+
+
+def _program_by_name(module: str | None, name: str, file: str):
+    """The @program `name` of `module` (imported, or loaded from `file`) in this process."""
+    import importlib
+    import importlib.util
+    import sys
+
+    mod = sys.modules.get(module) if module else None
+    if mod is None and module and module not in ("__main__", "__mp_main__"):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            mod = None
+    if mod is None or not isinstance(getattr(mod, name, None), Program):
+        spec = importlib.util.spec_from_file_location(f"eqsat_program_{abs(hash(file))}", file)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    return getattr(mod, name)
+
 
 # ----------------------------------------------------------------------------- IExpr helpers
 def ie_names(e: IExpr) -> set:

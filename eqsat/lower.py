@@ -278,7 +278,7 @@ class _Lowerer:
         _declare_shapes(s, self)  # tensors allocated or bound inside the nest
         functional, reason = None, ""
         try:
-            functional = _NestRun(self, unsplit(s, self.dims)).run()
+            functional = _NestRun(self, unsplit(s, self.dims, self.fresh)).run()
         except NotFunctional as why:
             reason = str(why)
             if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) and _distributable(s, self):

@@ -55,6 +55,10 @@ class Node:
     def __repr__(self) -> str:
         return show(self)
 
+    def __reduce__(self):
+        # rebuilt through the constructor, so a term sent to another process is hash-consed there
+        return Node, (self.op, *self.args)
+
 
 BINOPS = ("Sc.add", "Sc.sub", "Sc.mul", "Sc.div", "Sc.max", "Sc.min")
 SYMBOL = {"Sc.add": "+", "Sc.sub": "-", "Sc.mul": "*", "Sc.div": "/"}

@@ -17,24 +17,24 @@ from itertools import count
 from .ir import Alloc, Assign, BoolOp, Call, Compare, Dim, For, If, Index, Select, Store, Transpose, Bin, MatMul, \
     ie_eval, ie_names
 
-_fresh = count()
-
-
 class _Keep(Exception):
     """A split variable is used some other way: this pair stays split."""
 
 
-def unsplit(s, dims: dict):
-    """A copy of statement `s` with every mergeable pair of nested loops merged."""
+def unsplit(s, dims: dict, fresh=None):
+    """A copy of statement `s` with every mergeable pair of nested loops merged (merged
+    loops are named from `fresh`, a counter the lowering owns: names are deterministic)."""
+    fresh = count() if fresh is None else fresh
     if isinstance(s, If):
-        return If(s.loc, s.cond, [unsplit(b, dims) for b in s.body], [unsplit(b, dims) for b in s.orelse], node=s.node)
+        return If(s.loc, s.cond, [unsplit(b, dims, fresh) for b in s.body], [unsplit(b, dims, fresh) for b in s.orelse],
+                  node=s.node)
     if not isinstance(s, For):
         return s
-    body = [unsplit(b, dims) for b in s.body]
+    body = [unsplit(b, dims, fresh) for b in s.body]
     out = copy.copy(s)
     out.body = body
     if len(body) == 1 and isinstance(body[0], For):
-        merged = _merge(out, body[0], dims)
+        merged = _merge(out, body[0], dims, fresh)
         if merged is not None:
             return merged
     return out
@@ -46,14 +46,14 @@ def _const(e, dims):
     return ie_eval(e, dims)
 
 
-def _merge(outer: For, inner: For, dims):
+def _merge(outer: For, inner: For, dims, fresh):
     if outer.step != 1 or inner.step != 1 or _const(outer.lo, dims) != 0 or _const(inner.lo, dims) != 0:
         return None
     n0, t = _const(outer.hi, dims), _const(inner.hi, dims)
     if not n0 or not t:
         return None
     j0, j1 = outer.var, inner.var
-    name = f"{j0}_{j1}_{next(_fresh)}"
+    name = f"{j0}_{j1}_{next(fresh)}"
 
     def ie(e):
         if e[0] == "add":
