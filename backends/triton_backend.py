@@ -114,6 +114,10 @@ def _fn(name: str, x: str) -> str:
         return f"tl.exp({x})"
     if name == "sqrt":
         return f"tl.sqrt({x})"
+    if name == "log":
+        return f"tl.log({x})"
+    if name == "abs":
+        return f"tl.abs({x})"
     if name == "sigmoid":
         return sig
     if name == "silu":

@@ -61,7 +61,8 @@ TARGETS = {
 }
 
 # flops charged per application of a function
-FN_FLOPS = {"relu": 1, "neg": 1, "exp": 4, "sqrt": 4, "tanh": 8, "sigmoid": 6, "silu": 7, "gelu": 14}
+FN_FLOPS = {"relu": 1, "neg": 1, "abs": 1, "exp": 4, "log": 4, "sqrt": 4, "tanh": 8, "sigmoid": 6, "silu": 7,
+            "gelu": 14}
 ITEM = 4  # bytes per f32 element
 
 

@@ -84,6 +84,8 @@ class _Parser:
             return "min"
         if obj is builtins.range:
             return "range"
+        if obj is builtins.abs:
+            return "abs"
         for table in (lang.UNARY, lang.BINARY, lang.BUILDERS):
             for k, f in table.items():
                 if obj is f:

@@ -86,6 +86,15 @@ def sqrt(x):
     return np.sqrt(x)
 
 
+def log(x):
+    return np.log(x)
+
+
+def absolute(x):
+    """What builtin `abs` means on a value (the language spells it `abs`)."""
+    return np.abs(x)
+
+
 def maximum(x, y):
     return np.maximum(x, y)
 
@@ -94,6 +103,7 @@ def minimum(x, y):
     return np.minimum(x, y)
 
 
-UNARY = {"relu": relu, "gelu": gelu, "silu": silu, "sigmoid": sigmoid, "tanh": tanh, "exp": exp, "sqrt": sqrt}
+UNARY = {"relu": relu, "gelu": gelu, "silu": silu, "sigmoid": sigmoid, "tanh": tanh, "exp": exp, "sqrt": sqrt,
+         "log": log, "abs": absolute}
 BINARY = {"maximum": maximum, "minimum": minimum}
 BUILDERS = {"empty": empty, "zeros": zeros}

@@ -126,10 +126,18 @@ def p(x: f32["N"]) -> f32["N"]:
     y = x // 0.25
     return y
 ''',
+    "abs_log": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = log(abs(x[i]) + 1.0) + abs(x[i] - 0.5)
+    return y
+''',
 }
 
 # structure where a loop-free form exists (None: only numerics)
-EXPECT = {"gemm": ["matmul"], "mvt": "no loop", "backward": "no loop", "chained": "no loop", "dimval": "no loop"}
+EXPECT = {"abs_log": ["pointwise"], "gemm": ["matmul"], "mvt": "no loop", "backward": "no loop", "chained": "no loop", "dimval": "no loop"}
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
