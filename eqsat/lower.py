@@ -259,9 +259,9 @@ class _Lowerer:
     def open_tensor(self, e, ctx: "_Ctx") -> Node:
         """A tensor term that may mention loop variables (a library call inside a loop)."""
         if isinstance(e, Ref):
-            return ctx.tensor_value(e.name, e)
+            return _closed(ctx.tensor_value(e.name, e), e.name)
         if isinstance(e, Index):
-            t = ctx.tensor_value(e.base, e)
+            t = _closed(ctx.tensor_value(e.base, e), e.base)
             for i in e.idx:
                 t = Node("Ten.slice", t, self.ix(i, ctx.loopvars, e.loc))
             return t
@@ -913,10 +913,43 @@ def _split_index(ix: Node):
 
 
 def _load(t: Node, idx) -> Node:
-    """A load, folded to the constant when `t` is a constant-filled buffer (zeros, empty)."""
+    """A load, folded to the constant when `t` is a constant-filled buffer (zeros, empty),
+    and substituted when `t` is an open computation (a buffer private to an enclosing loop:
+    its body mentions that loop's variable). An open tensor never enters the e-graph,
+    whose rules take every computation for a closed one."""
     if t.op == "Ten.compute" and t.args[1].op == "Sc.lit":
         return t.args[1]
+    if t.op == "Ten.compute" and _free_vars(t):
+        dims = _dims_list(t.args[0])
+        if len(dims) == len(idx):
+            return _substitute(t.args[1], {v: ix for (v, _), ix in zip(dims, idx)})
     return T.load(t, idx)
+
+
+def _closed(t: Node, name: str) -> Node:
+    if t.op == "Ten.compute" and _free_vars(t):
+        raise NotFunctional(f"{name!r}, private to an enclosing loop, is read whole by a library call")
+    return t
+
+
+def _substitute(term: Node, env: dict) -> Node:
+    """`term` with index variables replaced (Var -> Ix term); binders are unique names
+    (a computation's axes are its loops' variables), so nothing is captured."""
+    memo: dict = {}
+    stack = [(term, False)]
+    while stack:
+        n, ready = stack.pop()
+        if n in memo:
+            continue
+        if not ready:
+            stack.append((n, True))
+            stack.extend((a, False) for a in n.args if isinstance(a, Node) and a not in memo)
+            continue
+        if n.op == "Ix.v" and n.args[0] in env:
+            memo[n] = env[n.args[0]]
+        else:
+            memo[n] = Node(n.op, *[memo[a] if isinstance(a, Node) else a for a in n.args])
+    return memo[term]
 
 
 def _wrap(op, red, body):

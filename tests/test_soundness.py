@@ -445,3 +445,23 @@ def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
 ''')
     for dims in ({"M": 1, "N": 1, "K": 1}, {"M": 2, "N": 3, "K": 2}):
         _check(prog, dims)
+
+
+def test_buffer_private_to_a_loop_rewritten_twice(tmp_program):
+    """Once crashed (a free variable in a kernel): `w[i]` is rewritten on every `j`, and
+    the e-graph's rules take every computation for a closed one; an open computation is
+    now substituted at its loads and never enters the e-graph (campaign finding)."""
+    prog = tmp_program('''
+@program
+def p(x: f32["M", "N"]) -> tuple[f32["M", "N"], f32["M"]]:
+    y = zeros((M, N))
+    w = zeros((M,))
+    for i in range(M):
+        for j in range(N):
+            w[i] = x[i, j]
+            w[i] = w[i] + x[i, j]
+            y[i, j] = w[i] + x[i, j]
+    return y, w
+''')
+    for dims in ({"M": 1, "N": 1}, {"M": 3, "N": 2}):
+        _check(prog, dims)
