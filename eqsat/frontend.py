@@ -581,6 +581,8 @@ class _Parser:
         if isinstance(e, ast.UnaryOp):
             if isinstance(e.op, ast.USub):
                 x = self.expr(e.operand)
+                if isinstance(x, Const):  # `-0.5` is a literal, as the constant rules expect
+                    return Const(loc, -x.value)
                 return Call(loc, "neg", (x,), ty=x.ty)
             if isinstance(e.op, ast.UAdd):
                 return self.expr(e.operand)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from egglog import String, eq, relation, rule, ruleset, union
 
-from eqsat.sorts import Dims, Ixs, Sc, Ten, closed, dshape, dvars, shape_of
+from eqsat.sorts import Dims, Ixs, Sc, Ten, bind, closed, dshape, dvars, shape_of, subst
 
 reads_mm = relation("reads_mm", Sc, Ten, Ixs)
 """reads_mm(s, mm, idx): s contains mm[idx] under elementwise operations only."""
@@ -33,7 +33,11 @@ def analysis(mm: Ten, a: Ten, b: Ten, s: Sc, x: Sc, y: Sc, idx: Ixs, f: String):
 
 
 @ruleset
-def ruleset(t: Ten, mm: Ten, d: Dims, body: Sc):
+def ruleset(t: Ten, mm: Ten, d: Dims, body: Sc, s: Sc, idx: Ixs):
+    # a later stage reads a fused result: it is the fused body at that element (elementwise
+    # over the accumulator by construction), so the stages fuse into one epilogue
+    # (`c = -(a @ b)` then `c = gelu(c)`: one kernel, not a matmul and a pointwise kernel)
+    yield rule(eq(s).to(Sc.load(Ten.fused(d, body, mm), idx))).then(union(s).with_(subst(body, bind(d, idx))))
     # for[d] body(mm[d]) -> fused[d](mm) body
     yield rule(eq(t).to(Ten.compute(d, body)), reads_mm(body, mm, dvars(d)), eq(shape_of(mm)).to(dshape(d))).then(
         union(t).with_(Ten.fused(d, body, mm)))

@@ -1,0 +1,476 @@
+"""Spelling variants of one program, `C = epilogue(A @ B)`, for issue 7: the structure eqsat
+finds must not depend on how the loops were written.
+
+Every generated program computes a matmul (2-D, or batched 3-D with a batch loop) plus an
+elementwise epilogue, so its expected structure is known by construction: one "matmul"
+kernel, with the epilogue ops it was written with fused into it. What varies is only the
+spelling, through independent choices, each recorded as a tag `choice:value` (the tags are
+the "forms" that `tests/test_spellings.py` and `bench/spellings_bench.py` count):
+
+  shape:     2d | batched            batched: a [B, ...] batch axis on a, b and c, and a batch
+                                     loop `q` placed anywhere among the loops
+  a:         mk | km                 a stored [M, K] (read a[i, k]) or [K, M] (read a[k, i])
+  b:         kn | nk                 b stored [K, N] or [N, K]
+  style:     scalar | buffer         accumulate into a scalar `acc` (k innermost), or directly
+                                     into the output element `c[i, j]` (any loop order)
+  acc:       iadd | add | add_rev | temp | isub | sub
+                                     `x += P`, `x = x + P`, `x = P + x`, `p = P; x += p`,
+                                     `x -= P`, `x = x - P` (the last two negate the product)
+  init:      scalar style: zero (`acc = 0.0`) | bias (`acc = bias[j]`)
+             buffer style: zeros (`c = zeros(...)`) | loop_sep (`empty` plus a separate nest
+                           storing 0.0) | loop_inside (`c[i, j] = 0.0` in the i, j nest before
+                           the k loop) | bias_sep | bias_inside (the same with `bias[j]`)
+  alloc:     zeros | empty           scalar style: the output buffer's allocation
+  order:     the loop order, outermost first (`ijk`, `kji`, `qikj`, ...)
+  const:     none | alpha | lit      a constant factor in the product: a scalar parameter or a
+                                     literal (2.0, 0.5, 3.0, -0.5)
+  cpos:      a_left | a_right | b_left | b_right | prod_left | prod_right | lead
+                                     where it stands: `(alpha * a) * b`, `(a * alpha) * b`,
+                                     `a * (alpha * b)`, `a * (b * alpha)`, `alpha * (a * b)`,
+                                     `(a * b) * alpha`, `alpha * a * b` (operands in either order)
+  lit:       2.0 | 0.5 | 3.0 | -0.5   the literal (const:lit only)
+  prod:      ab | ba                 `a[..] * b[..]` or `b[..] * a[..]`
+  epi:       relu | bias_j | bias_i | scale | gelu | sigmoid | tanh
+                                     0..2 of them, applied in the order drawn (`epi_n:0..2`);
+                                     bias_i is a row bias bias_m[i], scale a scalar parameter
+  epi_at:    none | store | sep | inner
+                                     in the scalar's store `c[i, j] = relu(acc + bias[j])`, as
+                                     a separate in-place nest after the matmul nest
+                                     (`c[i, j] = relu(c[i, j])`), or (buffer style, k innermost)
+                                     in the i, j nest after the k loop
+  stage:     none | onto_product | onto_epilogue
+                                     derived from the above: an epilogue at sep or inner is a
+                                     second stage, onto the bare product or onto a product that
+                                     already carries an op of its own (a constant factor, a
+                                     negation, a bias start)
+  split:     none | i | j | k        that loop split as `for x0 in range(X // T): for x1 in
+                                     range(T)`, indexed `x0 * T + x1` (outer variable first;
+                                     the dim is then drawn as a multiple of T)
+  T:         2 | 3                   the split's tile
+
+Expected structure (`SpellingProgram.required`, `structure()`): exactly one kernel, a matmul
+(2-D and batched alike; "matmul found", the weaker check, is one matmul kernel and no
+nest kept as a loop, other kernels allowed), whose epilogue contains,
+for every requirement, at least one of its op names: the activation's own name; "add" or
+"sub" for a bias (epilogue or initial value); "mul" or "div" for a scale or a constant factor;
+"neg" or "sub" for a negated product (also "mul" when a literal constant can absorb the
+sign). Only what is certain is required: nothing says which other ops may be there.
+A bias is never both the initial value and an epilogue term (both into one add is a fair
+plan with an extra kernel), and an epilogue has at most one bias.
+
+Inputs are float32 standard normals, scalars in [0.5, 1.5] (`conftest.random_args`); every
+value stays small and finite. A `ProgramError` for a generated program is a bug here.
+
+    python tests/gen_spellings.py [N]     # print N sample programs
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field
+
+from gen_programs import DrawChooser, GenProgram, RandomChooser, load, write  # noqa: F401  (re-exported)
+
+HEADER = "from eqsat import program, f32, empty, zeros, relu, gelu, sigmoid, tanh\n"
+
+HI = 6  # largest size of a dimension
+HI_BATCH = 3  # largest batch
+
+ACC = ["iadd", "add", "add_rev", "temp", "isub", "sub"]
+SCALAR_INIT = ["zero", "bias"]
+BUFFER_INIT = ["zeros", "loop_sep", "loop_inside", "bias_sep", "bias_inside"]
+EPI_OPS = ["relu", "bias_j", "bias_i", "scale", "gelu", "sigmoid", "tanh"]
+CPOS = ["a_left", "a_right", "b_left", "b_right", "prod_left", "prod_right", "lead"]
+LITERALS = ["2.0", "0.5", "3.0", "-0.5"]
+
+# what each construct requires of the matmul kernel's epilogue (any one name of each set)
+_ACT = {"relu", "gelu", "sigmoid", "tanh"}
+_BIAS = frozenset({"add", "sub"})
+_MUL = frozenset({"mul", "div"})
+_NEG = frozenset({"neg", "sub"})
+
+
+@dataclass
+class SpellingProgram(GenProgram):
+    batched: bool = False
+    required: list = field(default_factory=list)  # [(what, frozenset of acceptable op names)]
+
+    def tag_map(self) -> dict:
+        return dict(t.split(":", 1) for t in self.tags if ":" in t)
+
+    def size(self) -> tuple:
+        """For choosing the smallest example: lines of the body, then characters, then sizes."""
+        return (self.source.count("\n"), len(self.source), sum(self.shapes.values()))
+
+    def __str__(self) -> str:
+        req = ", ".join(f"{w}: {'|'.join(sorted(s))}" for w, s in self.required)
+        return (f"# spelling tags={' '.join(self.tags)}\n# shapes={self.shapes} expected: one matmul"
+                f"{' (batched)' if self.batched else ''}, epilogue with [{req}]\n{self.source}")
+
+
+class _Builder:
+    def __init__(self, ch):
+        self.ch = ch
+        self.params: dict = {}
+        self.dims: dict = {}
+        self.lines: list = []
+        self.tags: list = []
+        self.required: list = []
+
+    def tensor(self, name, *shape):
+        ann = "f32[" + ", ".join(repr(d) for d in shape) + "]"
+        old = self.params.setdefault(name, ann)
+        assert old == ann, f"generator bug: parameter {name} is {old} and {ann}"
+        return name
+
+    def scalar(self, name):
+        old = self.params.setdefault(name, "f32")
+        assert old == "f32", f"generator bug: parameter {name} is {old} and f32"
+        return name
+
+    def emit(self, depth, text):
+        self.lines.append("    " * (depth + 1) + text)
+
+    def tag(self, key, value):
+        self.tags.append(f"{key}:{value}")
+
+    def require(self, what, names):
+        self.required.append((what, frozenset(names)))
+
+
+def _wrap(e: str) -> str:
+    """`e` as an operand of `*`: parenthesized unless it is a name, an element or a call."""
+    depth = 0
+    for c in e:
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif depth == 0 and c in " +-":
+            return f"({e})"
+    return e
+
+
+def gen_spelling(ch) -> SpellingProgram:
+    b = _Builder(ch)
+    batched = ch.coin(0.25)
+    b.tag("shape", "batched" if batched else "2d")
+
+    # ---- split loop (drawn first: it decides which dim must be a multiple of T)
+    split = ch.choice(["none", "none", "i", "j", "k"])
+    T = ch.choice([2, 3]) if split != "none" else None
+    b.tag("split", split)
+    if T:
+        b.tag("T", T)
+
+    def draw_dim(axis):
+        if axis == split:
+            return T * ch.int(1, HI // T)
+        return ch.int(1, HI)
+
+    b.dims = {"M": draw_dim("i"), "N": draw_dim("j"), "K": draw_dim("k")}
+    if batched:
+        b.dims["B"] = ch.int(1, HI_BATCH)
+
+    # ---- operands
+    a_lay, b_lay = ch.choice(["mk", "km"]), ch.choice(["kn", "nk"])
+    b.tag("a", a_lay)
+    b.tag("b", b_lay)
+    bat = ["B"] if batched else []
+    A = b.tensor("a", *bat, *(("M", "K") if a_lay == "mk" else ("K", "M")))
+    B = b.tensor("b", *bat, *(("K", "N") if b_lay == "kn" else ("N", "K")))
+
+    # index expressions of the logical loop variables (split: x0 * T + x1)
+    ix = {v: (f"{v}0 * {T} + {v}1" if v == split else v) for v in "ijk"}
+    I, J, Kx = ix["i"], ix["j"], ix["k"]
+    q = "q, " if batched else ""
+    a_ref = f"{A}[{q}{I}, {Kx}]" if a_lay == "mk" else f"{A}[{q}{Kx}, {I}]"
+    b_ref = f"{B}[{q}{Kx}, {J}]" if b_lay == "kn" else f"{B}[{q}{J}, {Kx}]"
+    C = f"c[{q}{I}, {J}]"  # the output element in the main nest
+    out_shape = "(" + ", ".join(bat + ["M", "N"]) + ")"
+
+    # ---- accumulation style, its spelling and the initialization
+    style = ch.choice(["scalar", "buffer"])
+    b.tag("style", style)
+    acc = ch.choice(ACC)
+    b.tag("acc", acc)
+    init = ch.choice(SCALAR_INIT if style == "scalar" else BUFFER_INIT)
+    b.tag("init", init)
+    if init.startswith("bias"):
+        b.tensor("bias", "N")
+        b.require("bias init", _BIAS)
+
+    # ---- loop order: k innermost for a scalar accumulator or an init inside the nest
+    outer = (["q"] if batched else []) + ["i", "j"]
+    k_last = style == "scalar" or init.endswith("_inside")
+    # the epilogue inside the nest after the k loop (buffer style) also needs k innermost
+    order = ch.perm(outer) + ["k"] if k_last else ch.perm(outer + ["k"])
+    b.tag("order", "".join(order))
+
+    # ---- the product with its constant factor
+    const = ch.choice(["none", "alpha", "lit"])
+    b.tag("const", const)
+    cval = None
+    if const == "alpha":
+        cval = b.scalar("alpha")
+    elif const == "lit":
+        cval = ch.choice(LITERALS)
+        b.tag("lit", cval)
+    if cval is not None:
+        b.require("constant factor", _MUL)
+    fa, fb = a_ref, b_ref
+    cpos = ch.choice(CPOS) if cval is not None else None
+    if cpos:
+        b.tag("cpos", cpos)
+    if cpos == "a_left":
+        fa = f"({cval} * {a_ref})"
+    elif cpos == "a_right":
+        fa = f"({a_ref} * {cval})"
+    elif cpos == "b_left":
+        fb = f"({cval} * {b_ref})"
+    elif cpos == "b_right":
+        fb = f"({b_ref} * {cval})"
+    prod_order = ch.choice(["ab", "ba"])
+    b.tag("prod", prod_order)
+    x, y = (fa, fb) if prod_order == "ab" else (fb, fa)
+    P = f"{x} * {y}"
+    if cpos == "prod_left":
+        P = f"{cval} * ({P})"
+    elif cpos == "prod_right":
+        P = f"({P}) * {cval}"
+    elif cpos == "lead":
+        P = f"{cval} * {P}"
+    if acc in ("isub", "sub"):
+        b.require("negated product", _NEG | ({"mul"} if const == "lit" else set()))
+
+    # ---- the epilogue: 0..2 ops (at most one bias; no bias_j when the init is a bias)
+    n_epi = ch.int(0, 2)
+    b.tag("epi_n", n_epi)
+    ops: list = []
+    for _ in range(n_epi):
+        avail = [o for o in EPI_OPS if o not in ops
+                 and not (o.startswith("bias") and any(p.startswith("bias") for p in ops))
+                 and not (o == "bias_j" and init.startswith("bias"))]
+        op = ch.choice(avail)
+        ops.append(op)
+        b.tag("epi", op)
+    if ops:
+        places = ["store", "sep"] if style == "scalar" else ["sep"] + (["inner"] if order[-1] == "k" else [])
+        epi_at = ch.choice(places)
+    else:
+        epi_at = "none"
+    b.tag("epi_at", epi_at)
+    # derived: an epilogue written in a later statement than the accumulation, onto a product
+    # that already carries an epilogue op of its own (a constant factor, a negation, a bias
+    # start) or onto the bare product
+    if epi_at in ("sep", "inner"):
+        carries = const != "none" or acc in ("isub", "sub") or init.startswith("bias")
+        b.tag("stage", "onto_epilogue" if carries else "onto_product")
+    else:
+        b.tag("stage", "none")
+
+    def epi(e: str, i: str, j: str) -> str:
+        for op in ops:
+            if op in _ACT:
+                e = f"{op}({e})"
+            elif op == "bias_j":
+                bias = b.tensor("bias", "N")
+                e = f"{e} + {bias}[{j}]"
+            elif op == "bias_i":
+                bm = b.tensor("bias_m", "M")
+                e = f"{e} + {bm}[{i}]"
+            elif op == "scale":
+                e = f"{_wrap(e)} * {b.scalar('scale')}"
+        return e
+
+    for op in ops:
+        b.require(f"epilogue {op}", {op} if op in _ACT else (_BIAS if op.startswith("bias") else _MUL))
+
+    # ---- the statements
+    ext = {"q": "B", "i": "M", "j": "N", "k": "K"}
+
+    def open_loop(depth: int, v: str, split_it: bool = True) -> int:
+        """Emit the loop over logical variable `v` (two loops when it is the split one);
+        returns the depth of its body."""
+        if split_it and v == split:
+            b.emit(depth, f"for {v}0 in range({ext[v]} // {T}):")
+            b.emit(depth + 1, f"for {v}1 in range({T}):")
+            return depth + 2
+        b.emit(depth, f"for {v} in range({ext[v]}):")
+        return depth + 1
+
+    def side_nest(stmt_of):
+        """A separate nest over the output's elements (random order), storing stmt_of(i, j)."""
+        d = 0
+        for v in ch.perm(outer):
+            d = open_loop(d, v, split_it=False)
+        b.emit(d, stmt_of())
+
+    def update(target: str, depth: int):
+        neg_p = f"({P})" if P.startswith("-") else P
+        if acc == "iadd":
+            b.emit(depth, f"{target} += {P}")
+        elif acc == "add":
+            b.emit(depth, f"{target} = {target} + {P}")
+        elif acc == "add_rev":
+            b.emit(depth, f"{target} = {P} + {target}")
+        elif acc == "temp":
+            b.emit(depth, f"p = {P}")
+            b.emit(depth, f"{target} += p")
+        elif acc == "isub":
+            b.emit(depth, f"{target} -= {neg_p}")
+        elif acc == "sub":
+            b.emit(depth, f"{target} = {target} - {neg_p}")
+
+    if style == "scalar":
+        alloc = ch.choice(["empty", "zeros"])
+        b.tag("alloc", alloc)
+        b.emit(0, f"c = {alloc}({out_shape})")
+        d = 0
+        for v in order[:-1]:
+            d = open_loop(d, v)
+        b.emit(d, "acc = " + ("0.0" if init == "zero" else f"bias[{J}]"))
+        dk = open_loop(d, "k")
+        update("acc", dk)
+        b.emit(d, f"{C} = " + (epi("acc", I, J) if epi_at == "store" else "acc"))
+    else:
+        b.emit(0, f"c = {'zeros' if init == 'zeros' else 'empty'}({out_shape})")
+        if init.endswith("_sep"):
+            val = "0.0" if init == "loop_sep" else "bias[j]"
+            side_nest(lambda: f"c[{q}i, j] = {val}")
+        d = 0
+        for v in order:
+            if v == "k" and init.endswith("_inside"):
+                b.emit(d, f"{C} = " + ("0.0" if init == "loop_inside" else f"bias[{J}]"))
+            if v == "k":
+                dk = d
+            d = open_loop(d, v)
+        update(C, d)
+        if epi_at == "inner":
+            b.emit(dk, f"{C} = {epi(C, I, J)}")
+    if epi_at == "sep":
+        side_nest(lambda: f"c[{q}i, j] = {epi(f'c[{q}i, j]', 'i', 'j')}")
+    b.emit(0, "return c")
+
+    # ---- the function
+    body = "\n".join(b.lines)
+    digest = hashlib.sha1((body + repr(b.params) + repr(b.dims)).encode()).hexdigest()[:12]
+    name = f"sp_{digest}"
+    sig = ", ".join(f"{n}: {a}" for n, a in b.params.items())
+    source = f"{HEADER}\n\n@program\ndef {name}({sig}):\n{body}\n"
+    return SpellingProgram(source, name, dict(b.dims), "spelling", list(b.tags), batched, list(b.required))
+
+
+def structure(plan, gp: SpellingProgram) -> tuple[bool, bool, str]:
+    """(matmul found, whole structure, why not): `found` is exactly one matmul kernel and no
+    kernel kept as a loop (batched included); the whole structure is a single kernel, that
+    matmul, whose epilogue has one name of each requirement (`Kernel.epilogue` lists each
+    name once, so the single kernel is what proves that everything was fused)."""
+    kernels = list(plan.kernels)
+    mms = [k for k in kernels if k.kind == "matmul"]
+    desc = ", ".join(f"{k.kind}{'+' + '+'.join(k.epilogue) if k.epilogue else ''}" for k in kernels)
+    if len(mms) != 1:
+        return False, False, f"{len(mms)} matmul kernels: [{desc}]"
+    if any(k.kind == "loop" for k in kernels):
+        return False, False, f"a nest kept as a loop: [{desc}]"
+    if len(kernels) != 1:
+        return True, False, f"{len(kernels)} kernels: [{desc}]"
+    epi = set(mms[0].epilogue)
+    missing = [what for what, names in gp.required if not (names & epi)]
+    if missing:
+        return True, False, f"epilogue lacks {', '.join(missing)}: [{desc}]"
+    return True, True, ""
+
+
+REL_L2 = 1e-4
+
+
+def close(got, want) -> tuple[bool, str]:
+    """Relative L2 error under 1e-4 (conftest.rel_err); an output whose norm is tiny from
+    float32 cancellation also passes when allclose at rtol 1e-4, atol 1e-5."""
+    import numpy as np
+
+    from conftest import rel_err
+
+    try:
+        err = rel_err(got, want)
+    except AssertionError as e:  # shapes differ
+        return False, str(e)
+    if not np.all(np.isfinite(np.asarray(want, dtype=np.float64))):
+        return False, "the reference itself is not finite (a generator bug)"
+    if err < REL_L2:
+        return True, ""
+    g, w = np.asarray(got, dtype=np.float32), np.asarray(want, dtype=np.float32)
+    if g.shape == w.shape and np.allclose(g, w, rtol=1e-4, atol=1e-5):
+        return True, ""
+    return False, f"relative L2 error {err:.3g}, max abs difference {float(np.max(np.abs(g - w))):.3g}"
+
+
+def evaluate(gp: SpellingProgram, directory: str, seed: int = 0, seconds: float = 5.0) -> dict:
+    """Load, optimize (Limits(seconds=...)) and run `gp` against `eqsat.reference`.
+
+    Returns {"stage": where it failed or "done", "error": message or "", "numerics_ok",
+    "found", "matched", "why", "plan": str(plan), "kernels": [(kind, epilogue)], "seconds"}.
+    A failure before the comparison ("front end", "reference", "optimize", "plan.run") is a
+    crash; "front end" with a ProgramError is a generator bug.
+    """
+    import time
+    import traceback
+    import warnings
+
+    import numpy as np
+
+    import eqsat
+    from conftest import random_args
+
+    out = {"stage": "front end", "error": "", "numerics_ok": False, "found": False, "matched": False,
+           "why": "", "plan": "", "kernels": [], "seconds": 0.0}
+    t0 = time.perf_counter()
+    try:
+        prog = load(gp, directory)
+        args = random_args(prog, gp.shapes, seed)
+        with warnings.catch_warnings(), np.errstate(over="ignore", under="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out["stage"] = "reference"
+            want = eqsat.reference(prog, *args)
+            out["stage"] = "optimize"
+            plan = eqsat.optimize(prog, gp.shapes, limits=eqsat.Limits(seconds=seconds))
+            out["plan"] = str(plan)
+            out["kernels"] = [(k.kind, list(k.epilogue)) for k in plan.kernels]
+            out["stage"] = "plan.run"
+            got = plan.run(*args)
+    except Exception as e:  # noqa: BLE001 - reported with the program
+        out["error"] = (f"{out['stage']} raised {type(e).__name__}: {e}\n"
+                        f"{traceback.format_exc(limit=-4)}")
+        out["seconds"] = time.perf_counter() - t0
+        return out
+    out["stage"] = "done"
+    out["seconds"] = time.perf_counter() - t0
+    ok, why = close(got, want)
+    out["numerics_ok"] = ok
+    if not ok:
+        out["error"] = f"output differs from the reference: {why}\ngot  {np.asarray(got)!r}\nwant {want!r}"
+    out["found"], out["matched"], out["why"] = structure(plan, gp)
+    return out
+
+
+def programs():
+    """A hypothesis strategy of `SpellingProgram`s; every choice shrinks to its plainest."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def _programs(draw):
+        return gen_spelling(DrawChooser(draw))
+
+    return _programs()
+
+
+def generate_seeded(seed: int) -> SpellingProgram:
+    return gen_spelling(RandomChooser(random.Random(seed)))
+
+
+if __name__ == "__main__":
+    import sys
+
+    for s in range(int(sys.argv[1]) if len(sys.argv) > 1 else 5):
+        print(generate_seeded(s))
