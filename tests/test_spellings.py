@@ -38,12 +38,11 @@ SECONDS = 5.0
 # Forms whose structure is not found today (bench/spellings_bench.py, 2-core VM). A program
 # with one of these tags may miss its structure; its numerics are still checked. Remove an
 # entry once the form is found (test_known_miss_examples then XPASSes).
-KNOWN_MISSES: set = {
-    # none today. Found by the first campaign and fixed: a second epilogue stage onto a
-    # product that already carried an op (`-(a @ b)` then `gelu(c)`: rules/epilogue.py now
-    # reads a fused result as its body), and a negative literal factor (`-0.5` was read as
-    # neg(0.5); the front end now folds it into the literal the algebra rules expect)
-}
+# None today. The first campaign's two, found and fixed: a second epilogue stage onto a
+# product that already carried an op (`-(a @ b)` then `gelu(c)`: rules/epilogue.py now
+# reads a fused result as its body), and a negative literal factor (`-0.5` was read as
+# neg(0.5); the front end now folds it into the literal the algebra rules expect)
+KNOWN_MISSES: set = set()
 
 _SETTINGS = dict(
     max_examples=EXAMPLES,
