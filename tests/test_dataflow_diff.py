@@ -12,7 +12,7 @@ plan must have exactly the kernels the program was built to have.
 
     EQSAT_DIFF_EXAMPLES=400 pytest tests/test_dataflow_diff.py     # a longer run
 
-EQSAT_DIFF_EXAMPLES (default 180) is the total number of random programs, split evenly
+EQSAT_DIFF_EXAMPLES (default 300) is the total number of random programs, split evenly
 over the six families (one hypothesis test each, so a bug in one family does not hide the
 others). Generation is derandomized: CI sees the same programs every run. A generated
 program that the front end or `optimize` rejects (`ProgramError`) fails the test too:
@@ -43,7 +43,7 @@ import eqsat
 from conftest import random_args, rel_err
 from gen_dataflow import FAMILIES, HEADER, DataflowProgram, generate_seeded, load, programs
 
-EXAMPLES = int(os.environ.get("EQSAT_DIFF_EXAMPLES", "180"))
+EXAMPLES = int(os.environ.get("EQSAT_DIFF_EXAMPLES", "300"))
 PER_FAMILY = max(1, math.ceil(EXAMPLES / len(FAMILIES)))
 REL_L2 = 1e-4
 LIMITS = dict(seconds=5)
