@@ -26,19 +26,21 @@ from __future__ import annotations
 
 import ast
 import copy
-
-import islpy as isl
 from dataclasses import dataclass, field
 from itertools import count
 
+import islpy as isl
+
 from . import terms as T
-from .dataflow import Conditional, Mismatch, NestFlow, Source, index_can_leave, span, trip
+from .bounds import check_bounds
+from .dataflow import Conditional, Mismatch, NestFlow, Source, span, trip
 from .errors import ProgramError
-from .unsplit import unsplit
 from .ir import (
     Alloc, Assign, Bin, Call, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Store, Transpose, ie_affine, ie_eval,
 )
 from .terms import Node
+from .unsplit import unsplit
+from .work import nest_work
 
 
 AUG = {"+": "Sc.add", "*": "Sc.mul", "/": "Sc.div"}  # an augmented assignment's combining op
@@ -302,7 +304,7 @@ class _Lowerer:
         outputs = sorted(writes) + sorted(swrites)
         code = compile(ast.fix_missing_locations(ast.Module(body=[s.node], type_ignores=[])),
                        self.prog.file, "exec")
-        nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), _work(s, self.dims), code=code,
+        nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), nest_work(s, self.dims), code=code,
                     views=views,
                     out_shapes={n: self.shapes.get(n, ()) if n not in swrites else () for n in outputs})
         self.nests[nid] = nest
@@ -405,59 +407,6 @@ def _scan(s, reads, writes, swrites, local):
         (swrites if s.value.ty is None else writes).add(s.name)
     elif isinstance(s, Alloc):
         writes.add(s.name)
-
-
-def _work(s, dims, iters=1) -> dict:
-    """Modeled work of a nest run as written: scalar ops and bytes, library flops and calls."""
-    w = {"ops": 0, "bytes": 0, "lib_flops": 0, "lib_calls": 0}
-
-    def expr_ops(e):
-        n = 1
-        for c in e.children():
-            n += expr_ops(c)
-        return n
-
-    def lib(e):
-        if isinstance(e, MatMul):
-            sa = [ie_eval(d, dims) for d in e.a.ty]
-            sb = [ie_eval(d, dims) for d in e.b.ty]
-            batch = max(sa[0] if len(sa) == 3 else 1, sb[0] if len(sb) == 3 else 1)
-            return 2 * batch * sa[-2] * sa[-1] * sb[-1] + lib(e.a) + lib(e.b)
-        out = 0
-        for c in e.children():
-            out += lib(c)
-        return out
-
-    def go(s, iters, env):
-        if isinstance(s, For):
-            # iterations at the midpoint of the enclosing loops (exact for rectangular nests)
-            lo, hi = ie_eval(s.lo, {**dims, **env}), ie_eval(s.hi, {**dims, **env})
-            n = max(0.0, (hi - lo) / s.step)
-            inner = {**env, s.var: lo + s.step * (n - 1) / 2 if n else lo}
-            for b in s.body:
-                go(b, iters * n, inner)
-            return
-        if isinstance(s, If):  # the condition, and both branches as an upper bound
-            w["ops"] += iters * expr_ops(s.cond)
-            for b in _sub(s):
-                go(b, iters, env)
-            return
-        if isinstance(s, Alloc):
-            size = 1
-            for d in s.shape:
-                size *= ie_eval(d, dims)
-            w["bytes"] += iters * 4 * size
-            return
-        e = s.value
-        w["ops"] += iters * expr_ops(e)
-        w["bytes"] += iters * 4 * (1 + expr_ops(e))
-        f = lib(e)
-        if f:
-            w["lib_flops"] += iters * f
-            w["lib_calls"] += iters
-
-    go(s, iters, {})
-    return {k: int(round(v)) for k, v in w.items()}
 
 
 class _Ctx:
@@ -979,88 +928,6 @@ def _idx_names(idx) -> set:
     for i in idx:
         out |= ie_names(i)
     return out
-
-
-def check_bounds(prog, dims: dict) -> None:
-    """Every index stays inside its tensor for every iteration, or a ProgramError says where.
-
-    numpy would wrap a negative index around silently; eqsat rejects it instead, since no
-    kernel can honour that and it is almost always an off-by-one.
-    """
-    shapes: dict = {}
-    for p in prog.params:
-        if p.shape is not None:
-            shapes[p.name] = tuple(dims[d] if isinstance(d, str) else d for d in p.shape)
-
-    def check(base, idx, ranges, loc, path):
-        shape = shapes.get(base)
-        if shape is None:
-            return
-        for axis, ie in enumerate(idx):
-            lo, hi = _interval(ie, ranges, dims)
-            if (lo < 0 or hi >= shape[axis]) and not index_can_leave(path, ie, shape[axis], dims):
-                continue  # the intervals were too coarse (a triangular nest); isl says it stays inside
-            if lo < 0 or hi >= shape[axis]:
-                raise ProgramError(f"index {axis} of {base!r} ranges over {lo}..{hi}, outside 0..{shape[axis] - 1}",
-                                   loc)
-
-    def expr(e, ranges, path=()):
-        if isinstance(e, Index):
-            check(e.base, e.idx, ranges, e.loc, path)
-        for c in e.children():
-            expr(c, ranges, path)
-
-    def stmt(s, ranges, path=()):
-        if isinstance(s, Alloc):
-            shapes[s.name] = tuple(ie_eval(d, dims) for d in s.shape)
-        elif isinstance(s, Assign):
-            expr(s.value, ranges, path)
-            if s.value.ty is not None:
-                shapes[s.name] = tuple(ie_eval(d, dims) for d in s.value.ty)
-        elif isinstance(s, Store):
-            expr(s.value, ranges, path)
-            check(s.buf, s.idx, ranges, s.loc, path)
-        elif isinstance(s, If):
-            expr(s.cond, ranges, path)
-            for b in _sub(s):
-                stmt(b, ranges, path)
-        elif isinstance(s, For):
-            (a1, a2), (b1, b2) = _interval(s.lo, ranges, dims), _interval(s.hi, ranges, dims)
-            vr = (a1, b2 - 1) if s.step > 0 else (b1 + 1, a2)  # every value it may take
-            if vr[0] <= vr[1]:
-                for b in s.body:
-                    stmt(b, {**ranges, s.var: vr}, path + (s,))
-
-    for s in prog.body:
-        stmt(s, {})
-    for r in prog.returns:
-        expr(r, {})
-
-
-def _interval(e, ranges, dims) -> tuple:
-    """Smallest and largest value of an index expression over the loop variables' ranges."""
-    tag = e[0]
-    if tag == "int":
-        return e[1], e[1]
-    if tag == "name":
-        return ranges[e[1]] if e[1] in ranges else (dims[e[1]], dims[e[1]])
-    if tag == "neg":
-        lo, hi = _interval(e[1], ranges, dims)
-        return -hi, -lo
-    (a, b), (c, d) = _interval(e[1], ranges, dims), _interval(e[2], ranges, dims)
-    if tag == "add":
-        return a + c, b + d
-    if tag == "sub":
-        return a - d, b - c
-    if tag == "mul":
-        xs = (a * c, a * d, b * c, b * d)
-        return min(xs), max(xs)
-    k = c  # `//` and `%` by a positive constant (the front end checks it)
-    if tag == "floordiv":
-        return a // k, b // k
-    if b - a < k and a % k <= b % k:
-        return a % k, b % k
-    return 0, k - 1
 
 
 def lower(prog, dims: dict) -> Lowered:

@@ -1,0 +1,93 @@
+"""Bounds checks: every index stays inside its tensor for every iteration of its loops.
+
+Per-variable intervals prove almost every index in range at once; where they cannot (a
+triangular nest, whose inner bounds depend on outer variables), isl decides exactly on the
+iteration domain (`dataflow.index_can_leave`).
+"""
+from __future__ import annotations
+
+from .dataflow import index_can_leave
+from .errors import ProgramError
+from .ir import Alloc, Assign, For, If, Index, Store, ie_eval
+
+
+def check_bounds(prog, dims: dict) -> None:
+    """Every index stays inside its tensor for every iteration, or a ProgramError says where.
+
+    numpy would wrap a negative index around silently; eqsat rejects it instead, since no
+    kernel can honour that and it is almost always an off-by-one.
+    """
+    shapes: dict = {}
+    for p in prog.params:
+        if p.shape is not None:
+            shapes[p.name] = tuple(dims[d] if isinstance(d, str) else d for d in p.shape)
+
+    def check(base, idx, ranges, loc, path):
+        shape = shapes.get(base)
+        if shape is None:
+            return
+        for axis, ie in enumerate(idx):
+            lo, hi = _interval(ie, ranges, dims)
+            if (lo < 0 or hi >= shape[axis]) and not index_can_leave(path, ie, shape[axis], dims):
+                continue  # the intervals were too coarse (a triangular nest); isl says it stays inside
+            if lo < 0 or hi >= shape[axis]:
+                raise ProgramError(f"index {axis} of {base!r} ranges over {lo}..{hi}, outside 0..{shape[axis] - 1}",
+                                   loc)
+
+    def expr(e, ranges, path=()):
+        if isinstance(e, Index):
+            check(e.base, e.idx, ranges, e.loc, path)
+        for c in e.children():
+            expr(c, ranges, path)
+
+    def stmt(s, ranges, path=()):
+        if isinstance(s, Alloc):
+            shapes[s.name] = tuple(ie_eval(d, dims) for d in s.shape)
+        elif isinstance(s, Assign):
+            expr(s.value, ranges, path)
+            if s.value.ty is not None:
+                shapes[s.name] = tuple(ie_eval(d, dims) for d in s.value.ty)
+        elif isinstance(s, Store):
+            expr(s.value, ranges, path)
+            check(s.buf, s.idx, ranges, s.loc, path)
+        elif isinstance(s, If):
+            expr(s.cond, ranges, path)
+            for b in s.body + s.orelse:
+                stmt(b, ranges, path)
+        elif isinstance(s, For):
+            (a1, a2), (b1, b2) = _interval(s.lo, ranges, dims), _interval(s.hi, ranges, dims)
+            vr = (a1, b2 - 1) if s.step > 0 else (b1 + 1, a2)  # every value it may take
+            if vr[0] <= vr[1]:
+                for b in s.body:
+                    stmt(b, {**ranges, s.var: vr}, path + (s,))
+
+    for s in prog.body:
+        stmt(s, {})
+    for r in prog.returns:
+        expr(r, {})
+
+
+def _interval(e, ranges, dims) -> tuple:
+    """Smallest and largest value of an index expression over the loop variables' ranges."""
+    tag = e[0]
+    if tag == "int":
+        return e[1], e[1]
+    if tag == "name":
+        return ranges[e[1]] if e[1] in ranges else (dims[e[1]], dims[e[1]])
+    if tag == "neg":
+        lo, hi = _interval(e[1], ranges, dims)
+        return -hi, -lo
+    (a, b), (c, d) = _interval(e[1], ranges, dims), _interval(e[2], ranges, dims)
+    if tag == "add":
+        return a + c, b + d
+    if tag == "sub":
+        return a - d, b - c
+    if tag == "mul":
+        xs = (a * c, a * d, b * c, b * d)
+        return min(xs), max(xs)
+    k = c  # `//` and `%` by a positive constant (the front end checks it)
+    if tag == "floordiv":
+        return a // k, b // k
+    if b - a < k and a % k <= b % k:
+        return a % k, b % k
+    return 0, k - 1
