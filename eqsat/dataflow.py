@@ -66,9 +66,8 @@ class NestFlow:
         self._writes: dict = {}  # location -> [isl map str]
         for leaf in self.leaves:
             self._sched.append(self._sched_str(leaf, f"S{leaf.sid}", self._lvars(leaf), 1))
-            for name, idx in _writes(leaf.stmt):
-                self._writes.setdefault(name, []).append(self._access(leaf, f"S{leaf.sid}", self._lvars(leaf),
-                                                                      name, idx, []))
+            for name, acc in self._leaf_accesses(leaf, _writes(leaf.stmt)):
+                self._writes.setdefault(name, []).append(acc)
         self._exact: dict = {}
         self._final: dict = {}
 
@@ -150,6 +149,15 @@ class NestFlow:
         cons.append(self._dom(leaf))
         return f"{{ {space}[{', '.join(vars_)}] -> b_{name}[{', '.join(es)}] : {' and '.join(cons)} }}"
 
+    def _leaf_accesses(self, leaf, accesses) -> list:
+        """(location, isl access of the leaf's statement space) for (location, index) pairs."""
+        return [(n, self._access(leaf, f"S{leaf.sid}", self._lvars(leaf), n, idx, [])) for n, idx in accesses]
+
+    def _same_element(self, sink_acc: str, wleaf, name: str) -> isl.UnionMap:
+        """sink instance -> every instance of wleaf writing an element the sink reads."""
+        wacc = [a for n, a in self._leaf_accesses(wleaf, _writes(wleaf.stmt)) if n == name]
+        return self._union([sink_acc]).apply_range(self._union(wacc).reverse())
+
     def _read_space(self, r: Read):
         leaf = r.leaf
         nfree = len(self.shapes.get(r.name, ())) - len(r.idx)
@@ -184,11 +192,9 @@ class NestFlow:
             return False
         acc_r, acc_w = {}, {}
         for leaf in self.leaves:
-            lv = self._lvars(leaf)
-            acc_w[leaf.sid] = self._union([self._access(leaf, f"S{leaf.sid}", lv, n, idx, [])
-                                           for n, idx in _writes(leaf.stmt)])
-            acc_r[leaf.sid] = self._union([self._access(leaf, f"S{leaf.sid}", lv, n, idx, [])
-                                           for _, n, idx in _reads(leaf.stmt)])
+            acc_w[leaf.sid] = self._union([a for _, a in self._leaf_accesses(leaf, _writes(leaf.stmt))])
+            acc_r[leaf.sid] = self._union([a for _, a in self._leaf_accesses(
+                leaf, [(n, idx) for _, n, idx in _reads(leaf.stmt)])])
         sched = self._union(self._sched)
         before = sched.lex_lt_union_map(sched)  # x -> y: x runs before y
         for a in self.leaves:
@@ -213,9 +219,7 @@ class NestFlow:
         if src is None:
             return self._union([])
         wleaf = self.by_stmt[id(src.stmt)]
-        wacc = [a for n, a in ((n, self._access(wleaf, f"S{wleaf.sid}", self._lvars(wleaf), n, idx, []))
-                               for n, idx in _writes(wleaf.stmt)) if n == src.name]
-        rel = self._union([sink_acc]).apply_range(self._union(wacc).reverse())
+        rel = self._same_element(sink_acc, wleaf, src.name)
         if src.free:
             svars = [f"L{d}" for d in range(len(sink_path))] + [f"f{a}" for a in range(nfree_sink)]
             wvars = [f"M{d}" for d in range(len(wleaf.path))]
@@ -260,10 +264,7 @@ class NestFlow:
 
     def _self_chain(self, r: Read, acc: str, red_loops) -> isl.UnionMap:
         leaf = r.leaf
-        wleaf = leaf
-        wacc = [self._access(wleaf, f"S{wleaf.sid}", self._lvars(wleaf), n, idx, [])
-                for n, idx in _writes(wleaf.stmt) if n == r.name]
-        rel = self._union([acc]).apply_range(self._union(wacc).reverse())
+        rel = self._same_element(acc, leaf, r.name)
         n = len(leaf.path)
         red = [leaf.path.index(f) for f in red_loops]
         eqs = [f"M{d} = L{d}" for d in range(n) if d not in red]

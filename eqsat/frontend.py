@@ -421,21 +421,9 @@ class _Parser:
 
     def view_store(self, n, target, name, idx, value, aug):
         """`v[idx] = value` for a view `v`: the same store on the memory it views."""
-        base, lead, perm = _view_parts(self.views[name][0])
-        rank = len(self.views[name][0].ty)
-        if len(idx) > rank:
-            raise self.err(target, f"{name!r} has rank {rank} but is indexed with {len(idx)} indices")
-        if perm is not None:
-            if len(idx) != rank:
-                raise self.err(target, f"a store into part of the transposed view {name!r} is not supported; "
-                                       "index every axis")
-            full = [None] * rank
-            for a, p in enumerate(perm):
-                full[p] = idx[a]
-            idx = tuple(full)
+        base, full_idx = self.through_view(target, name, idx, "a store into part of")
         val = self.expr(value)
         bty = self.sym[base][1]
-        full_idx = tuple(lead) + tuple(idx)
         self.check_store(value, name, bty[len(full_idx):], val)
         if aug is ast.Sub:
             val = Call(val.loc, "neg", (val,), ty=val.ty)
@@ -510,8 +498,8 @@ class _Parser:
         raise self.err(e, f"unsupported index expression: {ast.unparse(e)!r} (indices must be affine in "
                           "loop variables, with integer constants and dimensions)")
 
-    def view_index(self, node, name, idx):
-        """`v[idx]` for a view `v`: the element or slice of the memory it views."""
+    def through_view(self, node, name, idx, what):
+        """A view's index as (the owner of its memory, the index there)."""
         view = self.views[name][0]
         base, lead, perm = _view_parts(view)
         rank = len(view.ty)
@@ -519,13 +507,17 @@ class _Parser:
             raise self.err(node, f"{name!r} has rank {rank} but is indexed with {len(idx)} indices")
         if perm is not None:
             if len(idx) != rank:
-                raise self.err(node, f"a slice of the transposed view {name!r} is not supported; index every axis "
-                                     "or slice the tensor it views")
+                raise self.err(node, f"{what} the transposed view {name!r} is not supported; index every axis "
+                                     "or index the tensor it views")
             full = [None] * rank
             for a, p in enumerate(perm):
                 full[p] = idx[a]
             idx = tuple(full)
-        full_idx = tuple(lead) + tuple(idx)
+        return base, tuple(lead) + tuple(idx)
+
+    def view_index(self, node, name, idx):
+        """`v[idx]` for a view `v`: the element or slice of the memory it views."""
+        base, full_idx = self.through_view(node, name, idx, "a slice of")
         rest = tuple(self.sym[base][1][len(full_idx):])
         return Index(self.loc(node), base, full_idx, ty=rest or None)
 

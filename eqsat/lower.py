@@ -511,7 +511,7 @@ class _NestRun:
             return t, idx
         fresh = {v: self.low.new_var(f"x{v.args[0]}_", n) for v, n in outer}  # binders stay unique
         body = _rename(t.args[1], fresh)
-        axes = [(fresh[v], n) for v, n in outer] + _dims_list(t.args[0])
+        axes = [(fresh[v], n) for v, n in outer] + T.unlist(t.args[0])
         return T.compute(axes, body), [T.iv(v) for v, _ in outer] + list(idx)
 
     def ctx(self) -> _Ctx:
@@ -728,56 +728,26 @@ class _NestRun:
         self.scal[s.name] = (self.low.scalar(s.value, ctx), Source(s, s.name, tuple(self.open)))
 
 
-def _free_vars(term: Node, memo=None) -> frozenset:
+def _free_vars(term: Node) -> frozenset:
     """Index variables a term uses without binding them (compute axes and reductions bind)."""
-    memo = {} if memo is None else memo
-    stack = [(term, False)]
-    while stack:  # children first, without recursion (terms can be deep chains)
-        n, ready = stack.pop()
-        if n in memo:
-            continue
-        if not ready:
-            stack.append((n, True))
-            stack.extend((a, False) for a in n.args if isinstance(a, Node) and a not in memo)
-            continue
+    free: dict = {}
+    for n in T.postorder(term):
         if n.op == "Ix.v":
             out = frozenset([n.args[0]])
         else:
-            out = frozenset().union(*(memo[a] for a in n.args if isinstance(a, Node)))
+            out = frozenset().union(*(free[a] for a in n.args if isinstance(a, Node)))
             if n.op == "Ten.compute":
-                out -= {v for v, _ in _dims_list(n.args[0])}
+                out -= {v for v, _ in T.unlist(n.args[0])}
             elif n.op == "Sc.red":
                 out -= {n.args[1]}
-        memo[n] = out
-    return memo[term]
+        free[n] = out
+    return free[term]
 
 
 def _rename(term: Node, new: dict) -> Node:
     """`term` with index variables renamed (old Var -> new Var); binders are unique, so
     nothing is captured."""
-    memo: dict = {}
-    stack = [(term, False)]
-    while stack:
-        n, ready = stack.pop()
-        if n in memo:
-            continue
-        if not ready:
-            stack.append((n, True))
-            stack.extend((a, False) for a in n.args if isinstance(a, Node) and a not in memo)
-            continue
-        if n in new:
-            memo[n] = new[n]
-        else:
-            memo[n] = Node(n.op, *[memo[a] if isinstance(a, Node) else a for a in n.args])
-    return memo[term]
-
-
-def _dims_list(d: Node) -> list:
-    out = []
-    while d.op == "Dims.cons":
-        out.append((d.args[0], d.args[1]))
-        d = d.args[2]
-    return out
+    return T.rebuild(term, new.get)
 
 
 def _written(s) -> set:
@@ -869,7 +839,7 @@ def _load(t: Node, idx) -> Node:
     if t.op == "Ten.compute" and t.args[1].op == "Sc.lit":
         return t.args[1]
     if t.op == "Ten.compute" and _free_vars(t):
-        dims = _dims_list(t.args[0])
+        dims = T.unlist(t.args[0])
         if len(dims) == len(idx):
             return _substitute(t.args[1], {v: ix for (v, _), ix in zip(dims, idx)})
     return T.load(t, idx)
@@ -884,21 +854,7 @@ def _closed(t: Node, name: str) -> Node:
 def _substitute(term: Node, env: dict) -> Node:
     """`term` with index variables replaced (Var -> Ix term); binders are unique names
     (a computation's axes are its loops' variables), so nothing is captured."""
-    memo: dict = {}
-    stack = [(term, False)]
-    while stack:
-        n, ready = stack.pop()
-        if n in memo:
-            continue
-        if not ready:
-            stack.append((n, True))
-            stack.extend((a, False) for a in n.args if isinstance(a, Node) and a not in memo)
-            continue
-        if n.op == "Ix.v" and n.args[0] in env:
-            memo[n] = env[n.args[0]]
-        else:
-            memo[n] = Node(n.op, *[memo[a] if isinstance(a, Node) else a for a in n.args])
-    return memo[term]
+    return T.rebuild(term, lambda n: env.get(n.args[0]) if n.op == "Ix.v" else None)
 
 
 def _wrap(op, red, body):

@@ -171,6 +171,34 @@ def walk(n: Node, seen=None):
 
 
 # ------------------------------------------------------------------ printing
+def postorder(n: Node):
+    """Every node reachable from `n`, each once, children before parents (no recursion:
+    terms of a long chain of layers are deep)."""
+    done: set = set()
+    stack = [(n, False)]
+    while stack:
+        x, ready = stack.pop()
+        if x in done:
+            continue
+        if not ready:
+            stack.append((x, True))
+            stack.extend((a, False) for a in x.args if isinstance(a, Node) and a not in done)
+            continue
+        done.add(x)
+        yield x
+
+
+def rebuild(n: Node, replace) -> Node:
+    """`n` with every node for which `replace(node)` gives a term replaced by it, and its
+    ancestors rebuilt (hash-consing keeps the untouched parts shared)."""
+    memo: dict = {}
+    for x in postorder(n):
+        new = replace(x)
+        memo[x] = new if new is not None else \
+            Node(x.op, *[memo[a] if isinstance(a, Node) else a for a in x.args])
+    return memo[n]
+
+
 def show_var(v: Node) -> str:
     if v.op == "Var.named":
         return v.args[0]
