@@ -11,6 +11,7 @@ import functools
 import numpy as np
 
 from eqsat import lang
+from eqsat.plan import is_prologue
 from eqsat.terms import Node, shape_list, unlist, walk
 
 def _py_choice(pick):
@@ -52,6 +53,9 @@ class Runner:
             return self.tensor(n.args[0]).reshape(shape_list(n.args[1]))
         if op == "Ten.opaque":
             return self.nest_out[n.args[0]][n.args[1]]
+        if is_prologue(n):  # a matmul's fused prologue: computed where the matmul reads it
+            v = self.values[n] = self.evaluate(n.args[0], n.args[1])
+            return v
         raise RuntimeError(f"tensor {op} used before its kernel ran")
 
     def index_const(self, ix: Node) -> int:

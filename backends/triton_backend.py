@@ -20,6 +20,7 @@ import re
 
 import numpy as np
 
+from eqsat.plan import is_prologue
 from eqsat.terms import Node, unlist, walk
 
 BLOCK = 128
@@ -37,9 +38,11 @@ def _ident(v: Node) -> str:
 class _Gen:
     """Scalar terms to Triton statements; `shape` is the block shape of every value."""
 
-    def __init__(self, var_expr: dict, shape: str, operands: dict, indent: str = "    "):
+    def __init__(self, var_expr: dict, shape: str, operands: dict, indent: str = "    ", mask: str = "mask",
+                 prefix: str = "t"):
         self.var_expr = var_expr  # Var node -> Triton index expression
         self.shape = shape
+        self.mask, self.prefix = mask, prefix
         self.operands = operands  # tensor node -> (pointer arg name, [stride arg names])
         self.lines: list = []
         self.indent = indent
@@ -47,7 +50,7 @@ class _Gen:
         self.memo: dict = {}
 
     def tmp(self, text: str) -> str:
-        name = f"t{self.n}"
+        name = f"{self.prefix}{self.n}"
         self.n += 1
         self.lines.append(f"{self.indent}{name} = {text}")
         return name
@@ -79,7 +82,7 @@ class _Gen:
             idx = [self.ix(i) for i in unlist(n.args[1])]
             off = " + ".join(f"({i}) * {s}" for i, s in zip(idx, strides)) or "0"
             # broadcast the offset to the block: an element every lane shares is a scalar offset
-            out = self.tmp(f"tl.load({ptr} + {off} + tl.zeros({self.shape}, tl.int32), mask=mask, other=0.0)")
+            out = self.tmp(f"tl.load({ptr} + {off} + tl.zeros({self.shape}, tl.int32), mask={self.mask}, other=0.0)")
         elif op in _BIN:
             out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
         elif op == "Sc.fn":
@@ -90,7 +93,8 @@ class _Gen:
             r = self.tmp(f"tl.full({self.shape}, {init}, tl.float32)")
             name = _ident(v)
             self.lines.append(f"{self.indent}for {name} in range({ext}):")
-            inner = _Gen({**self.var_expr, v: name}, self.shape, self.operands, self.indent + "    ")
+            inner = _Gen({**self.var_expr, v: name}, self.shape, self.operands, self.indent + "    ", self.mask,
+                         self.prefix)
             inner.n = self.n + 1000
             b = inner.sc(body)
             self.lines += inner.lines
@@ -190,8 +194,12 @@ class Kernel:
         batch = out_shape[0] if len(out_shape) == 3 else 1
         M, N, K = out_shape[-2], out_shape[-1], sa[-1]
         body = fused.args[1] if fused is not None else Node("Sc.acc")
-        self.inputs = [a, b] + [t for t in _loaded(body) if t not in (a, b)]
-        self.params = _params(body)
+        self.inputs = []
+        for t in [a, b] + _loaded(body):  # a prologue operand is read through its own inputs
+            for u in (_loaded(t.args[1]) if is_prologue(t) else [t]):
+                if u not in self.inputs:
+                    self.inputs.append(u)
+        self.params = sorted(set(_params(body)).union(*[_params(t.args[1]) for t in (a, b) if is_prologue(t)]))
         ops = {t: (f"in{i}", [f"in{i}_s{d}" for d in range(len(self.ranks[t]))]) for i, t in enumerate(self.inputs)}
         dims = unlist(fused.args[0]) if fused is not None else []
         var_expr = {}
@@ -200,9 +208,23 @@ class Kernel:
             var_expr[v] = e
         g = _Gen(var_expr, "(BLOCK_M, BLOCK_N)", ops)
         val = g.sc(body)
-        a_s, b_s = ops[a][1], ops[b][1]
-        a_b = f"pid_b * {a_s[0]} + " if len(sa) == 3 else ""
-        b_b = f"pid_b * {b_s[0]} + " if len(sb) == 3 else ""
+        tiles = []
+        for name, t, rows, cols in (("a", a, "rm", "ka"), ("b", b, "ka", "rn")):
+            extent = {"rm": M, "rn": N, "ka": K}
+            tile_mask = f"({rows}[:, None] < {extent[rows]}) & ({cols}[None, :] < {extent[cols]})"
+            if is_prologue(t):  # evaluated on the tile as it is loaded (a fused prologue)
+                axes = [v for v, _ in unlist(t.args[0])]
+                at = (["pid_b"] if len(axes) == 3 else []) + [f"{rows}[:, None]", f"{cols}[None, :]"]
+                pg = _Gen(dict(zip(axes, at)), "(BLOCK_M, BLOCK_K)" if name == "a" else "(BLOCK_K, BLOCK_N)", ops,
+                          "        ", f"{name}_mask", f"{name}p")
+                val_t = pg.sc(t.args[1])
+                tiles += [f"        {name}_mask = {tile_mask}"] + pg.lines + [
+                    f"        {name} = tl.where({name}_mask, {val_t}, 0.0)"]
+            else:
+                s_ = ops[t][1]
+                bb = f"pid_b * {s_[0]} + " if len(self.ranks[t]) == 3 else ""
+                tiles.append(f"        {name} = tl.load({ops[t][0]} + {bb}{rows}[:, None] * {s_[-2]} + "
+                             f"{cols}[None, :] * {s_[-1]}, mask={tile_mask}, other=0.0)")
         args = ", ".join(["out"] + [x for t in self.inputs for x in [ops[t][0], *ops[t][1]]]
                          + [f"p_{p}" for p in self.params]
                          + ["BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr", "BLOCK_K: tl.constexpr"])
@@ -215,10 +237,7 @@ class Kernel:
             "    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
             f"    for k0 in range(0, {K}, BLOCK_K):",
             "        ka = k0 + rk",
-            f"        a = tl.load({ops[a][0]} + {a_b}rm[:, None] * {a_s[-2]} + ka[None, :] * {a_s[-1]}, "
-            f"mask=(rm[:, None] < {M}) & (ka[None, :] < {K}), other=0.0)",
-            f"        b = tl.load({ops[b][0]} + {b_b}ka[:, None] * {b_s[-2]} + rn[None, :] * {b_s[-1]}, "
-            f"mask=(ka[:, None] < {K}) & (rn[None, :] < {N}), other=0.0)",
+        ] + tiles + [
             f"        acc += tl.dot(a, b, input_precision=\"{self.precision}\")",
             f"    mask = (rm[:, None] < {M}) & (rn[None, :] < {N})",
         ] + g.lines + [

@@ -261,10 +261,11 @@ class Plan:
         names = self.names()
         for k in self.kernels:
             epi = f" + {'+'.join(k.epilogue)}" if k.epilogue else ""
+            epi = f"{'+'.join(k.prologue)}> {k.kind}{epi}" if k.prologue else f"{k.kind}{epi}"
             runs = f"; {self.loop_runners[k.nest][1]}" if k.kind == "loop" and k.nest in self.loop_runners else ""
             what = (f"loop nest #{k.nest} as written ({self.lowered.nests[k.nest].reason or 'kept'}{runs})"
                     if k.kind == "loop" else describe(k.term, {n: m for n, m in names.items() if n is not k.term}))
-            lines.append(f"  {k.name:<14} {k.kind}{epi:<16} {k.cost * 1e6:9.3f} us  {what}")
+            lines.append(f"  {k.name:<14} {epi:<26} {k.cost * 1e6:9.3f} us  {what}")
         outs = ", ".join(show(r, names) for r in self.roots)
         lines.append(f"  return {outs}")
         return "\n".join(lines)

@@ -1,14 +1,16 @@
 """Bounds checks: every index stays inside its tensor for every iteration of its loops.
 
 Per-variable intervals prove almost every index in range at once; where they cannot (a
-triangular nest, whose inner bounds depend on outer variables), isl decides exactly on the
-iteration domain (`dataflow.index_can_leave`).
+triangular nest, whose inner bounds depend on outer variables, or an access guarded by an
+`if` on loop variables, as in `if j > 0: c[j] = c[j - 1]`), isl decides exactly on the
+iteration domain, restricted by every enclosing condition that is affine in the loop
+variables (`dataflow.index_can_leave`). A condition on data values restricts nothing.
 """
 from __future__ import annotations
 
 from .dataflow import index_can_leave
 from .errors import ProgramError
-from .ir import Alloc, Assign, For, If, Index, Store, ie_eval
+from .ir import Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Store, ie_eval
 
 
 def check_bounds(prog, dims: dict) -> None:
@@ -28,7 +30,9 @@ def check_bounds(prog, dims: dict) -> None:
             return
         for axis, ie in enumerate(idx):
             lo, hi = _interval(ie, ranges, dims)
-            if (lo < 0 or hi >= shape[axis]) and not index_can_leave(path, ie, shape[axis], dims):
+            if (lo < 0 or hi >= shape[axis]) and not index_can_leave(
+                    tuple(f for f in path if isinstance(f, For)), ie, shape[axis], dims,
+                    tuple(g for g in path if not isinstance(g, For))):
                 continue  # the intervals were too coarse (a triangular nest); isl says it stays inside
             if lo < 0 or hi >= shape[axis]:
                 raise ProgramError(f"index {axis} of {base!r} ranges over {lo}..{hi}, outside 0..{shape[axis] - 1}",
@@ -52,8 +56,10 @@ def check_bounds(prog, dims: dict) -> None:
             check(s.buf, s.idx, ranges, s.loc, path)
         elif isinstance(s, If):
             expr(s.cond, ranges, path)
-            for b in s.body + s.orelse:
-                stmt(b, ranges, path)
+            for b in s.body:
+                stmt(b, ranges, path + ((s.cond, True),))
+            for b in s.orelse:
+                stmt(b, ranges, path + ((s.cond, False),))
         elif isinstance(s, For):
             (a1, a2), (b1, b2) = _interval(s.lo, ranges, dims), _interval(s.hi, ranges, dims)
             vr = (a1, b2 - 1) if s.step > 0 else (b1 + 1, a2)  # every value it may take
@@ -65,6 +71,49 @@ def check_bounds(prog, dims: dict) -> None:
         stmt(s, {})
     for r in prog.returns:
         expr(r, {})
+
+
+_CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "="}
+_NOT = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def guard_text(cond, holds: bool, aff) -> str | None:
+    """An isl constraint for `cond` (or its negation when not `holds`), with index
+    expressions written by `aff`; None where the condition is not affine in loop variables."""
+    if isinstance(cond, BoolOp):
+        if cond.op == "not":
+            return guard_text(cond.args[0], not holds, aff)
+        parts = [guard_text(a, holds, aff) for a in cond.args]
+        if any(p is None for p in parts):
+            return None
+        joiner = " and " if (cond.op == "and") == holds else " or "
+        return "(" + joiner.join(parts) + ")"
+    if isinstance(cond, Compare):
+        a, b = _index_of(cond.a), _index_of(cond.b)
+        if a is None or b is None:
+            return None
+        op = cond.op if holds else _NOT[cond.op]
+        x, y = aff(a), aff(b)
+        if op == "!=":
+            return f"({x} < {y} or {x} > {y})"
+        return f"({x} {_CMP[op]} {y})"
+    return None
+
+
+def _index_of(e):
+    """A value expression as an index expression (integers, loop variables, dims), or None."""
+    if isinstance(e, Const):
+        return ("int", int(e.value)) if float(e.value).is_integer() else None
+    if isinstance(e, Dim):
+        return ("name", e.name)
+    if isinstance(e, Bin) and e.op in ("+", "-", "*", "//", "%"):
+        a, b = _index_of(e.a), _index_of(e.b)
+        tag = {"+": "add", "-": "sub", "*": "mul", "//": "floordiv", "%": "mod"}[e.op]
+        return None if a is None or b is None else (tag, a, b)
+    if isinstance(e, Call) and e.fn == "neg" and len(e.args) == 1:
+        a = _index_of(e.args[0])
+        return None if a is None else ("neg", a)
+    return None
 
 
 def _interval(e, ranges, dims) -> tuple:

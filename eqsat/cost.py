@@ -4,7 +4,9 @@ A kernel costs ``max(flops / peak, bytes / bandwidth, latency) + launch``:
 
 - a matmul (`matmul`, or `fused` with its epilogue) runs at the tensor-core peak and
   reads each operand once (tiling); its epilogue reads its own operands and writes the
-  output, and the accumulator is never stored;
+  output, and the accumulator is never stored; an operand that is an elementwise
+  computation (a prologue, `relu(a) @ b`) is evaluated as its tiles are loaded: the
+  matmul reads the prologue's inputs instead and does its flops, no kernel of its own;
 - an elementwise or reduction kernel (`compute`) runs at the SIMT peak; each distinct
   load outside a reduction reads `min(elements, size of the tensor)` items (broadcasts
   are cached), each load inside a reduction is re-read on every step (no tiling);
@@ -86,7 +88,8 @@ class TenInfo:
     own: float = 0.0  # this node's own kernel time (0 for views)
     deps: dict = field(default_factory=dict)
     view: bool = False
-    mm: tuple | None = None  # for a matmul node: (flops, operand+output bytes, deps, latency)
+    mm: tuple | None = None  # for a matmul node: (flops, operand+output bytes, deps, latency, prologue flops)
+    prologue: bool = False  # an elementwise compute: a matmul reading it fuses it into its tile loads
     bytes: float = 0.0  # DRAM bytes this kernel reads and writes
     flops: float = 0.0
 
@@ -182,33 +185,44 @@ class Model:
             elems = float(math.prod(extents))
             by = sum(min(elems, self.size(k)) * ITEM for k, _ in body.loads) + elems * body.red_bytes + elems * ITEM
             return TenInfo(kernel_time(t, elems * body.flops, by, untiled_latency(t, body)), dict(body.deps),
-                           bytes=by, flops=elems * body.flops)
+                           bytes=by, flops=elems * body.flops, prologue=not body.has_red)
         if op == "Ten.matmul":
             (ka, ia), (kb, ib) = a
             sa, sb, so = self.shape(ka), self.shape(kb), self.shape(key)
             if sa is None or sb is None or so is None or ia.own == INF or ib.own == INF:
                 return None
             flops = 2.0 * math.prod(so) * sa[-1]
-            by = ITEM * (math.prod(sa) + math.prod(sb) + math.prod(so))
-            deps = union(self.entry(ka, ia), self.entry(kb, ib))
+            (ba, pa, da), (bb, pb, db) = self.operand(ka, ia, sa), self.operand(kb, ib, sb)
+            by = ba + bb + ITEM * math.prod(so)
+            deps = union(da, db)
             lat = matmul_latency(t, sa[-1])
-            return TenInfo(kernel_time(t, flops, by, lat, tensor_cores=True), deps, mm=(flops, by, deps, lat),
-                           bytes=by, flops=flops)
+            own = max(flops / t.tc_flops + (pa + pb) / t.simt_flops, by / t.bandwidth, lat) + t.launch
+            return TenInfo(own, deps, mm=(flops, by, deps, lat, pa + pb), bytes=by, flops=flops + pa + pb)
         if op == "Ten.fused":
             body, imm = a[1], a[2][1]
             if imm.mm is None:
                 return None
-            flops, by, deps, lat = imm.mm
+            flops, by, deps, lat, pro = imm.mm
             elems = float(math.prod(extents))
             epi = sum(min(elems, self.size(k)) * ITEM for k, _ in body.loads) + elems * body.red_bytes
             lat += math.ceil(body.red_bytes / ITEM / t.loads_in_flight) * t.load_latency + body.steps * t.fma_latency
-            own = max(flops / t.tc_flops + elems * body.flops / t.simt_flops, (by + epi) / t.bandwidth, lat) + t.launch
-            return TenInfo(own, union(deps, body.deps), bytes=by + epi, flops=flops + elems * body.flops)
+            simt = pro + elems * body.flops
+            own = max(flops / t.tc_flops + simt / t.simt_flops, (by + epi) / t.bandwidth, lat) + t.launch
+            return TenInfo(own, union(deps, body.deps), bytes=by + epi, flops=flops + simt)
         if op == "Ten.opaque":
             nest = a[0]
             deps = union(a[2], a[3], {("nest", nest): loop_time(t, self.nest_work(nest))})
             return TenInfo(0.0, deps, view=True)
         return None
+
+    def operand(self, key, info: TenInfo, shape) -> tuple:
+        """(bytes, flops, deps) of a matmul reading one operand. An elementwise compute is a
+        prologue: evaluated as each tile is loaded, it reads its own inputs and is never
+        stored, so its kernel is not paid (a plan that also needs the tensor elsewhere
+        pays that kernel there)."""
+        if info.prologue:
+            return info.bytes - ITEM * math.prod(shape), info.flops, dict(info.deps)
+        return ITEM * math.prod(shape), 0.0, self.entry(key, info)
 
     def lists(self, op: str, a: list) -> dict | None:
         """Tens/Scs lists carry the dependencies of their items."""

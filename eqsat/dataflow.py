@@ -124,13 +124,20 @@ class NestFlow:
                     cons.append(f"({lo} - L{d}) mod {-f.step} = 0")
         return " and ".join(cons) or "true"
 
-    def _sched_str(self, leaf, space, extra_vars, phase) -> str:
+    def _sched_str(self, leaf, space, extra_vars, phase, band=(), perm=()) -> str:
+        """`band`, `perm`: the schedule with the perfectly nested loops `band` run in the order
+        `perm` (new level k runs band[perm[k]]), for leaves inside the band."""
+        at = {}
+        if band and band[0] in leaf.path:
+            d0 = leaf.path.index(band[0])
+            at = {d0 + k: d0 + p for k, p in enumerate(perm)}
         out = []
         for d in range(self.depth + 1):
             out.append(str(leaf.pos[d]) if d < len(leaf.pos) else "0")
             if d < self.depth:
                 if d < len(leaf.path):  # a downward loop runs its values in decreasing order
-                    out.append(f"L{d}" if leaf.path[d].step > 0 else f"-L{d}")
+                    e = at.get(d, d)
+                    out.append(f"L{e}" if leaf.path[e].step > 0 else f"-L{e}")
                 else:
                     out.append("0")
         out.append(str(phase))
@@ -158,13 +165,22 @@ class NestFlow:
         wacc = [a for n, a in self._leaf_accesses(wleaf, _writes(wleaf.stmt)) if n == name]
         return self._union([sink_acc]).apply_range(self._union(wacc).reverse())
 
-    def _read_space(self, r: Read):
+    def _read_space(self, r: Read, band=(), perm=()):
         leaf = r.leaf
         nfree = len(self.shapes.get(r.name, ())) - len(r.idx)
         free = [f"f{a}" for a in range(nfree)]
         space = f"R{r.rid}"
         acc = self._access(leaf, space, self._lvars(leaf) + free, r.name, r.idx, free)
-        sched = self._sched_str(leaf, space, self._lvars(leaf) + free, 0)
+        sched = self._sched_str(leaf, space, self._lvars(leaf) + free, 0, band, perm)
+        return acc, sched
+
+    def _final_space(self, name: str):
+        """A sink reading every element of `name` after the nest (its last writer: the final value)."""
+        shape = self.shapes.get(name, ())
+        es = [f"f{a}" for a in range(len(shape))]
+        bounds = " and ".join(f"0 <= f{a} < {n}" for a, n in enumerate(shape)) or "true"
+        acc = f"{{ F_{name}[{', '.join(es)}] -> b_{name}[{', '.join(es)}] : {bounds} }}"
+        sched = f"{{ F_{name}[{', '.join(es)}] -> [{', '.join(['1000000'] + ['0'] * (self.width - 1))}] }}"
         return acc, sched
 
     def _union(self, strs) -> isl.UnionMap:
@@ -173,14 +189,15 @@ class NestFlow:
             out = out.union(isl.UnionMap.read_from_str(self.ctx, s))
         return out
 
-    def _flow(self, sink_acc: str, sink_sched: str, name: str) -> isl.UnionMap:
-        """sink instance -> its exact last writer (instances with none are absent)."""
+    def _flow(self, sink_acc: str, sink_sched: str, name: str, sched=None) -> isl.UnionMap:
+        """sink instance -> its exact last writer (instances with none are absent), under the
+        nest's schedule or `sched` (the statements' schedule of a reordered nest)."""
         sources = self._writes.get(name, [])
         if not sources:
             return self._union([])
         info = isl.UnionAccessInfo.from_sink(self._union([sink_acc]))
         info = info.set_must_source(self._union(sources))
-        info = info.set_schedule_map(self._union(self._sched + [sink_sched]))
+        info = info.set_schedule_map(self._union((self._sched if sched is None else sched) + [sink_sched]))
         return info.compute_flow().get_must_dependence().reverse()
 
     # ------------------------------------------------------------------ fission
@@ -203,6 +220,28 @@ class NestFlow:
                 conflict = wb.apply_range(wa.union(ra).reverse()).union(rb.apply_range(wa.reverse()))
                 if not conflict.intersect(before).is_empty():
                     return False
+        return True
+
+    # ------------------------------------------------------------------ interchange
+    def reorder_legal(self, band: list, perm: list) -> bool:
+        """Whether running the perfectly nested loops `band` (ir.For objects of this nest,
+        outermost first) in the order `perm` is the same program, value for value: every
+        read instance has the same exact last writer under both orders, and so has every
+        location at the end (a scalar private to each iteration does not constrain)."""
+        inside = [leaf for leaf in self.leaves if band[0] in leaf.path]
+        if not inside or any(leaf.path[leaf.path.index(band[0]):][:len(band)] != tuple(band) for leaf in inside):
+            return False  # not a perfectly nested band of this nest
+        band, perm = tuple(band), tuple(perm)
+        new = [self._sched_str(leaf, f"S{leaf.sid}", self._lvars(leaf), 1, band, perm) for leaf in self.leaves]
+        for r in self.reads.values():
+            acc, sched = self._read_space(r)
+            _, sched_new = self._read_space(r, band, perm)
+            if not self._flow(acc, sched, r.name).is_equal(self._flow(acc, sched_new, r.name, new)):
+                return False
+        for name in self._writes:
+            acc, sched = self._final_space(name)
+            if not self._flow(acc, sched, name).is_equal(self._flow(acc, sched, name, new)):
+                return False
         return True
 
     # ------------------------------------------------------------------ claims
@@ -282,10 +321,7 @@ class NestFlow:
     def check_final(self, name, src):
         """Raise Mismatch unless every element's last writer in the nest is what `src` claims."""
         shape = self.shapes.get(name, ())
-        es = [f"f{a}" for a in range(len(shape))]
-        bounds = " and ".join(f"0 <= f{a} < {n}" for a, n in enumerate(shape)) or "true"
-        acc = f"{{ F_{name}[{', '.join(es)}] -> b_{name}[{', '.join(es)}] : {bounds} }}"
-        sched = f"{{ F_{name}[{', '.join(es)}] -> [{', '.join(['1000000'] + ['0'] * (self.width - 1))}] }}"
+        acc, sched = self._final_space(name)
         exact = self._flow(acc, sched, name)
         claimed = self.claim(src, acc, (), len(shape))
         if not exact.is_equal(claimed):
@@ -332,17 +368,30 @@ def _writes(s):
     return []
 
 
-def index_can_leave(path: tuple, ie, size: int, dims: dict) -> bool:
+def index_can_leave(path: tuple, ie, size: int, dims: dict, guards: tuple = ()) -> bool:
     """Exactly (isl): whether index expression `ie` leaves 0..size-1 at some iteration of
     the loops `path` (outermost first; bounds may depend on outer loops, as in a
-    triangular nest). The interval bound check asks this only when it cannot prove
+    triangular nest) where every `(condition, holds)` of `guards` holds (an enclosing
+    `if` or `else`; conditions not affine in the loop variables are ignored, which only
+    widens the domain). The interval bound check asks this only when it cannot prove
     the index in range itself."""
+    from .bounds import guard_text
+
     leaf = Leaf(0, None, tuple(path), (0,) * (len(path) + 1))
     model = NestFlow.__new__(NestFlow)
     model.dims = dims
     lv = ", ".join(f"L{d}" for d in range(len(path)))
     e = model._aff(leaf, ie)
-    text = f"{{ [{lv}] : {model._dom(leaf)} and ({e} < 0 or {e} >= {size}) }}"
+    cons = [model._dom(leaf)]
+    for cond, holds in guards:
+        try:
+            g = guard_text(cond, holds, lambda x: model._aff(leaf, x))
+            if g is not None:
+                isl.Set.read_from_str(isl.DEFAULT_CONTEXT, f"{{ [{lv}] : {g} }}")  # affine?
+                cons.append(g)
+        except (KeyError, TypeError, ValueError, isl.Error):
+            pass  # a name that is no loop variable or dimension, or not affine: restricts nothing
+    text = f"{{ [{lv}] : {' and '.join(cons)} and ({e} < 0 or {e} >= {size}) }}"
     return not isl.Set.read_from_str(isl.DEFAULT_CONTEXT, text).is_empty()
 
 

@@ -15,7 +15,7 @@ from .cost import INF, Model, ScInfo, TenInfo
 from .terms import Node
 
 CONSTRUCTORS = {
-    "Var.named", "Var.mmk", "Ix.v", "Ix.lit", "Ix.add", "Ix.scale", "Ixs.nil", "Ixs.cons", "Dims.nil",
+    "Var.named", "Var.mmk", "Var.axis", "Ix.v", "Ix.lit", "Ix.add", "Ix.scale", "Ixs.nil", "Ixs.cons", "Dims.nil",
     "Dims.cons", "Shp.nil", "Shp.cons", "Sc.lit", "Sc.param", "Sc.load", "Sc.add", "Sc.sub", "Sc.mul", "Sc.div",
     "Sc.max", "Sc.min", "Sc.fn", "Sc.red", "Sc.acc", "Ten.input", "Ten.compute", "Ten.matmul", "Ten.transpose", "Ten.slice", "Ten.reshape",
     "Ten.fused", "Ten.opaque", "Tens.nil", "Tens.cons", "Scs.nil", "Scs.cons",

@@ -280,7 +280,7 @@ class _Lowerer:
         _declare_shapes(s, self)  # tensors allocated or bound inside the nest
         functional, reason = None, ""
         try:
-            functional = _NestRun(self, unsplit(s, self.dims, self.fresh)).run()
+            functional = _NestRun(self, unsplit(s, self.dims, self.fresh, _reorder_check(s, self))).run()
         except NotFunctional as why:
             reason = str(why)
             if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) and _distributable(s, self):
@@ -321,6 +321,21 @@ class _Lowerer:
                 self.env[n] = opaque[n]
                 if functional is not None and functional.get(n) is not None:
                     self.unions.append((opaque[n], functional[n]))
+
+
+def _reorder_check(s, low):
+    """reorder_ok for `unsplit`: isl proves the reordered band the same program."""
+    flow = []
+
+    def ok(band, order) -> bool:
+        try:
+            if not flow:
+                flow.append(NestFlow(s, low.dims, low.shapes, set()))
+            return flow[0].reorder_legal(band, order)
+        except (isl.Error, Conditional):
+            return False
+
+    return ok
 
 
 def _distributable(s, low) -> bool:

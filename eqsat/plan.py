@@ -24,10 +24,12 @@ class Kernel:
     flops: float = 0.0
     bytes: float = 0.0
     inputs: list = field(default_factory=list)
+    prologue: list = field(default_factory=list)  # ops evaluated on a matmul's operand tiles
 
     def __repr__(self) -> str:
+        pro = f"{'+'.join(self.prologue)}> " if self.prologue else ""
         epi = f" +{'+'.join(self.epilogue)}" if self.epilogue else ""
-        return f"Kernel({self.name}: {self.kind}{epi}, {self.cost * 1e6:.2f} us)"
+        return f"Kernel({self.name}: {pro}{self.kind}{epi}, {self.cost * 1e6:.2f} us)"
 
 
 # ------------------------------------------------------------------ shapes of terms
@@ -149,6 +151,20 @@ def epilogue_ops(body: Node, mm: Node) -> list:
     return ops
 
 
+def is_prologue(t: Node) -> bool:
+    """An elementwise compute, which a matmul reading it evaluates on its operand tiles
+    (the cost model's `TenInfo.prologue`; the backends' fused prologue)."""
+    return t.op == "Ten.compute" and not any(x.op == "Sc.red" for x in walk(t.args[1]))
+
+
+def prologue_ops(mm: Node) -> list:
+    ops: list = []
+    for t in mm.args:
+        if is_prologue(t):
+            ops += [o for o in epilogue_ops(t.args[1], None) if o not in ops]
+    return ops
+
+
 def tensor_deps(n: Node) -> list:
     """Tensors a kernel (or view) reads, in a stable order."""
     out = []
@@ -174,6 +190,13 @@ def form_kernels(roots: list, costing: TermCost, nests: dict) -> list:
     seen_nests: set = set()
     fused_mm: set = set()
 
+    def visit_operand(t: Node):
+        if is_prologue(t):  # evaluated in the matmul's kernel: only its inputs are needed
+            for d in tensor_deps(t):
+                visit(d)
+        else:
+            visit(t)
+
     def visit(n: Node, as_accumulator=False):
         if n in seen:
             return
@@ -184,11 +207,13 @@ def form_kernels(roots: list, costing: TermCost, nests: dict) -> list:
             # the fused kernel computes its matmul itself, so it needs the operands; the
             # product is a kernel of its own only if the epilogue also reads it elsewhere
             for op_ in n.args[2].args:
-                if isinstance(op_, Node):
-                    visit(op_)
+                visit_operand(op_)
             for x in walk(n.args[1]):
                 if x.op == "Sc.load":
                     visit(x.args[0])
+        elif n.op == "Ten.matmul":
+            for op_ in n.args:
+                visit_operand(op_)
         else:
             for d in tensor_deps(n):
                 visit(d)
@@ -205,14 +230,16 @@ def form_kernels(roots: list, costing: TermCost, nests: dict) -> list:
         if n.op not in KERNEL_OPS:
             return
         k = len(kernels)
+        pro = []
         if n.op == "Ten.matmul":
-            kind, epi = "matmul", []
+            kind, epi, pro = "matmul", [], prologue_ops(n)
         elif n.op == "Ten.fused":
-            kind, epi = "matmul", epilogue_ops(n.args[1], n.args[2])
+            kind, epi, pro = "matmul", epilogue_ops(n.args[1], n.args[2]), prologue_ops(n.args[2])
         else:
             kind = "reduction" if any(x.op == "Sc.red" for x in walk(n.args[1])) else "pointwise"
             epi = []
-        kernels.append(Kernel(f"k{k}_{kind}", kind, epi, n, cost=info.own, flops=info.flops, bytes=info.bytes))
+        kernels.append(Kernel(f"k{k}_{kind}", kind, epi, n, cost=info.own, flops=info.flops, bytes=info.bytes,
+                              prologue=pro))
 
     for r in roots:
         visit(r)

@@ -18,6 +18,11 @@ class Var(Expr):
     def mmk(cls, mm: Ten, p: Ix, q: Ix) -> Var:
         """The contraction variable of `mm` expanded at element [p, q] (a fresh binder)."""
 
+    @classmethod
+    def axis(cls, pos: i64Like, extent: i64Like) -> Var:
+        """Axis `pos` of a tensor a rule makes from an elementwise operand (a prologue):
+        a binder named by its position and extent, so equal prologues are one term."""
+
 
 class Ix(Expr):
     @classmethod

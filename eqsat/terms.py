@@ -8,6 +8,7 @@ Sorts and constructors (argument kinds in brackets):
 
     Var   Var.named[str]                 a loop/reduction variable (unique per binder)
           Var.mmk[Ten, Ix, Ix]           the contraction variable of an expanded matmul
+          Var.axis[int, int]             an axis of a prologue tensor (position, extent)
     Ix    Ix.v[Var] Ix.lit[int] Ix.add[Ix, Ix] Ix.scale[Ix, int]     affine index
     Ixs   Ixs.nil Ixs.cons[Ix, Ixs]
     Dims  Dims.nil Dims.cons[Var, int, Dims]                         bound output axes

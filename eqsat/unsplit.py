@@ -6,8 +6,16 @@ so the nest means exactly the same; what changes is that every access is a plain
 variable again, so the lowering finds full-tensor definitions and the rules find
 matmuls and fused epilogues without any split-specific pattern. Only the functional
 form is built from the merged nest (its dataflow is checked on it); the nest as written
-still runs as written. Loops split in the other order (`j1` outer) run a different
-order and are left alone (the matmul rules' reshape views handle their loads).
+still runs as written.
+
+Pairs split in the other order (`for j1 in range(T): for j0 in range(N // T)`), or split
+pairs that are not adjacent (tiles: `for i0: for j0: for i1: for j1:`), run a different
+order once merged. A perfectly nested band of loops is reordered so that each pair is
+adjacent and coarse-first only when the caller's `reorder_ok(band, order)` proves the
+reordered band is the same program (the lowering asks isl: every two instances touching
+one location, one writing, keep their order); then the pairs merge as above. A reduction
+split across the band is not reordered (its accumulator orders every instance); the
+matmul rules' reshape views and sum commutation handle its loads instead.
 """
 from __future__ import annotations
 
@@ -21,16 +29,20 @@ class _Keep(Exception):
     """A split variable is used some other way: this pair stays split."""
 
 
-def unsplit(s, dims: dict, fresh=None):
+def unsplit(s, dims: dict, fresh=None, reorder_ok=None):
     """A copy of statement `s` with every mergeable pair of nested loops merged (merged
-    loops are named from `fresh`, a counter the lowering owns: names are deterministic)."""
+    loops are named from `fresh`, a counter the lowering owns: names are deterministic).
+    `reorder_ok(band, order)`: whether the loops `band` of `s` may run in `order` (None:
+    never reorder)."""
     fresh = count() if fresh is None else fresh
     if isinstance(s, If):
-        return If(s.loc, s.cond, [unsplit(b, dims, fresh) for b in s.body], [unsplit(b, dims, fresh) for b in s.orelse],
-                  node=s.node)
+        return If(s.loc, s.cond, [unsplit(b, dims, fresh, reorder_ok) for b in s.body],
+                  [unsplit(b, dims, fresh, reorder_ok) for b in s.orelse], node=s.node)
     if not isinstance(s, For):
         return s
-    body = [unsplit(b, dims, fresh) for b in s.body]
+    if reorder_ok is not None:
+        s = _reorder(s, dims, reorder_ok)
+    body = [unsplit(b, dims, fresh, reorder_ok) for b in s.body]
     out = copy.copy(s)
     out.body = body
     if len(body) == 1 and isinstance(body[0], For):
@@ -46,14 +58,59 @@ def _const(e, dims):
     return ie_eval(e, dims)
 
 
-def _merge(outer: For, inner: For, dims, fresh):
-    if outer.step != 1 or inner.step != 1 or _const(outer.lo, dims) != 0 or _const(inner.lo, dims) != 0:
-        return None
-    n0, t = _const(outer.hi, dims), _const(inner.hi, dims)
-    if not n0 or not t:
-        return None
-    j0, j1 = outer.var, inner.var
-    name = f"{j0}_{j1}_{next(fresh)}"
+def _band(f: For, dims) -> list:
+    """The perfectly nested loops from `f` down that run 0..n-1 with constant n."""
+    band = []
+    while isinstance(f, For) and f.step == 1 and _const(f.lo, dims) == 0 and _const(f.hi, dims):
+        band.append(f)
+        if len(f.body) != 1:
+            break
+        f = f.body[0]
+    return band
+
+
+def _pairs(band: list, dims) -> list:
+    """(coarse, fine) positions in `band` of loops its body uses only as `coarse * T + fine`
+    (T the fine loop's extent)."""
+    body, out, used = band[-1].body, [], set()
+    for a, c in enumerate(band):
+        for b, f in enumerate(band):
+            if a == b or a in used or b in used:
+                continue
+            try:
+                for x in body:
+                    _map(x, _pair_map(c.var, f.var, _const(f.hi, dims), dims, "_"))
+            except _Keep:
+                continue
+            out.append((a, b))
+            used |= {a, b}
+    return out
+
+
+def _reorder(s: For, dims, reorder_ok) -> For:
+    """`s` with its band reordered so split pairs are adjacent, coarse first (if proven)."""
+    band = _band(s, dims)
+    pairs = _pairs(band, dims) if len(band) > 1 else []
+    order, placed = [], set()
+    for k in range(len(band)):
+        if k in placed:
+            continue
+        pair = next((p for p in pairs if k in p), None)
+        for x in (pair or (k,)):
+            order.append(x)
+            placed.add(x)
+    if order == list(range(len(band))) or not reorder_ok(band, order):
+        return s
+    body = band[-1].body
+    for k in reversed(order):
+        f = band[k]
+        body = [For(f.loc, f.var, f.lo, f.hi, body, node=f.node, step=f.step)]
+    return body[0]
+
+
+def _pair_map(j0: str, j1: str, t: int, dims, name: str):
+    """Index expressions with `j0 * t + j1` replaced by `name`; any other use of j0 or j1
+    raises _Keep."""
 
     def ie(e):
         if e[0] == "add":
@@ -68,6 +125,18 @@ def _merge(outer: For, inner: For, dims, fresh):
             return e
         return (e[0],) + tuple(ie(c) for c in e[1:])
 
+    return ie
+
+
+def _merge(outer: For, inner: For, dims, fresh):
+    if outer.step != 1 or inner.step != 1 or _const(outer.lo, dims) != 0 or _const(inner.lo, dims) != 0:
+        return None
+    n0, t = _const(outer.hi, dims), _const(inner.hi, dims)
+    if not n0 or not t:
+        return None
+    j0, j1 = outer.var, inner.var
+    name = f"{j0}_{j1}_{next(fresh)}"
+    ie = _pair_map(j0, j1, t, dims, name)
     try:
         body = [_map(b, ie) for b in inner.body]
     except _Keep:

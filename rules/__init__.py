@@ -4,4 +4,4 @@ that states the transformation (preconditions, before, after).
 `FAMILIES` lists the optimizing families `optimize()` runs by default; `analysis` and
 `sanity` are support and always run.
 """
-FAMILIES = ("inline", "uncache", "anti_inline", "transpose", "matmul", "epilogue", "algebra")
+FAMILIES = ("inline", "uncache", "anti_inline", "transpose", "matmul", "epilogue", "algebra", "prologue")

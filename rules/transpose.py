@@ -9,18 +9,21 @@ Preconditions: the tensor is closed and its rank matches the permutation.
     transpose(X, p)[i] == X[i permuted by p^-1]
     (X^T)^T            == X                    (any two permutations compose)
     (A @ B)^T          == B^T @ A^T
+    (for[p, q] e)^T    == for[q, p] e          (and the last two axes of a 3-D computation)
+    (A @ B)[j, i]      == ((A @ B)^T)[i, j]    (so an epilogue read through a transpose
+                                               fuses into the transposed matmul)
 """
 from __future__ import annotations
 
 from egglog import i64, eq, rewrite, rule, ruleset, union
 
-from eqsat.sorts import Ix, Sc, Ten, Var, closed, shape_of
+from eqsat.sorts import Dims, Ix, Sc, Ten, Var, closed, shape_of
 from ._patterns import all_perms, ixs, perm_str, shp
 
 
 @ruleset
 def ruleset(s: Sc, p: Sc, y: Sc, x: Ten, a: Ten, b: Ten, i0: Ix, i1: Ix, i2: Ix, v: Var, n: i64, M: i64, N: i64,
-            K: i64):
+            K: i64, u: Var, w: Var, m: i64):
     for operand in (lambda s_: Sc.mul(s_, y), lambda s_: Sc.mul(y, s_)):
         # sum[v] X[a, b] * y -> sum[v] (X^T)[b, a] * y
         yield rule(eq(p).to(Sc.red("sum", v, n, operand(s))), eq(s).to(Sc.load(x, ixs(i0, i1))), closed(x),
@@ -50,6 +53,18 @@ def ruleset(s: Sc, p: Sc, y: Sc, x: Ten, a: Ten, b: Ten, i0: Ix, i1: Ix, i2: Ix,
                 # transpose(transpose(X, p), q) = transpose(X, p o q)
                 yield rewrite(Ten.transpose(Ten.transpose(x, perm_str(p)), perm_str(q))).to(
                     Ten.transpose(x, perm_str([p[q[a_]] for a_ in range(r)])))
+    # a matmul read with its axes swapped is the transposed matmul read straight:
+    # mm[j, i] -> (mm^T)[i, j], so `relu(transpose(b.T @ a.T))` is relu((a @ b)[i, j]) and
+    # its epilogue fuses (only matmul results: other tensors gain nothing from the view)
+    yield rule(eq(s).to(Sc.load(x, ixs(i0, i1))), eq(x).to(Ten.matmul(a, b)), closed(x),
+               eq(shape_of(x)).to(shp(M, N))).then(union(s).with_(Sc.load(Ten.transpose(x, "1 0"), ixs(i1, i0))))
+    # a transposed computation is the computation with its axes listed in the other order
+    # (so an elementwise operand that transpose folding moved stays one kernel's prologue)
+    yield rewrite(Ten.transpose(Ten.compute(Dims.cons(v, n, Dims.cons(w, m, Dims.nil())), y), "1 0")).to(
+        Ten.compute(Dims.cons(w, m, Dims.cons(v, n, Dims.nil())), y))
+    yield rewrite(Ten.transpose(Ten.compute(Dims.cons(u, M, Dims.cons(v, n, Dims.cons(w, m, Dims.nil()))), y),
+                                "0 2 1")).to(
+        Ten.compute(Dims.cons(u, M, Dims.cons(w, m, Dims.cons(v, n, Dims.nil()))), y))
     # (A @ B)^T -> B^T @ A^T
     yield rewrite(Ten.transpose(Ten.matmul(a, b), "1 0")).to(
         Ten.matmul(Ten.transpose(b, "1 0"), Ten.transpose(a, "1 0")))

@@ -94,6 +94,7 @@ _NEG = frozenset({"neg", "sub"})
 class SpellingProgram(GenProgram):
     batched: bool = False
     required: list = field(default_factory=list)  # [(what, frozenset of acceptable op names)]
+    prologue: list = field(default_factory=list)  # functions the matmul's prologue must apply
 
     def tag_map(self) -> dict:
         return dict(t.split(":", 1) for t in self.tags if ":" in t)
@@ -104,8 +105,9 @@ class SpellingProgram(GenProgram):
 
     def __str__(self) -> str:
         req = ", ".join(f"{w}: {'|'.join(sorted(s))}" for w, s in self.required)
+        pro = f", prologue with [{', '.join(self.prologue)}]" if self.prologue else ""
         return (f"# spelling tags={' '.join(self.tags)}\n# shapes={self.shapes} expected: one matmul"
-                f"{' (batched)' if self.batched else ''}, epilogue with [{req}]\n{self.source}")
+                f"{' (batched)' if self.batched else ''}, epilogue with [{req}]{pro}\n{self.source}")
 
 
 class _Builder:
@@ -116,6 +118,7 @@ class _Builder:
         self.lines: list = []
         self.tags: list = []
         self.required: list = []
+        self.prologue: list = []
 
     def tensor(self, name, *shape):
         ann = "f32[" + ", ".join(repr(d) for d in shape) + "]"
@@ -156,38 +159,81 @@ def gen_spelling(ch) -> SpellingProgram:
     batched = ch.coin(0.25)
     b.tag("shape", "batched" if batched else "2d")
 
-    # ---- split loop (drawn first: it decides which dim must be a multiple of T)
-    split = ch.choice(["none", "none", "i", "j", "k"])
-    T = ch.choice([2, 3]) if split != "none" else None
-    b.tag("split", split)
+    # ---- split loops (drawn first: they decide which dims must be multiples of T)
+    kind = ch.choice(["none", "none", "one", "one", "two"])
+    axes: tuple = ()
+    if kind == "one":
+        axes = (ch.choice(["i", "j", "k"]),)
+    elif kind == "two":
+        axes = ch.choice([("i", "j"), ("j", "k"), ("i", "k")])
+    T = ch.choice([2, 3]) if axes else None
+    b.tag("split", "".join(axes) or "none")
+    split_order = ch.choice(["coarse", "fine"]) if axes else None
     if T:
         b.tag("T", T)
+        b.tag("split_order", split_order)
+
+    # ---- the Gram form: one tensor as both operands (N is M)
+    gram = ch.coin(0.15)
+    b.tag("gram", "yes" if gram else "no")
 
     def draw_dim(axis):
-        if axis == split:
+        if axis in axes or (gram and axis == "i" and "j" in axes):
             return T * ch.int(1, HI // T)
         return ch.int(1, HI)
 
-    b.dims = {"M": draw_dim("i"), "N": draw_dim("j"), "K": draw_dim("k")}
+    b.dims = {"M": draw_dim("i"), "K": draw_dim("k")}
+    NN = "M" if gram else "N"  # the output's column dim (the Gram form's is M)
+    if not gram:
+        b.dims["N"] = draw_dim("j")
     if batched:
         b.dims["B"] = ch.int(1, HI_BATCH)
 
     # ---- operands
-    a_lay, b_lay = ch.choice(["mk", "km"]), ch.choice(["kn", "nk"])
+    a_lay = ch.choice(["mk", "km"])
+    b_lay = "gram" if gram else ch.choice(["kn", "nk"])
     b.tag("a", a_lay)
     b.tag("b", b_lay)
     bat = ["B"] if batched else []
     A = b.tensor("a", *bat, *(("M", "K") if a_lay == "mk" else ("K", "M")))
-    B = b.tensor("b", *bat, *(("K", "N") if b_lay == "kn" else ("N", "K")))
+    B = A if gram else b.tensor("b", *bat, *(("K", "N") if b_lay == "kn" else ("N", "K")))
 
     # index expressions of the logical loop variables (split: x0 * T + x1)
-    ix = {v: (f"{v}0 * {T} + {v}1" if v == split else v) for v in "ijk"}
+    ix = {v: (f"{v}0 * {T} + {v}1" if v in axes else v) for v in "ijk"}
     I, J, Kx = ix["i"], ix["j"], ix["k"]
     q = "q, " if batched else ""
     a_ref = f"{A}[{q}{I}, {Kx}]" if a_lay == "mk" else f"{A}[{q}{Kx}, {I}]"
-    b_ref = f"{B}[{q}{Kx}, {J}]" if b_lay == "kn" else f"{B}[{q}{J}, {Kx}]"
+    if gram:
+        b_ref = f"{A}[{q}{J}, {Kx}]" if a_lay == "mk" else f"{A}[{q}{Kx}, {J}]"
+    else:
+        b_ref = f"{B}[{q}{Kx}, {J}]" if b_lay == "kn" else f"{B}[{q}{J}, {Kx}]"
     C = f"c[{q}{I}, {J}]"  # the output element in the main nest
-    out_shape = "(" + ", ".join(bat + ["M", "N"]) + ")"
+    out_shape = "(" + ", ".join(bat + ["M", NN]) + ")"
+
+    # ---- a prologue: an activation on one operand, inside the product or as its own loop
+    pro = ch.choice(["none", "none", "a"] + ([] if gram else ["b"]))
+    b.tag("pro", pro)
+    pro_fn = pro_at = None
+    prologue_nest = None
+    if pro != "none":
+        pro_fn = ch.choice(["relu", "sigmoid", "tanh"])
+        pro_at = ch.choice(["inner", "loop"])
+        b.tag("pro_at", pro_at)
+        b.prologue.append(pro_fn)
+        ref = a_ref if pro == "a" else b_ref
+        if pro_at == "inner":
+            ref = f"{pro_fn}({ref})"
+        else:  # `ap = empty(shape of a)` and a nest over a's own axes storing fn(a[...])
+            src = A if pro == "a" else B
+            shape = b.params[src][4:-1].replace("'", "").split(", ")
+            names = [f"u{n}" for n in range(len(shape))]
+            prologue_nest = (src, shape, names)
+            # the main nest reads the prologue buffer where it read the operand
+            ref = ref.replace(f"{src}[", f"{src}p[", 1)
+        if pro == "a":
+            a_ref = ref
+        else:
+            b_ref = ref
 
     # ---- accumulation style, its spelling and the initialization
     style = ch.choice(["scalar", "buffer"])
@@ -197,7 +243,7 @@ def gen_spelling(ch) -> SpellingProgram:
     init = ch.choice(SCALAR_INIT if style == "scalar" else BUFFER_INIT)
     b.tag("init", init)
     if init.startswith("bias"):
-        b.tensor("bias", "N")
+        b.tensor("bias", NN)
         b.require("bias init", _BIAS)
 
     # ---- loop order: k innermost for a scalar accumulator or an init inside the nest
@@ -274,7 +320,7 @@ def gen_spelling(ch) -> SpellingProgram:
             if op in _ACT:
                 e = f"{op}({e})"
             elif op == "bias_j":
-                bias = b.tensor("bias", "N")
+                bias = b.tensor("bias", NN)
                 e = f"{e} + {bias}[{j}]"
             elif op == "bias_i":
                 bm = b.tensor("bias_m", "M")
@@ -287,17 +333,44 @@ def gen_spelling(ch) -> SpellingProgram:
         b.require(f"epilogue {op}", {op} if op in _ACT else (_BIAS if op.startswith("bias") else _MUL))
 
     # ---- the statements
-    ext = {"q": "B", "i": "M", "j": "N", "k": "K"}
+    ext = {"q": "B", "i": "M", "j": NN, "k": "K"}
+
+    def split_loops(v: str) -> list:
+        """The loop headers of split variable `v`, outer first (`split_order`)."""
+        coarse, fine = f"for {v}0 in range({ext[v]} // {T}):", f"for {v}1 in range({T}):"
+        return [coarse, fine] if split_order == "coarse" else [fine, coarse]
 
     def open_loop(depth: int, v: str, split_it: bool = True) -> int:
-        """Emit the loop over logical variable `v` (two loops when it is the split one);
+        """Emit the loop over logical variable `v` (two loops when it is a split one);
         returns the depth of its body."""
-        if split_it and v == split:
-            b.emit(depth, f"for {v}0 in range({ext[v]} // {T}):")
-            b.emit(depth + 1, f"for {v}1 in range({T}):")
-            return depth + 2
+        if split_it and v in axes:
+            for h in split_loops(v):
+                b.emit(depth, h)
+                depth += 1
+            return depth
         b.emit(depth, f"for {v} in range({ext[v]}):")
         return depth + 1
+
+    def open_loops(depth: int, vs: list) -> int:
+        """Emit the loops over `vs` in order; two split variables next to each other may be
+        written as tiles (both outer loops, then both inner ones: `place:tiles`)."""
+        k = 0
+        while k < len(vs):
+            v = vs[k]
+            w = vs[k + 1] if k + 1 < len(vs) else None
+            if len(axes) == 2 and v in axes and w in axes:
+                place = ch.choice(["adjacent", "tiles"])
+                b.tag("place", place)
+                if place == "tiles":
+                    hv, hw = split_loops(v), split_loops(w)
+                    for h in (hv[0], hw[0], hv[1], hw[1]):
+                        b.emit(depth, h)
+                        depth += 1
+                    k += 2
+                    continue
+            depth = open_loop(depth, v)
+            k += 1
+        return depth
 
     def side_nest(stmt_of):
         """A separate nest over the output's elements (random order), storing stmt_of(i, j)."""
@@ -322,13 +395,20 @@ def gen_spelling(ch) -> SpellingProgram:
         elif acc == "sub":
             b.emit(depth, f"{target} = {target} - {neg_p}")
 
+    if prologue_nest is not None:
+        src, shape, names = prologue_nest
+        b.emit(0, f"{src}p = empty(({', '.join(shape)},))")
+        d = 0
+        for n in ch.perm(list(range(len(shape)))):
+            b.emit(d, f"for {names[n]} in range({shape[n]}):")
+            d += 1
+        at = ", ".join(names)
+        b.emit(d, f"{src}p[{at}] = {pro_fn}({src}[{at}])")
     if style == "scalar":
         alloc = ch.choice(["empty", "zeros"])
         b.tag("alloc", alloc)
         b.emit(0, f"c = {alloc}({out_shape})")
-        d = 0
-        for v in order[:-1]:
-            d = open_loop(d, v)
+        d = open_loops(0, order[:-1])
         b.emit(d, "acc = " + ("0.0" if init == "zero" else f"bias[{J}]"))
         dk = open_loop(d, "k")
         update("acc", dk)
@@ -338,13 +418,14 @@ def gen_spelling(ch) -> SpellingProgram:
         if init.endswith("_sep"):
             val = "0.0" if init == "loop_sep" else "bias[j]"
             side_nest(lambda: f"c[{q}i, j] = {val}")
-        d = 0
-        for v in order:
-            if v == "k" and init.endswith("_inside"):
-                b.emit(d, f"{C} = " + ("0.0" if init == "loop_inside" else f"bias[{J}]"))
-            if v == "k":
-                dk = d
-            d = open_loop(d, v)
+        if init.endswith("_inside"):  # k innermost: the init before the k loop
+            dk = open_loops(0, order[:-1])
+            b.emit(dk, f"{C} = " + ("0.0" if init == "loop_inside" else f"bias[{J}]"))
+            d = open_loop(dk, "k")
+        else:
+            kpos = order.index("k")
+            dk = open_loops(0, order[:kpos])  # k and what follows are one band with the outer
+            d = open_loops(dk, order[kpos:])  # part only where no statement sits between
         update(C, d)
         if epi_at == "inner":
             b.emit(dk, f"{C} = {epi(C, I, J)}")
@@ -358,7 +439,8 @@ def gen_spelling(ch) -> SpellingProgram:
     name = f"sp_{digest}"
     sig = ", ".join(f"{n}: {a}" for n, a in b.params.items())
     source = f"{HEADER}\n\n@program\ndef {name}({sig}):\n{body}\n"
-    return SpellingProgram(source, name, dict(b.dims), "spelling", list(b.tags), batched, list(b.required))
+    return SpellingProgram(source, name, dict(b.dims), "spelling", list(b.tags), batched, list(b.required),
+                           list(b.prologue))
 
 
 def structure(plan, gp: SpellingProgram) -> tuple[bool, bool, str]:
@@ -376,7 +458,11 @@ def structure(plan, gp: SpellingProgram) -> tuple[bool, bool, str]:
     if len(kernels) != 1:
         return True, False, f"{len(kernels)} kernels: [{desc}]"
     epi = set(mms[0].epilogue)
-    missing = [what for what, names in gp.required if not (names & epi)]
+    # a constant factor or a sign on an operand may as well be applied in its prologue
+    pro = set(mms[0].prologue)
+    missing = [what for what, names in gp.required
+               if not (names & (epi | pro if what in ("constant factor", "negated product") else epi))]
+    missing += [f"prologue {f}" for f in gp.prologue if f not in mms[0].prologue]
     if missing:
         return True, False, f"epilogue lacks {', '.join(missing)}: [{desc}]"
     return True, True, ""

@@ -1,6 +1,8 @@
 """Issue 7: the matmul (and its epilogue) is found however the loops were written: explicit
 accumulation, initialization by loops, in-place epilogue loops, constants anywhere in the
-product, split loops, multi-axis contractions in any layout. Each goal case must become
+product, split loops (either order of the split variables, several axes), multi-axis
+contractions in any layout, prologues written as loops, epilogues read through a
+transpose. Each goal case must become
 exactly the expected kernels; each guard (a near miss) must not become a matmul. All run
 against `reference`."""
 from __future__ import annotations
@@ -137,9 +139,75 @@ def p(a: f32["M", "K", "L"], b: f32["N", "K", "L"]) -> f32["M", "N"]:
             c[i, j] = s
     return c
 ''',
+    # the split pair in the other order (j1 outer): merged once isl proves the reorder
+    "split_col_rev": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j1 in range(2):
+            for j0 in range(N // 2):
+                s = 0.0
+                for k in range(K):
+                    s += a[i, k] * b[k, j0 * 2 + j1]
+                c[i, j0 * 2 + j1] = relu(s)
+    return c
+''',
+    # two axes split, the tile loops not adjacent to their pairs
+    "split_tiles": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for j0 in range(N // 2):
+        for k0 in range(K // 3):
+            for i in range(M):
+                for j1 in range(2):
+                    for k1 in range(3):
+                        c[i, j0 * 2 + j1] += a[i, k0 * 3 + k1] * b[k0 * 3 + k1, j0 * 2 + j1]
+    return c
+''',
+    # an activation on an operand inside the reduction: a fused prologue
+    "prologue_inner": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            s = 0.0
+            for k in range(K):
+                s += relu(a[i, k]) * b[k, j]
+            c[i, j] = s
+    return c
+''',
+    # a prologue written as its own loop, on the right operand, stored transposed
+    "prologue_loop": '''
+@program
+def p(a: f32["M", "K"], b: f32["N", "K"], alpha: f32) -> f32["M", "N"]:
+    bp = empty((N, K))
+    for j in range(N):
+        for k in range(K):
+            bp[j, k] = sigmoid(b[j, k]) * alpha
+    c = zeros((M, N))
+    for i in range(M):
+        for k in range(K):
+            for j in range(N):
+                c[i, j] += a[i, k] * bp[j, k]
+    return c
+''',
+    # the epilogue reads the product through a transpose
+    "epilogue_transposed": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    return relu(transpose(b.T @ a.T))
+''',
 }
 
-EXPECT = {'explicit_acc': [('matmul', [])], 'acc_temp_minus': [('matmul', ['neg'])], 'init_loop': [('matmul', ['relu'])], 'init_inside': [('matmul', ['add'])], 'init_residual': [('matmul', ['add'])], 'const_factor': [('matmul', ['mul'])], 'const_front': [('matmul', ['neg', 'mul'])], 'split_col': [('matmul', ['relu'])], 'split_red': [('matmul', [])], 'multi_axis': [('matmul', [])]}
+PROLOGUE = {"prologue_inner": ["relu"], "prologue_loop": ["sigmoid"]}
+
+EXPECT = {'explicit_acc': [('matmul', [])], 'acc_temp_minus': [('matmul', ['neg'])], 'init_loop': [('matmul', ['relu'])], 'init_inside': [('matmul', ['add'])], 'init_residual': [('matmul', ['add'])], 'const_factor': [('matmul', ['mul'])], 'const_front': [('matmul', ['neg', 'mul'])], 'split_col': [('matmul', ['relu'])], 'split_red': [('matmul', [])], 'multi_axis': [('matmul', [])],
+          'split_col_rev': [('matmul', ['relu'])], 'split_tiles': [('matmul', [])],
+          'prologue_inner': [('matmul', [])], 'prologue_loop': [('matmul', [])],
+          'epilogue_transposed': [('matmul', ['relu'])]}
 
 GUARDS = {
     # a diagonal operand is no matmul
@@ -177,6 +245,34 @@ def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
             c[i, j] = s
     return c
 ''',
+    # a function of the whole product is no prologue
+    "fn_of_product": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            s = 0.0
+            for k in range(K):
+                s += relu(a[i, k] * b[k, j])
+            c[i, j] = s
+    return c
+''',
+    # a split pair in the other order whose iterations read each other's results: the
+    # reorder is refused (merged, the neighbour column would be read at another time)
+    "split_rev_carried": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for i in range(M):
+        for j1 in range(2):
+            for j0 in range(N // 2):
+                s = 0.0
+                for k in range(K):
+                    s += a[i, k] * b[k, j0 * 2 + j1]
+                c[i, j0 * 2 + j1] = s + c[i, (j0 * 2 + j1 + 1) % N]
+    return c
+''',
 }
 
 
@@ -192,6 +288,10 @@ def _run(tmp_program, src):
 def test_form_is_found(tmp_program, name):
     plan = _run(tmp_program, GOALS[name])
     assert [(k.kind, sorted(k.epilogue)) for k in plan.kernels] == [(k, sorted(e)) for k, e in EXPECT[name]], plan
+    pro = {o for k in plan.kernels for o in k.prologue}
+    assert set(PROLOGUE.get(name, [])) <= pro and (pro or not PROLOGUE.get(name)), plan
+    if name not in PROLOGUE:
+        assert not pro, plan
 
 
 @pytest.mark.parametrize("name", sorted(GUARDS))

@@ -52,6 +52,23 @@ def p(alpha: f32, a: f32["M", "K"], b: f32["K", "N"], r: f32["N", "M"]) -> f32["
             y[i, j] = silu(alpha * acc) - tanh(r[j, i])
     return y
 ''', {"M": 33, "N": 17, "K": 45}),
+    # prologues on both operands (one batched, one stored transposed), evaluated as each
+    # tile is loaded, with a parameter inside one and an epilogue behind
+    "prologues_on_tiles": ('''
+@program
+def p(alpha: f32, a: f32["B", "M", "K"], b: f32["N", "K"], c: f32["B", "M", "K"]) -> f32["B", "M", "N"]:
+    out = zeros((B, M, N))
+    for q in range(B):
+        for i in range(M):
+            for j in range(N):
+                for k in range(K):
+                    out[q, i, j] += gelu(a[q, i, k] - c[q, i, k]) * (tanh(b[j, k]) * alpha)
+    for q in range(B):
+        for i in range(M):
+            for j in range(N):
+                out[q, i, j] = relu(out[q, i, j])
+    return out
+''', {"B": 2, "M": 33, "N": 20, "K": 37}),
     "loop_kept_as_written": ('''
 @program
 def p(x: f32["N"]) -> f32["N"]:
@@ -68,6 +85,8 @@ def test_programs_on_triton(tmp_program, name):
     src, dims = PROGRAMS[name]
     prog = tmp_program(src)
     plan = eqsat.optimize(prog, dims)
+    if name == "prologues_on_tiles":
+        assert [k.kind for k in plan.kernels] == ["matmul"] and {"gelu", "tanh"} <= set(plan.kernels[0].prologue), plan
     args = random_args(prog, dims, 1)
     got, want = plan.run(*args, backend="triton"), eqsat.reference(prog, *args)
     got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))

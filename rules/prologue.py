@@ -1,0 +1,80 @@
+"""Prologues: an elementwise operand of a contraction becomes a tensor of its own.
+
+`sum[k] relu(a[i, k]) * b[k, j]` is a matmul of `relu(a)` and `b`; written as a loop
+(or after inlining a loop that stored `ap[i, k] = relu(a[i, k])`) the product's operand is
+an expression, not a load, and the matmul rule does not see it. This rule names the
+expression as a tensor over the operand's axes, so the matmul rule matches; the plan then
+evaluates that tensor while the matmul loads its operand tile (a fused prologue, see
+`eqsat.cost`), so it costs no kernel and no memory round trip of its own.
+
+Preconditions:
+  1. The operand sits directly in a product under a sum (where a contraction can use it).
+  2. Every load in it reads a closed tensor of one shape at the same plain, distinct
+     index variables (an elementwise function of the operand's element); constants and
+     scalar parameters may appear anywhere; no reduction.
+  3. It is more than a load (a function, or two loads combined), so plain operands and
+     constant factors (the algebra family's business) make no tensor.
+
+Before:  for[i, j] sum[k] relu(a[i, k]) * b[k, j]
+After:   for[i, j] sum[k] (for[p, q] relu(a[p, q]))[i, k] * b[k, j]     (then: relu(a) @ b)
+"""
+from __future__ import annotations
+
+from egglog import String, f64, i64, eq, ne, relation, rule, ruleset, union
+
+from eqsat.sorts import Env, Ix, Ixs, Sc, Shp, Ten, Var, closed, shape_of, subst
+from ._patterns import dims, ixs, shp
+
+BINARY = (Sc.add, Sc.sub, Sc.mul, Sc.div, Sc.max, Sc.min)
+
+operand = relation("operand", Sc)
+"""operand(s): s is (part of) a factor of a product under a sum."""
+elementwise = relation("elementwise", Sc, Ixs, Shp)
+"""elementwise(s, idx, shape): every load in s reads a closed tensor of `shape` at `idx`."""
+prologue_of = relation("prologue_of", Sc, Ixs, Shp)
+"""prologue_of(s, idx, shape): elementwise, and more than one load (worth a tensor)."""
+constant = relation("constant", Sc)
+
+
+@ruleset
+def analysis(p: Sc, s: Sc, x: Sc, y: Sc, t: Ten, v: Var, i: Var, j: Var, r: Var, n: i64, f: String, c: f64,
+             name: String, idx: Ixs, sh: Shp, M: i64, N: i64, B: i64):
+    """Facts only: which operands are elementwise over one index list."""
+    yield rule(eq(p).to(Sc.red("sum", v, n, Sc.mul(x, y)))).then(operand(x), operand(y))
+    for op in BINARY:
+        yield rule(operand(s), eq(s).to(op(x, y))).then(operand(x), operand(y))
+    yield rule(operand(s), eq(s).to(Sc.fn(f, x))).then(operand(x))
+    yield rule(operand(s), eq(s).to(Sc.lit(c))).then(constant(s))
+    yield rule(operand(s), eq(s).to(Sc.param(name))).then(constant(s))
+    # loads at plain, distinct variables (2-D and 3-D operands)
+    yield rule(operand(s), eq(s).to(Sc.load(t, ixs(Ix.v(i), Ix.v(j)))), closed(t), ne(i).to(j),
+               eq(shape_of(t)).to(shp(M, N))).then(elementwise(s, ixs(Ix.v(i), Ix.v(j)), shp(M, N)))
+    yield rule(operand(s), eq(s).to(Sc.load(t, ixs(Ix.v(r), Ix.v(i), Ix.v(j)))), closed(t), ne(i).to(j),
+               ne(r).to(i), ne(r).to(j), eq(shape_of(t)).to(shp(B, M, N))).then(
+        elementwise(s, ixs(Ix.v(r), Ix.v(i), Ix.v(j)), shp(B, M, N)))
+    for op in BINARY:
+        yield rule(operand(s), eq(s).to(op(x, y)), elementwise(x, idx, sh), elementwise(y, idx, sh)).then(
+            elementwise(s, idx, sh), prologue_of(s, idx, sh))
+        for e, k in ((x, y), (y, x)):
+            yield rule(operand(s), eq(s).to(op(x, y)), elementwise(e, idx, sh), constant(k)).then(
+                elementwise(s, idx, sh))
+            yield rule(operand(s), eq(s).to(op(x, y)), prologue_of(e, idx, sh), constant(k)).then(
+                prologue_of(s, idx, sh))
+    yield rule(operand(s), eq(s).to(Sc.fn(f, x)), elementwise(x, idx, sh)).then(
+        elementwise(s, idx, sh), prologue_of(s, idx, sh))
+
+
+@ruleset
+def ruleset(p: Sc, x: Sc, y: Sc, v: Var, i: Var, j: Var, r: Var, n: i64, M: i64, N: i64, B: i64):
+    for factor in (lambda: Sc.mul(x, y), lambda: Sc.mul(y, x)):
+        # x(a[i, j], c[i, j], ...) -> (for[p<M, q<N] x(a[p, q], c[p, q], ...))[i, j]
+        p0, p1 = Var.axis(0, M), Var.axis(1, N)
+        env = Env.cons(i, Ix.v(p0), Env.cons(j, Ix.v(p1), Env.nil()))
+        yield rule(eq(p).to(Sc.red("sum", v, n, factor())), prologue_of(x, ixs(Ix.v(i), Ix.v(j)), shp(M, N))).then(
+            union(x).with_(Sc.load(Ten.compute(dims((p0, M), (p1, N)), subst(x, env)), ixs(Ix.v(i), Ix.v(j)))))
+        q0, q1, q2 = Var.axis(0, B), Var.axis(1, M), Var.axis(2, N)
+        env3 = Env.cons(r, Ix.v(q0), Env.cons(i, Ix.v(q1), Env.cons(j, Ix.v(q2), Env.nil())))
+        yield rule(eq(p).to(Sc.red("sum", v, n, factor())),
+                   prologue_of(x, ixs(Ix.v(r), Ix.v(i), Ix.v(j)), shp(B, M, N))).then(
+            union(x).with_(Sc.load(Ten.compute(dims((q0, B), (q1, M), (q2, N)), subst(x, env3)),
+                                   ixs(Ix.v(r), Ix.v(i), Ix.v(j)))))
