@@ -189,15 +189,25 @@ class NestFlow:
             out = out.union(isl.UnionMap.read_from_str(self.ctx, s))
         return out
 
+    def _parsed(self, key, strs) -> isl.UnionMap:
+        """`_union(strs)`, parsed once per nest (every read's analysis needs the whole
+        schedule and the location's writes: parsing them per read is quadratic)."""
+        cache = self.__dict__.setdefault("_parsed_cache", {})
+        got = cache.get(key)
+        if got is None:
+            got = cache[key] = self._union(strs)
+        return got
+
     def _flow(self, sink_acc: str, sink_sched: str, name: str, sched=None) -> isl.UnionMap:
         """sink instance -> its exact last writer (instances with none are absent), under the
-        nest's schedule or `sched` (the statements' schedule of a reordered nest)."""
+        nest's schedule or `sched` (the statements' parsed schedule of a reordered nest)."""
         sources = self._writes.get(name, [])
         if not sources:
             return self._union([])
         info = isl.UnionAccessInfo.from_sink(self._union([sink_acc]))
-        info = info.set_must_source(self._union(sources))
-        info = info.set_schedule_map(self._union((self._sched if sched is None else sched) + [sink_sched]))
+        info = info.set_must_source(self._parsed(("writes", name), sources))
+        whole = self._parsed(("sched",), self._sched) if sched is None else sched
+        info = info.set_schedule_map(whole.union(self._union([sink_sched])))
         return info.compute_flow().get_must_dependence().reverse()
 
     # ------------------------------------------------------------------ fission
@@ -232,7 +242,8 @@ class NestFlow:
         if not inside or any(leaf.path[leaf.path.index(band[0]):][:len(band)] != tuple(band) for leaf in inside):
             return False  # not a perfectly nested band of this nest
         band, perm = tuple(band), tuple(perm)
-        new = [self._sched_str(leaf, f"S{leaf.sid}", self._lvars(leaf), 1, band, perm) for leaf in self.leaves]
+        new = self._union([self._sched_str(leaf, f"S{leaf.sid}", self._lvars(leaf), 1, band, perm)
+                           for leaf in self.leaves])
         for r in self.reads.values():
             acc, sched = self._read_space(r)
             _, sched_new = self._read_space(r, band, perm)
@@ -246,11 +257,25 @@ class NestFlow:
 
     # ------------------------------------------------------------------ claims
     def exact_read(self, stmt, key):
+        """The read's exact last writers, computed for every read of its location in one
+        isl call (one dataflow problem per location, not per read) and split per read."""
         r = self.reads[(id(stmt), key)]
         if r.rid not in self._exact:
-            acc, sched = self._read_space(r)
-            self._exact[r.rid] = (self._flow(acc, sched, r.name), acc)
+            same = [x for x in self.reads.values() if x.name == r.name and x.rid not in self._exact]
+            spaces = [self._read_space(x) for x in same]
+            flow = self._flow_many([a for a, _ in spaces], [s_ for _, s_ in spaces], r.name)
+            for x, (acc, _) in zip(same, spaces):
+                self._exact[x.rid] = (flow.intersect_domain(self._union([acc]).domain()), acc)
         return r, self._exact[r.rid]
+
+    def _flow_many(self, accs: list, scheds: list, name: str) -> isl.UnionMap:
+        sources = self._writes.get(name, [])
+        if not sources:
+            return self._union([])
+        info = isl.UnionAccessInfo.from_sink(self._union(accs))
+        info = info.set_must_source(self._parsed(("writes", name), sources))
+        info = info.set_schedule_map(self._parsed(("sched",), self._sched).union(self._union(scheds)))
+        return info.compute_flow().get_must_dependence().reverse()
 
     def claim(self, src, sink_acc: str, sink_path: tuple, nfree_sink: int) -> isl.UnionMap:
         """The relation a state entry claims: sink -> the last instance of W writing the same

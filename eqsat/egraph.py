@@ -58,7 +58,10 @@ class Builder:
             stack.pop()
             args = " ".join(self.memo[a] if isinstance(a, Node) else _literal(a) for a in node.args)
             text = f"({_egg_name(node.op)} {args})" if args else f"({_egg_name(node.op)})"
-            if node.sort == "Ten":
+            # tensors, and any term whose text grew long: egglog's parser and type checker
+            # take time and memory superlinear in one expression's depth (a 300-term sum in
+            # one loop body, written inline, took 2.9 GB); a `let` keeps each command small
+            if node.sort == "Ten" or len(text) > 2048:
                 name = f"$_t{len(self.lines)}"
                 self.lines.append(f"(let {name} {text})")
                 text = name

@@ -39,7 +39,7 @@ from .ir import (
     Alloc, Assign, Bin, Call, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Store, Transpose, ie_affine, ie_eval,
 )
 from .terms import Node
-from .unsplit import unsplit
+from .unsplit import merge_split_reductions, unsplit
 from .work import nest_work
 
 
@@ -281,6 +281,8 @@ class _Lowerer:
         functional, reason = None, ""
         try:
             functional = _NestRun(self, unsplit(s, self.dims, self.fresh, _reorder_check(s, self))).run()
+            functional = {n: None if t is None else merge_split_reductions(t, lambda e: self.new_var("k", e))
+                          for n, t in functional.items()}
         except NotFunctional as why:
             reason = str(why)
             if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) and _distributable(s, self):

@@ -183,3 +183,46 @@ def _expr(e, ie):
     if isinstance(e, Select):
         return Select(e.loc, _expr(e.cond, ie), _expr(e.a, ie), _expr(e.b, ie), ty=e.ty)
     return e  # Const, Ref: no index inside
+
+
+# ------------------------------------------------------------------ reductions
+def merge_split_reductions(term, new_var):
+    """`red[a<A] red[b<B] f(b * A + a)` -> `red[k<A*B] f(k)`, in either nesting order.
+
+    A reduction over a split axis runs its two loops in whichever order they were written;
+    as loops that order is fixed (the band reorder above refuses it: the accumulator
+    orders every instance), but a `sum`, `max` or `min` term is a reduction over a set,
+    whose order the functional IR leaves open, as it does for every reduction (summation
+    order is what a matmul changes anyway). So a split reduction axis, coarse- or
+    fine-first, becomes one plain axis, and the matmul, prologue and batched rules see
+    the same form as for an unsplit loop. `new_var(extent)` makes the merged binder.
+    Only pairs whose variables appear nowhere but in `coarse * T + fine` (T the fine
+    extent, the coarse extent times T the merged extent) merge.
+    """
+    from .terms import Node, postorder
+
+    memo: dict = {}
+    for x in postorder(term):
+        args = tuple(memo[a] if isinstance(a, Node) else a for a in x.args)
+        n = Node(x.op, *args)
+        if n.op == "Sc.red" and n.args[3].op == "Sc.red" and n.args[0] == n.args[3].args[0]:
+            merged = _merge_reds(n, new_var)
+            n = merged if merged is not None else n
+        memo[x] = n
+    return memo[term]
+
+
+def _merge_reds(outer, new_var):
+    from .terms import Node, postorder, rebuild
+
+    kind, a, na, inner = outer.args
+    _, b, nb, body = inner.args
+    for coarse, fine, t, nc in ((a, b, nb, na), (b, a, na, nb)):
+        k = new_var(nc * t)
+        pat = {Node("Ix.add", Node("Ix.scale", Node("Ix.v", coarse), t), Node("Ix.v", fine)),
+               Node("Ix.add", Node("Ix.v", fine), Node("Ix.scale", Node("Ix.v", coarse), t))}
+        kv = Node("Ix.v", k)
+        out = rebuild(body, lambda x: kv if x in pat else None)
+        if not any(x.op == "Var.named" and x in (coarse, fine) for x in postorder(out)):
+            return Node("Sc.red", kind, k, nc * t, out)
+    return None

@@ -43,10 +43,18 @@ the "forms" that `tests/test_spellings.py` and `bench/spellings_bench.py` count)
                                      second stage, onto the bare product or onto a product that
                                      already carries an op of its own (a constant factor, a
                                      negation, a bias start)
-  split:     none | i | j | k        that loop split as `for x0 in range(X // T): for x1 in
-                                     range(T)`, indexed `x0 * T + x1` (outer variable first;
-                                     the dim is then drawn as a multiple of T)
-  T:         2 | 3                   the split's tile
+  split:     none | i | j | k | ij | jk | ik
+                                     those loops split as `for x0 in range(X // T): for x1 in
+                                     range(T)`, indexed `x0 * T + x1` (the dims are then drawn
+                                     as multiples of T)
+  T:         2 | 3                   the splits' tile
+  split_order: coarse | fine         `x0` outer (coarse first) or `x1` outer (fine first)
+  place:     adjacent | tiles        two split loops next to each other in the loop order:
+                                     each pair together, or as tiles (x0, y0, x1, y1)
+  gram:      no | yes                one tensor as both operands (`a[i, k] * a[j, k]`; N is M)
+  pro:       none | a | b            an activation (relu, sigmoid, tanh) on that operand:
+  pro_at:    inner | loop            inside the product, or its own nest storing `ap[...] =
+                                     fn(a[...])` over a's axes that the product reads
 
 Expected structure (`SpellingProgram.required`, `structure()`): exactly one kernel, a matmul
 (2-D and batched alike; "matmul found", the weaker check, is one matmul kernel and no
@@ -54,7 +62,9 @@ nest kept as a loop, other kernels allowed), whose epilogue contains,
 for every requirement, at least one of its op names: the activation's own name; "add" or
 "sub" for a bias (epilogue or initial value); "mul" or "div" for a scale or a constant factor;
 "neg" or "sub" for a negated product (also "mul" when a literal constant can absorb the
-sign). Only what is certain is required: nothing says which other ops may be there.
+sign); a constant factor or sign may instead sit in the prologue; a prologue's function
+must be in the matmul's prologue (`Kernel.prologue`: evaluated as its operand tiles load).
+Only what is certain is required: nothing says which other ops may be there.
 A bias is never both the initial value and an epilogue term (both into one add is a fair
 plan with an extra kernel), and an epilogue has at most one bias.
 
