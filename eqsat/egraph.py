@@ -11,7 +11,7 @@ from egglog import EGraph, Ruleset, back_off, run
 from egglog.egraph import to_runtime_expr
 
 from . import sorts as S
-from .limits import Limits
+from .limits import Limits, resident_mb
 from .terms import Node
 
 SORTS = {"Var": S.Var, "Ix": S.Ix, "Ixs": S.Ixs, "Dims": S.Dims, "Sc": S.Sc, "Ten": S.Ten, "Tens": S.Tens,
@@ -227,6 +227,7 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
     """
     rep = SaturationReport()
     t0 = time.perf_counter()
+    rss_start = resident_mb()
     (_, first), (_, one) = _schedules(families, support, limits)
     eg.run(first)
     rep.nodes = node_count(eg)
@@ -258,6 +259,11 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
             break
         if rep.nodes > limits.nodes:
             rep.stop_reason = f"node limit ({rep.nodes} > {limits.nodes} e-nodes)"
+            break
+        rss = resident_mb()
+        if rss > limits.memory_mb or (rss - rss_start) * growth + rss_start > limits.memory_mb:
+            rep.stop_reason = (f"memory limit ({rss:.0f} MB resident, growing {growth:.1f}x a round; "
+                               f"limit {limits.memory_mb:g} MB)")
             break
         if rep.nodes * growth > limits.nodes * 2:
             rep.stop_reason = (f"node limit (at {rep.nodes} e-nodes, growing {growth:.1f}x a round, the next "

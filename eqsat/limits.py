@@ -1,8 +1,11 @@
 """Limits on saturation, in one object; each can be overridden by an environment variable."""
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+
+from .errors import ArgumentError
 
 
 def _env(name: str, default, cast):
@@ -21,7 +24,12 @@ class Limits:
                  banned for `ban_length` rounds (keeps x*y = y*x from exploding)
     chunk:       rounds run per call into egglog while growth is tame (see egraph.saturate)
     support_rounds: at most this many rounds of the fact rules between rewrite rounds
+    memory_mb:   stop saturating once the process's resident memory passes this (default:
+                 half the machine's memory); `inf` for no bound
     extract_seconds_per_node: the extraction's cost, used to stop saturation in time for it
+
+    Every value must be a positive number (`seconds` and `memory_mb` may be `inf`: no
+    bound); NaN, zero and negative values raise an ArgumentError naming the field.
     """
 
     nodes: int = field(default_factory=lambda: _env("EQSAT_NODES", 50_000, int))
@@ -31,4 +39,41 @@ class Limits:
     ban_length: int = field(default_factory=lambda: _env("EQSAT_BAN_LENGTH", 3, int))
     chunk: int = field(default_factory=lambda: _env("EQSAT_CHUNK", 6, int))
     support_rounds: int = field(default_factory=lambda: _env("EQSAT_SUPPORT_ROUNDS", 40, int))
+    memory_mb: float = field(default_factory=lambda: _env("EQSAT_MEMORY_MB", _half_of_memory(), float))
     extract_seconds_per_node: float = 3e-5  # measured: bench/stress_bench.py, 2-core VM
+
+    def __post_init__(self):
+        unbounded = {"seconds", "memory_mb"}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            whole = f.type in ("int", int)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or (whole and not isinstance(v, int)):
+                raise ArgumentError(f"Limits.{f.name} must be {'an integer' if whole else 'a number'}, got {v!r}")
+            if math.isnan(v) or v < 0 or (v == 0 and f.name != "ban_length"):
+                raise ArgumentError(f"Limits.{f.name} must be positive, got {v!r}")
+            if math.isinf(v) and f.name not in unbounded:
+                raise ArgumentError(f"Limits.{f.name} must be finite, got {v!r}")
+
+
+def _half_of_memory() -> float:
+    """Half the machine's memory in MB (4096 where /proc/meminfo cannot be read)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 1024 / 2
+    except OSError:
+        pass
+    return 4096.0
+
+
+def resident_mb() -> float:
+    """This process's resident memory in MB (0 where /proc cannot be read)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import weakref
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -745,10 +746,14 @@ class _NestRun:
         self.scal[s.name] = (self.low.scalar(s.value, ctx), Source(s, s.name, tuple(self.open)))
 
 
+_FREE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # term -> its free variables
+
+
 def _free_vars(term: Node) -> frozenset:
-    """Index variables a term uses without binding them (compute axes and reductions bind)."""
-    free: dict = {}
-    for n in T.postorder(term):
+    """Index variables a term uses without binding them (compute axes and reductions bind).
+    Memoized across calls (terms are immutable): a chain of nests shares its earlier terms."""
+    free = _FREE
+    for n in T.postorder(term, free):
         if n.op == "Ix.v":
             out = frozenset([n.args[0]])
         else:

@@ -172,18 +172,19 @@ def walk(n: Node, seen=None):
 
 
 # ------------------------------------------------------------------ printing
-def postorder(n: Node):
+def postorder(n: Node, known=()):
     """Every node reachable from `n`, each once, children before parents (no recursion:
-    terms of a long chain of layers are deep)."""
+    terms of a long chain of layers are deep). Nodes in `known` (a memo of an earlier
+    pass) are neither yielded nor entered."""
     done: set = set()
     stack = [(n, False)]
     while stack:
         x, ready = stack.pop()
-        if x in done:
+        if x in done or x in known:
             continue
         if not ready:
             stack.append((x, True))
-            stack.extend((a, False) for a in x.args if isinstance(a, Node) and a not in done)
+            stack.extend((a, False) for a in x.args if isinstance(a, Node) and a not in done and a not in known)
             continue
         done.add(x)
         yield x

@@ -20,6 +20,7 @@ matmul rules' reshape views and sum commutation handle its loads instead.
 from __future__ import annotations
 
 import copy
+import weakref
 from itertools import count
 
 from .ir import Alloc, Assign, BoolOp, Call, Compare, Dim, For, If, Index, Select, Store, Transpose, Bin, MatMul, \
@@ -186,6 +187,9 @@ def _expr(e, ie):
 
 
 # ------------------------------------------------------------------ reductions
+_MERGED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # term -> merged (terms are immutable)
+
+
 def merge_split_reductions(term, new_var):
     """`red[a<A] red[b<B] f(b * A + a)` -> `red[k<A*B] f(k)`, in either nesting order.
 
@@ -201,8 +205,8 @@ def merge_split_reductions(term, new_var):
     """
     from .terms import Node, postorder
 
-    memo: dict = {}
-    for x in postorder(term):
+    memo = _MERGED
+    for x in postorder(term, memo):
         args = tuple(memo[a] if isinstance(a, Node) else a for a in x.args)
         n = Node(x.op, *args)
         if n.op == "Sc.red" and n.args[3].op == "Sc.red" and n.args[0] == n.args[3].args[0]:

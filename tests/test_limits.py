@@ -1,0 +1,98 @@
+"""Limits that hold (issue 8): values are validated, and the small versions of the stress
+cases stop where their limits say, with a correct plan and the reason in the report.
+Times are measured in bench/ (stress_bench.py), not asserted here."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import eqsat
+from conftest import random_args, rel_err
+from eqsat.errors import ArgumentError
+
+
+@pytest.mark.parametrize("kw, field", [
+    ({"seconds": math.nan}, "seconds"), ({"seconds": -1.0}, "seconds"), ({"seconds": 0}, "seconds"),
+    ({"nodes": 0}, "nodes"), ({"nodes": 2.5}, "nodes"), ({"iterations": math.inf}, "iterations"),
+    ({"memory_mb": math.nan}, "memory_mb"), ({"memory_mb": "1 GB"}, "memory_mb"), ({"match_limit": -3}, "match_limit"),
+    ({"seconds": True}, "seconds"),
+])
+def test_bad_limits_are_refused_naming_the_field(kw, field):
+    with pytest.raises(ArgumentError, match=f"Limits.{field}"):
+        eqsat.Limits(**kw)
+
+
+def test_unbounded_time_and_memory_are_allowed():
+    lim = eqsat.Limits(seconds=math.inf, memory_mb=math.inf)
+    assert lim.seconds == math.inf and lim.memory_mb == math.inf
+
+
+def _long_body(n: int) -> str:
+    """One loop body with `n` accumulation statements (the build step's stress case)."""
+    terms = "\n".join(f"            acc += a[i, {k % 4}] * b[{k % 4}, j] * {1.0 + k / 64}" for k in range(n))
+    return f'''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+{terms}
+            c[i, j] = acc
+    return c
+'''
+
+
+def test_long_loop_body_is_built_and_correct(tmp_program):
+    # 120 statements in one body: one dataflow problem per location, terms let-bound into
+    # egglog (this used to take minutes and gigabytes at a few hundred statements)
+    prog = tmp_program(_long_body(120))
+    dims = {"M": 3, "N": 2, "K": 4}
+    plan = eqsat.optimize(prog, dims, limits=eqsat.Limits(seconds=2))
+    args = random_args(prog, dims, 0)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
+
+
+def test_memory_limit_stops_saturation_with_a_correct_plan(tmp_program):
+    prog = tmp_program('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            s = 0.0
+            for k in range(K):
+                s += x[i, k] * w[k, j]
+            y[i, j] = relu(s + b[j])
+    return y
+''')
+    dims = {"M": 4, "N": 3, "K": 5}
+    plan = eqsat.optimize(prog, dims, limits=eqsat.Limits(memory_mb=1.0))  # any process is above 1 MB
+    assert plan.report.stop_reason.startswith("memory limit"), plan.report.stop_reason
+    assert plan.report.iterations == 1
+    args = random_args(prog, dims, 0)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
+
+
+def test_time_limit_stops_an_exploding_rule_set_with_a_correct_plan(tmp_program):
+    from egglog import rewrite, ruleset
+
+    from eqsat.sorts import Sc
+
+    @ruleset
+    def assoc_comm(a: Sc, b: Sc, c: Sc):
+        yield rewrite(Sc.add(a, b)).to(Sc.add(b, a))
+        yield rewrite(Sc.add(Sc.add(a, b), c)).to(Sc.add(a, Sc.add(b, c)))
+
+    n = 10
+    prog = tmp_program(f'''
+@program
+def p({", ".join(f'x{i}: f32["M"]' for i in range(n))}) -> f32["M"]:
+    return {" + ".join(f"x{i}" for i in range(n))}
+''')
+    limits = eqsat.Limits(nodes=10**9, seconds=0.5, iterations=1000, match_limit=10**9)
+    plan = eqsat.optimize(prog, {"M": 8}, rules=[assoc_comm], limits=limits)
+    assert plan.report.stop_reason.startswith("time limit"), plan.report.stop_reason
+    args = random_args(prog, {"M": 8}, 0)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
