@@ -354,9 +354,10 @@ class _Parser:
             raise self.err(target, f"{name!r} shadows a library function")
         if aug is not None and name in self.views:
             return self.view_update(n, name, self.expr(value), aug)
+        prior_view = None
         if aug is None:
             self.check_rebind(target, name)
-            self.views.pop(name, None)
+            prior_view = self.views.pop(name, None)
             self.dead.pop(name, None)
         if isinstance(value, ast.Call) and self.fn_name(value.func) in ("empty", "zeros"):
             if aug is not None:
@@ -371,7 +372,14 @@ class _Parser:
             return Alloc(loc, name, shape, self.fn_name(value.func))
         if aug is None and self.sym.get(name, ("",))[0] == "slocal":
             aug, value = _self_update(target, value)  # `s = s + e` is `s += e`, and * - / alike
-        val = self.expr(value)
+        if prior_view is not None:  # `y = relu(y)` with y a view: the value reads the old binding
+            self.views[name] = prior_view
+            try:
+                val = self.expr(value)
+            finally:
+                del self.views[name]
+        else:
+            val = self.expr(value)
         if aug is None and val.ty is not None and _view_parts(val) is not None:
             # `v = c`, `v = c.T`, `r = c[i]`: a second name for the same memory, as in numpy
             if name in self.sym and self.sym[name][1] is None:

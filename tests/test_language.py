@@ -13,6 +13,27 @@ D = {"N": 6, "M": 3, "NI": 4, "NJ": 5, "NK": 3, "t": 4}
 PRELUDE = "SCALE = 2.0\nT = 2\n"
 
 PROGRAMS = {
+    # a name bound to a view, then rebound to a value computed from that view
+    "rebind_view": '''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    y = x
+    y = relu(y) * 1.5
+    y = y - x
+    return y
+''',
+    # an access guarded by a condition on the loop variable: in bounds where it runs
+    "guarded_access": '''
+@program
+def p(a: f32["N"]) -> f32["N"]:
+    c = zeros((N,))
+    for j in range(N):
+        if j > 0:
+            c[j] = c[j - 1] + a[j]
+        else:
+            c[j] = a[N - 1 - j]
+    return c
+''',
     "gemm": '''
 @program
 def p(alpha: f32, beta: f32, C: f32["NI", "NJ"], A: f32["NI", "NK"], B: f32["NK", "NJ"]) -> f32["NI", "NJ"]:
