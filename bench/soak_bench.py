@@ -1,13 +1,13 @@
 """Soak: optimize() and Plan.run() from many threads for thousands of calls (issue 13).
 
     .venv/bin/python bench/soak_bench.py [--threads 8] [--calls 4000] [--generated 50] [--seed 0]
-                                         [--every 1000] [--compile-loops always|auto|never]
+                                         [--every 1000] [--seconds S] [--compile-loops always|auto|never]
 
 The programs are the corpus (`bench/common.py: load_cases`) plus `--generated` spelling
 programs (`tests/gen_spellings.py: generate_seeded(seed + j)`). Call i takes program
 i mod (their number), round-robin, on a pool of `--threads` threads, and does
-`optimize(prog, shapes)` then `plan.run(*args)` on `random_args(prog, shapes, seed + i)`,
-and compares the result with the truth: the corpus case's own `truth(*args)` (relative L2
+`optimize(prog, shapes)` (default `Limits()`, or `Limits(seconds=S)`), then `plan.run(*args)`
+on `random_args(prog, shapes, seed + i)`, and compares the result with the truth: the corpus case's own `truth(*args)` (relative L2
 error under 1e-4) or, for a generated program, `eqsat.reference` (`gen_spellings.close`).
 
 Counted, and targets:
@@ -20,7 +20,10 @@ Counted, and targets:
                read after `gc.collect()` at the end of the warm-up (the first 10% of the
                calls), after every `--every` calls, at the end, and once more after the
                pool has shut down (its threads, and their thread-local e-graphs, gone).
-               Target: under 50 MB growth from the end of the warm-up to the end.
+               Target: under 50 MB growth from the end of the warm-up to the end. The
+               peak (VmHWM) is shown beside it: one program whose saturation blows up
+               raises the peak, and what the allocator keeps of it shows as growth.
+  slowest      the slowest optimize() calls, with their stop reasons.
 Calls are submitted in blocks that end at those checkpoints; the pool (and so every
 thread's prepared e-graph) lives across blocks. Prints a table, saves bench/results/soak.json.
 """
@@ -51,12 +54,13 @@ GROWTH_TARGET_MB = 50.0
 KEEP = 10  # messages kept of each kind
 
 
-def rss_mb() -> float:
-    """Resident memory of this process now, in MB (the peak where /proc is missing)."""
+def rss_mb(field: str = "VmRSS") -> float:
+    """Resident memory of this process in MB: now (VmRSS) or its peak so far (VmHWM); the
+    peak where /proc is missing."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -74,6 +78,13 @@ class Tally:
         self.failure_messages: list = []
         self.unraisable = 0
         self.unraisable_messages: list = []
+        self.slowest: list = []  # (optimize seconds, call, program, stop reason), the KEEP slowest
+
+    def timed(self, seconds: float, i: int, name: str, stop: str):
+        with self.lock:
+            self.slowest.append((seconds, i, name, stop))
+            self.slowest.sort(reverse=True)
+            del self.slowest[KEEP:]
 
     def fail(self, message: str):
         with self.lock:
@@ -109,7 +120,7 @@ def load_programs(generated: int, seed: int, directory: str) -> list:
     return out
 
 
-def one_call(i: int, entry: dict, seed: int, tally: Tally, threads_seen: set) -> None:
+def one_call(i: int, entry: dict, seed: int, limits, tally: Tally, threads_seen: set) -> None:
     """optimize + run + compare for call i; every failure goes to the tally."""
     import eqsat
     from conftest import random_args, rel_err
@@ -127,7 +138,9 @@ def one_call(i: int, entry: dict, seed: int, tally: Tally, threads_seen: set) ->
             else:
                 want = eqsat.reference(entry["prog"], *copies)
             stage = "optimize"
-            plan = eqsat.optimize(entry["prog"], entry["shapes"])
+            t0 = time.perf_counter()
+            plan = eqsat.optimize(entry["prog"], entry["shapes"], limits=limits)
+            tally.timed(time.perf_counter() - t0, i, entry["name"], plan.report.stop_reason)
             stage = "plan.run"
             got = plan.run(*args)
         stage = "compare"
@@ -158,6 +171,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="generated program j is generate_seeded(seed + j); "
                                                         "call i draws its inputs from seed + i")
     ap.add_argument("--every", type=int, default=1000, help="read resident memory after every this many calls")
+    ap.add_argument("--seconds", type=float, default=None,
+                    help="Limits(seconds=...) for every optimize() (default: the library's default Limits())")
     ap.add_argument("--compile-loops", choices=("always", "auto", "never"), default=None,
                     help="EQSAT_COMPILE_LOOPS for kept loop nests (default: as the environment says)")
     a = ap.parse_args()
@@ -168,7 +183,9 @@ def main():
     from rich.console import Console
     from rich.table import Table
 
-    import eqsat  # noqa: F401 - imported before the threads start
+    import eqsat  # imported before the threads start
+
+    limits = eqsat.Limits() if a.seconds is None else eqsat.Limits(seconds=a.seconds)
 
     console = Console(width=150)
     directory = tempfile.mkdtemp(prefix="eqsat_soak_")
@@ -182,7 +199,7 @@ def main():
     warmup = max(1, a.calls // 10)
     marks = sorted({warmup, a.calls, *range(a.every, a.calls, a.every)})
     gc.collect()
-    rows = [{"calls": 0, "label": "start", "rss_mb": rss_mb(), "block": 0, "seconds": 0.0, "failures": 0,
+    rows = [{"calls": 0, "label": "start", "rss_mb": rss_mb(), "peak_mb": rss_mb("VmHWM"), "block": 0, "seconds": 0.0, "failures": 0,
              "unraisable": 0}]
     console.print(f"soak: {a.calls} calls on {a.threads} threads over {len(programs)} programs "
                   f"({len(programs) - a.generated} corpus + {a.generated} generated); "
@@ -194,7 +211,8 @@ def main():
             done = 0
             for mark in marks:
                 tb = time.perf_counter()
-                futures = [pool.submit(one_call, i, programs[i % len(programs)], a.seed, tally, threads_seen)
+                futures = [pool.submit(one_call, i, programs[i % len(programs)], a.seed, limits, tally,
+                                       threads_seen)
                            for i in range(done, mark)]
                 for i, fut in zip(range(done, mark), futures):
                     try:
@@ -203,7 +221,7 @@ def main():
                         tally.fail(f"call {i}: the future raised {type(e).__name__}: {e}")
                 gc.collect()
                 row = {"calls": mark, "label": "warm-up" if mark == warmup else ("end" if mark == a.calls else ""),
-                       "rss_mb": rss_mb(), "block": mark - done, "seconds": time.perf_counter() - tb,
+                       "rss_mb": rss_mb(), "peak_mb": rss_mb("VmHWM"), "block": mark - done, "seconds": time.perf_counter() - tb,
                        "failures": tally.failures, "unraisable": tally.unraisable}
                 rows.append(row)
                 done = mark
@@ -216,7 +234,8 @@ def main():
         gc.collect()
         time.sleep(0.2)  # let the exited threads' states be cleared
         gc.collect()
-        rows.append({"calls": a.calls, "label": "pool shut down", "rss_mb": rss_mb(), "block": 0, "seconds": 0.0,
+        rows.append({"calls": a.calls, "label": "pool shut down", "rss_mb": rss_mb(),
+                     "peak_mb": rss_mb("VmHWM"), "block": 0, "seconds": 0.0,
                      "failures": tally.failures, "unraisable": tally.unraisable})
     finally:
         sys.unraisablehook, threading.excepthook = old_unraisable, old_excepthook
@@ -227,11 +246,11 @@ def main():
     growth_shutdown = rows[-1]["rss_mb"] - at_warmup
 
     t = Table(title=f"soak: {a.calls} calls, {a.threads} threads, {len(programs)} programs, {wall:.0f} s")
-    for col in ("after calls", "", "resident MB", "since warm-up MB", "block calls/s", "failures", "unraisable"):
+    for col in ("after calls", "", "resident MB", "since warm-up MB", "peak MB", "block calls/s", "failures", "unraisable"):
         t.add_column(col, justify="left" if col == "" else "right")
     for r in rows:
         since = "" if r["label"] == "start" or r["calls"] < warmup else f"{r['rss_mb'] - at_warmup:+.1f}"
-        t.add_row(str(r["calls"]), r["label"], f"{r['rss_mb']:.1f}", since,
+        t.add_row(str(r["calls"]), r["label"], f"{r['rss_mb']:.1f}", since, f"{r['peak_mb']:.1f}",
                   f"{r['block'] / r['seconds']:.2f}" if r["block"] else "", str(r["failures"]), str(r["unraisable"]))
     console.print(t)
 
@@ -244,6 +263,9 @@ def main():
                   f"{a.calls / wall:.2f} calls/s   " + ("all targets met" if all(ok.values()) else
                                                        "MISSED: " + ", ".join(k for k, v in ok.items() if not v)),
                   highlight=False)
+    console.print("slowest optimize() calls: " + "; ".join(f"{n} {sec:.1f} s ({stop})"
+                                                           for sec, _, n, stop in tally.slowest[:5]),
+                  highlight=False, markup=False)
     for m in tally.failure_messages:
         console.print(f"\n[red]failure[/red] {m}", highlight=False, markup=False)
     for m in tally.unraisable_messages:
@@ -256,10 +278,13 @@ def main():
             "failures": {"count": tally.failures, "first": tally.failure_messages},
             "unraisable": {"count": tally.unraisable, "first": tally.unraisable_messages},
             "rss_mb": [{"calls": r["calls"], "label": r["label"], "rss_mb": round(r["rss_mb"], 2),
-                        "block_seconds": round(r["seconds"], 3)} for r in rows],
+                        "peak_mb": round(r["peak_mb"], 2), "block_seconds": round(r["seconds"], 3)} for r in rows],
             "rss_warmup_mb": round(at_warmup, 2), "rss_end_mb": round(at_end["rss_mb"], 2),
             "growth_after_warmup_mb": round(growth, 2), "growth_after_shutdown_mb": round(growth_shutdown, 2),
             "growth_target_mb": GROWTH_TARGET_MB, "targets_met": ok,
+            "limits_seconds": limits.seconds,
+            "slowest_optimize": [{"seconds": round(sec, 3), "call": i, "program": n, "stop": stop}
+                                 for sec, i, n, stop in tally.slowest],
             "wall_s": round(wall, 3), "calls_per_s": round(a.calls / wall, 3)}
     print("saved", save("soak", data))
 

@@ -89,24 +89,40 @@ def _pairs(band: list, dims) -> list:
 
 
 def _reorder(s: For, dims, reorder_ok) -> For:
-    """`s` with its band reordered so split pairs are adjacent, coarse first (if proven)."""
+    """`s` with its band reordered so split pairs are adjacent, coarse first, as far as
+    proven: pairs are taken one at a time, each kept only if the order with it and the
+    pairs kept before is the same program (a split reduction axis is refused here, while
+    an output axis split in the same band still merges)."""
     band = _band(s, dims)
     pairs = _pairs(band, dims) if len(band) > 1 else []
-    order, placed = [], set()
-    for k in range(len(band)):
-        if k in placed:
-            continue
-        pair = next((p for p in pairs if k in p), None)
-        for x in (pair or (k,)):
-            order.append(x)
-            placed.add(x)
-    if order == list(range(len(band))) or not reorder_ok(band, order):
+    identity = list(range(len(band)))
+    kept: list = []
+    for pair in pairs:
+        trial = _order(len(band), kept + [pair])
+        if trial == identity or reorder_ok(band, trial):
+            kept.append(pair)
+    order = _order(len(band), kept)
+    if order == identity:
         return s
     body = band[-1].body
     for k in reversed(order):
         f = band[k]
         body = [For(f.loc, f.var, f.lo, f.hi, body, node=f.node, step=f.step)]
     return body[0]
+
+
+def _order(n: int, pairs: list) -> list:
+    """Band positions in the order that puts each (coarse, fine) pair together, coarse
+    first, where the first of the two stood; the other loops keep their places."""
+    order, placed = [], set()
+    for k in range(n):
+        if k in placed:
+            continue
+        pair = next((p for p in pairs if k in p), None)
+        for x in (pair or (k,)):
+            order.append(x)
+            placed.add(x)
+    return order
 
 
 def _pair_map(j0: str, j1: str, t: int, dims, name: str):
