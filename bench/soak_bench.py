@@ -7,8 +7,9 @@ The programs are the corpus (`bench/common.py: load_cases`) plus `--generated` s
 programs (`tests/gen_spellings.py: generate_seeded(seed + j)`). Call i takes program
 i mod (their number), round-robin, on a pool of `--threads` threads, and does
 `optimize(prog, shapes)` (default `Limits()`, or `Limits(seconds=S)`), then `plan.run(*args)`
-on `random_args(prog, shapes, seed + i)`, and compares the result with the truth: the corpus case's own `truth(*args)` (relative L2
-error under 1e-4) or, for a generated program, `eqsat.reference` (`gen_spellings.close`).
+on `random_args(prog, shapes, seed + i)`, and compares the result with the truth: the corpus
+case's own `truth(*args)` (relative L2 error under 1e-4) or, for a generated program,
+`eqsat.reference` (`gen_spellings.close`).
 
 Counted, and targets:
   failures     every exception a call raises (caught inside the call, and again around
@@ -23,7 +24,8 @@ Counted, and targets:
                Target: under 50 MB growth from the end of the warm-up to the end. The
                peak (VmHWM) is shown beside it: one program whose saturation blows up
                raises the peak, and what the allocator keeps of it shows as growth.
-  slowest      the slowest optimize() calls, with their stop reasons.
+  slowest      the slowest optimize() calls (wall time of the call, including the wait for
+               the lock that lets one thread at a time into egglog), with their stop reasons.
 Calls are submitted in blocks that end at those checkpoints; the pool (and so every
 thread's prepared e-graph) lives across blocks. Prints a table, saves bench/results/soak.json.
 """
@@ -198,9 +200,16 @@ def main():
 
     warmup = max(1, a.calls // 10)
     marks = sorted({warmup, a.calls, *range(a.every, a.calls, a.every)})
-    gc.collect()
-    rows = [{"calls": 0, "label": "start", "rss_mb": rss_mb(), "peak_mb": rss_mb("VmHWM"), "block": 0, "seconds": 0.0, "failures": 0,
-             "unraisable": 0}]
+    rows: list = []
+
+    def checkpoint(calls: int, label: str, block: int = 0, seconds: float = 0.0) -> dict:
+        gc.collect()
+        row = {"calls": calls, "label": label, "rss_mb": rss_mb(), "peak_mb": rss_mb("VmHWM"), "block": block,
+               "seconds": seconds, "failures": tally.failures, "unraisable": tally.unraisable}
+        rows.append(row)
+        return row
+
+    checkpoint(0, "start")
     console.print(f"soak: {a.calls} calls on {a.threads} threads over {len(programs)} programs "
                   f"({len(programs) - a.generated} corpus + {a.generated} generated); "
                   f"resident at start {rows[0]['rss_mb']:.1f} MB", highlight=False)
@@ -211,19 +220,16 @@ def main():
             done = 0
             for mark in marks:
                 tb = time.perf_counter()
+                calls = range(done, mark)
                 futures = [pool.submit(one_call, i, programs[i % len(programs)], a.seed, limits, tally,
-                                       threads_seen)
-                           for i in range(done, mark)]
-                for i, fut in zip(range(done, mark), futures):
+                                       threads_seen) for i in calls]
+                for i, fut in zip(calls, futures):
                     try:
                         fut.result()
                     except BaseException as e:  # noqa: BLE001 - one_call catches all; this is a net
                         tally.fail(f"call {i}: the future raised {type(e).__name__}: {e}")
-                gc.collect()
-                row = {"calls": mark, "label": "warm-up" if mark == warmup else ("end" if mark == a.calls else ""),
-                       "rss_mb": rss_mb(), "peak_mb": rss_mb("VmHWM"), "block": mark - done, "seconds": time.perf_counter() - tb,
-                       "failures": tally.failures, "unraisable": tally.unraisable}
-                rows.append(row)
+                label = "warm-up" if mark == warmup else ("end" if mark == a.calls else "")
+                row = checkpoint(mark, label, mark - done, time.perf_counter() - tb)
                 done = mark
                 console.print(f"  {mark}/{a.calls} calls, {time.perf_counter() - t0:.0f} s, resident "
                               f"{row['rss_mb']:.1f} MB, failures {tally.failures}, unraisable {tally.unraisable}",
@@ -231,12 +237,8 @@ def main():
         finally:
             pool.shutdown(wait=True)
         wall = time.perf_counter() - t0
-        gc.collect()
         time.sleep(0.2)  # let the exited threads' states be cleared
-        gc.collect()
-        rows.append({"calls": a.calls, "label": "pool shut down", "rss_mb": rss_mb(),
-                     "peak_mb": rss_mb("VmHWM"), "block": 0, "seconds": 0.0,
-                     "failures": tally.failures, "unraisable": tally.unraisable})
+        checkpoint(a.calls, "pool shut down")
     finally:
         sys.unraisablehook, threading.excepthook = old_unraisable, old_excepthook
 
@@ -246,7 +248,8 @@ def main():
     growth_shutdown = rows[-1]["rss_mb"] - at_warmup
 
     t = Table(title=f"soak: {a.calls} calls, {a.threads} threads, {len(programs)} programs, {wall:.0f} s")
-    for col in ("after calls", "", "resident MB", "since warm-up MB", "peak MB", "block calls/s", "failures", "unraisable"):
+    for col in ("after calls", "", "resident MB", "since warm-up MB", "peak MB", "block calls/s", "failures",
+                "unraisable"):
         t.add_column(col, justify="left" if col == "" else "right")
     for r in rows:
         since = "" if r["label"] == "start" or r["calls"] < warmup else f"{r['rss_mb'] - at_warmup:+.1f}"

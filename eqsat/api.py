@@ -31,7 +31,7 @@ EGGLOG_LOCK = threading.RLock()
 
 
 def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Limits | None = None,
-             extract: str = "greedy") -> "Plan":
+             extract: str = "greedy", _checked: bool = False) -> "Plan":
     """Find the cheapest equivalent form of `prog` at these sizes and return it as a Plan.
 
     rules:  None for every family in `eqsat.rules.FAMILIES`; otherwise a list of family
@@ -55,20 +55,46 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     limits = Limits() if limits is None else limits
     if not isinstance(limits, Limits):
         raise ArgumentError(f"limits must be an eqsat.Limits, got {type(limits).__name__}")
+    if not _checked:
+        from . import rulecheck
+
+        user = _user_sources(rules)
+        if user:
+            from .rules import FAMILIES
+
+            rulecheck.check(user, list(FAMILIES))
     t0 = time.perf_counter()
+    phases: dict = {}  # seconds per phase of this call (bench/corpus_bench.py prints them)
+
+    def lap(name, since):
+        now = time.perf_counter()
+        phases[name] = phases.get(name, 0.0) + now - since
+        return now
 
     lowered = lower(prog, shapes)                                  # loop IR -> functional terms
+    t = lap("lower", t0)
     with EGGLOG_LOCK:  # egglog's declarations are process state: one thread at a time in it
+        t = lap("wait for egglog", t)
         families = resolve_rules(rules)                            # which rewrites may run
         support = _support(families)
         rewrites = [r for _, r, _ in families]
         with egraph.session(rewrites, support, limits) as eg:     # this thread's prepared e-graph
+            t = lap("prepared e-graph", t)
             egraph.build(lowered, _opaque_shapes(lowered), eg)     # every output a root
-            t1 = time.perf_counter()
-            report = egraph.saturate(eg, rewrites, support, limits)
+            t1 = t = lap("build", t)
+            try:
+                report = egraph.saturate(eg, rewrites, support, limits)
+            except Exception as e:  # a sanity rule's panic: some rule merged what must stay apart
+                if "panic" not in str(e).lower() and type(e).__name__ != "EggSmolError":
+                    raise
+                names = ", ".join(n for n, _, _ in families)
+                raise EqsatError(f"saturation stopped: {e}; some rule is unsound (rule sources in use: "
+                                 f"{names})") from None
             report.build_seconds = t1 - t0
-            t2 = time.perf_counter()
+            t2 = t = lap("rule engine", t)
             data = egraph.serialize(eg)
+            t = lap("serialize", t)
+        t = lap("prepared e-graph", t)  # popping this call's work off it
     graph = Graph(data)                                            # read back, extract the cheapest
     nest_work = {n.id: n.work for n in lowered.nests.values()}
     ext = Extractor(graph, lambda shape: Model(TARGETS[target], shape, nest_work.__getitem__))
@@ -84,7 +110,10 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
                 ext.best[cid] = (None, node, None)
     roots = ext.decode_roots(root_classes)
     extract_seconds = time.perf_counter() - t2
+    t = lap("extract", t)
     plan = Plan(prog, shapes, target, lowered, roots, report, [n for n, _, _ in families])
+    lap("plan", t)
+    plan.phases = phases
     plan.extract_seconds = extract_seconds
     plan.extract_method = extract
     plan.ilp = ilp_stats
@@ -111,6 +140,28 @@ def _support(families=()) -> Ruleset:
             _SUPPORT.clear()
         hit = _SUPPORT[key] = (facts, out)  # the entry keeps the rule sets, so ids stay theirs
     return hit[1]
+
+
+def _is_family(r) -> bool:
+    from .rules import FAMILIES
+
+    return isinstance(r, str) and r in FAMILIES
+
+
+def _user_sources(rules) -> list:
+    """(label, source) of every rule source in `rules` that is not a built-in family."""
+    if rules is None:
+        return []
+    if isinstance(rules, (str, os.PathLike, Ruleset)):
+        rules = [rules]
+    out = []
+    for r in rules:
+        if _is_family(r):
+            continue
+        label = (str(r) if isinstance(r, (str, os.PathLike)) else
+                 getattr(r, "__file__", None) or str(getattr(r, "name", None) or getattr(r, "__name__", r)))
+        out.append((label, r))
+    return out
 
 
 def resolve_rules(rules) -> list:

@@ -63,7 +63,7 @@ class Graph:
             self.classes.setdefault(n["eclass"], []).append(ENode(nid, op, tuple(args), n["eclass"]))
         for ns in self.classes.values():
             ns.sort(key=lambda e: e.id)
-        self.order = sorted(self.classes)
+        self.order = self._children_first()
         self.parents: dict[str, list] = {}  # class -> nodes that have it as a child
         self.loads_of: dict[str, list] = {}  # tensor class -> (class, index class) of its loads
         self.fused_by_mm: dict[str, list] = {}  # matmul class -> fused nodes over it
@@ -79,6 +79,31 @@ class Graph:
 
     def n_nodes(self) -> int:
         return sum(len(v) for v in self.classes.values())
+
+    def _children_first(self) -> list:
+        """Classes in depth-first post-order (a class after the classes its nodes use, but
+        on a cycle): a worklist pass in this order finds most costs once, where an arbitrary
+        order re-evaluates a long chain once for every improvement below it."""
+        order, state = [], {}
+        for root in sorted(self.classes):
+            if root in state:
+                continue
+            state[root] = 1
+            stack = [(root, iter(self._child_classes(root)))]
+            while stack:
+                cid, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    stack.pop()
+                    state[cid] = 2
+                    order.append(cid)
+                elif nxt not in state and nxt in self.classes:
+                    state[nxt] = 1
+                    stack.append((nxt, iter(self._child_classes(nxt))))
+        return order
+
+    def _child_classes(self, cid) -> list:
+        return [v for n in self.classes[cid] for kind, v in n.args if kind == "c"]
 
 
 def _prim(eclass: str, op: str):
