@@ -29,6 +29,10 @@ _BIN = {"Sc.add": np.add, "Sc.sub": np.subtract, "Sc.mul": np.multiply, "Sc.div"
         "Sc.max": _py_choice(np.greater), "Sc.min": _py_choice(np.less)}
 
 
+_CMP = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
+        "!=": np.not_equal}
+
+
 class Runner:
     def __init__(self, plan, args: list, scalars: dict):
         self.plan = plan
@@ -201,6 +205,10 @@ class _Eval:
             self.owned.add(id(v))
         elif op == "Sc.red":
             v = self.reduce(n)
+        elif op == "Sc.select":
+            cmp, l, r, a, b = n.args
+            v = np.where(_CMP[cmp](self.sc(l), self.sc(r)), self.sc(a), self.sc(b)).astype(np.float32, copy=False)
+            self.owned.add(id(v))
         else:
             raise RuntimeError(f"cannot evaluate {op}")
         self.memo[n] = v

@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from eqsat.plan import is_prologue
+from eqsat.plan import is_prologue, prologue_parts
 from eqsat.terms import Node, unlist, walk
 
 BLOCK = 128
@@ -87,6 +87,9 @@ class _Gen:
             out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
         elif op == "Sc.fn":
             out = self.tmp(_fn(n.args[0], self.sc(n.args[1])))
+        elif op == "Sc.select":
+            cmp, l, r, a, b = n.args
+            out = self.tmp(f"tl.where({self.sc(l)} {cmp} {self.sc(r)}, {self.sc(a)}, {self.sc(b)})")
         elif op == "Sc.red":
             kind, v, ext, body = n.args
             init = {"sum": "0.0", "max": "float('-inf')", "min": "float('inf')"}[kind]
@@ -196,10 +199,12 @@ class Kernel:
         body = fused.args[1] if fused is not None else Node("Sc.acc")
         self.inputs = []
         for t in [a, b] + _loaded(body):  # a prologue operand is read through its own inputs
-            for u in (_loaded(t.args[1]) if is_prologue(t) else [t]):
+            parts = prologue_parts(t)
+            for u in (_loaded(parts[0].args[1]) if parts is not None else [t]):
                 if u not in self.inputs:
                     self.inputs.append(u)
-        self.params = sorted(set(_params(body)).union(*[_params(t.args[1]) for t in (a, b) if is_prologue(t)]))
+        self.params = sorted(set(_params(body)).union(
+            *[_params(prologue_parts(t)[0].args[1]) for t in (a, b) if is_prologue(t)]))
         ops = {t: (f"in{i}", [f"in{i}_s{d}" for d in range(len(self.ranks[t]))]) for i, t in enumerate(self.inputs)}
         dims = unlist(fused.args[0]) if fused is not None else []
         var_expr = {}
@@ -212,12 +217,16 @@ class Kernel:
         for name, t, rows, cols in (("a", a, "rm", "ka"), ("b", b, "ka", "rn")):
             extent = {"rm": M, "rn": N, "ka": K}
             tile_mask = f"({rows}[:, None] < {extent[rows]}) & ({cols}[None, :] < {extent[cols]})"
-            if is_prologue(t):  # evaluated on the tile as it is loaded (a fused prologue)
-                axes = [v for v, _ in unlist(t.args[0])]
+            parts = prologue_parts(t)
+            if parts is not None:  # evaluated on the tile as it is loaded (a fused prologue)
+                comp, perm = parts
+                axes = [v for v, _ in unlist(comp.args[0])]
                 at = (["pid_b"] if len(axes) == 3 else []) + [f"{rows}[:, None]", f"{cols}[None, :]"]
-                pg = _Gen(dict(zip(axes, at)), "(BLOCK_M, BLOCK_K)" if name == "a" else "(BLOCK_K, BLOCK_N)", ops,
+                # axis a of the operand is axis perm[a] of the computation
+                pg = _Gen({axes[perm[k]]: e for k, e in enumerate(at)},
+                          "(BLOCK_M, BLOCK_K)" if name == "a" else "(BLOCK_K, BLOCK_N)", ops,
                           "        ", f"{name}_mask", f"{name}p")
-                val_t = pg.sc(t.args[1])
+                val_t = pg.sc(comp.args[1])
                 tiles += [f"        {name}_mask = {tile_mask}"] + pg.lines + [
                     f"        {name} = tl.where({name}_mask, {val_t}, 0.0)"]
             else:

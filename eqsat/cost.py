@@ -89,7 +89,8 @@ class TenInfo:
     deps: dict = field(default_factory=dict)
     view: bool = False
     mm: tuple | None = None  # for a matmul node: (flops, operand+output bytes, deps, latency, prologue flops)
-    prologue: bool = False  # an elementwise compute: a matmul reading it fuses it into its tile loads
+    prologue: bool = False  # an elementwise compute (or a view of one): a matmul reading it fuses it
+    pro_deps: dict | None = None  # the prologue's own dependencies (its inputs' kernels)
     bytes: float = 0.0  # DRAM bytes this kernel reads and writes
     flops: float = 0.0
 
@@ -161,6 +162,11 @@ class Model:
         if op == "Sc.fn":
             x = a[1]
             return ScInfo(x.flops + FN_FLOPS.get(a[0], 4), x.loads, x.red_bytes, x.deps, x.has_red, x.steps)
+        if op == "Sc.select":  # a compare and a select; both values are computed
+            parts = a[1:]
+            return ScInfo(sum(p.flops for p in parts) + 2, frozenset().union(*(p.loads for p in parts)),
+                          sum(p.red_bytes for p in parts), union(*(p.deps for p in parts)),
+                          any(p.has_red for p in parts), sum(p.steps for p in parts))
         if op == "Sc.red":
             n, x = a[2], a[3]
             return ScInfo(n * (x.flops + 1), frozenset(), n * (ITEM * len(x.loads) + x.red_bytes), x.deps, True,
@@ -177,6 +183,9 @@ class Model:
             if not closed:
                 return TenInfo(INF, {}, view=True)
             ck, ci = a[0]
+            if op == "Ten.transpose" and ci.prologue:  # a transposed prologue is still one
+                return TenInfo(0.0, self.entry(ck, ci), view=True, prologue=True, pro_deps=ci.pro_deps,
+                               bytes=ci.bytes, flops=ci.flops)
             return TenInfo(ci.own if ci.own == INF else 0.0, self.entry(ck, ci), view=True)
         if not closed:
             return TenInfo(INF, {})
@@ -185,7 +194,8 @@ class Model:
             elems = float(math.prod(extents))
             by = sum(min(elems, self.size(k)) * ITEM for k, _ in body.loads) + elems * body.red_bytes + elems * ITEM
             return TenInfo(kernel_time(t, elems * body.flops, by, untiled_latency(t, body)), dict(body.deps),
-                           bytes=by, flops=elems * body.flops, prologue=not body.has_red)
+                           bytes=by, flops=elems * body.flops, prologue=not body.has_red,
+                           pro_deps=None if body.has_red else dict(body.deps))
         if op == "Ten.matmul":
             (ka, ia), (kb, ib) = a
             sa, sb, so = self.shape(ka), self.shape(kb), self.shape(key)
@@ -221,7 +231,7 @@ class Model:
         stored, so its kernel is not paid (a plan that also needs the tensor elsewhere
         pays that kernel there)."""
         if info.prologue:
-            return info.bytes - ITEM * math.prod(shape), info.flops, dict(info.deps)
+            return info.bytes - ITEM * math.prod(shape), info.flops, dict(info.pro_deps)
         return ITEM * math.prod(shape), 0.0, self.entry(key, info)
 
     def lists(self, op: str, a: list) -> dict | None:

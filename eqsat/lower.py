@@ -37,7 +37,8 @@ from .bounds import check_bounds
 from .dataflow import Conditional, Mismatch, NestFlow, Source, span, trip
 from .errors import ProgramError
 from .ir import (
-    Alloc, Assign, Bin, Call, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Store, Transpose, ie_affine, ie_eval,
+    Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Select, Store,
+    Transpose, ie_affine, ie_eval,
 )
 from .terms import Node
 from .unsplit import merge_split_reductions, unsplit
@@ -52,6 +53,25 @@ def _binop(e: Bin) -> str:
     if op is None:  # `//`, `%`, `**` by a non-integer: no term; the nest runs as written
         raise NotFunctional(f"`{e.op}` has no functional form here")
     return op
+
+
+_CMPS = ("<", "<=", ">", ">=", "==", "!=")
+
+
+def _select(cond, value, a: Node, b: Node) -> Node:
+    """`a if cond else b` as select terms: a comparison is one select; `and`, `or` and `not`
+    nest them (`a if c1 and c2 else b` = `(a if c2 else b) if c1 else b`). `value(x)` lowers
+    an operand of a comparison."""
+    if isinstance(cond, Compare) and cond.op in _CMPS:
+        return Node("Sc.select", cond.op, value(cond.a), value(cond.b), a, b)
+    if isinstance(cond, BoolOp):
+        if cond.op == "not":
+            return _select(cond.args[0], value, b, a)
+        first, rest = cond.args[0], cond.args[1:]
+        inner = _select(BoolOp(cond.loc, cond.op, rest), value, a, b) if len(rest) > 1 else \
+            _select(rest[0], value, a, b)
+        return _select(first, value, inner, b) if cond.op == "and" else _select(first, value, a, inner)
+    raise NotFunctional("a condition that is not a comparison has no functional form here")
 
 
 class NotFunctional(Exception):
@@ -228,6 +248,8 @@ class _Lowerer:
             if e.fn in ("max", "min"):
                 return Node(f"Sc.{e.fn}", *args)
             return Node("Sc.fn", e.fn, args[0])
+        if isinstance(e, Select):
+            return _select(e.cond, lambda x: self.scalar(x, ctx), self.scalar(e.a, ctx), self.scalar(e.b, ctx))
         raise NotFunctional(f"unexpected scalar expression {type(e).__name__}")
 
     def elem(self, e, idx: list, ctx: "_Ctx") -> Node:
@@ -254,6 +276,8 @@ class _Lowerer:
             if e.fn in ("max", "min"):
                 return Node(f"Sc.{e.fn}", *args)
             return Node("Sc.fn", e.fn, args[0])
+        if isinstance(e, Select):
+            return _select(e.cond, lambda x: self.elem(x, my, ctx), self.elem(e.a, my, ctx), self.elem(e.b, my, ctx))
         if isinstance(e, MatMul):
             t = self.open_tensor(e, ctx)
             return T.load(t, [i if n != 1 else T.ilit(0) for i, n in zip(my, shape)])

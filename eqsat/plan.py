@@ -8,7 +8,7 @@ from .terms import Node, shape_list, show, show_var, unlist, walk
 
 KERNEL_OPS = ("Ten.compute", "Ten.matmul", "Ten.fused")
 EPILOGUE_NAME = {"Sc.add": "add", "Sc.sub": "sub", "Sc.mul": "mul", "Sc.div": "div", "Sc.max": "max",
-                 "Sc.min": "min"}
+                 "Sc.min": "min", "Sc.select": "select"}
 
 
 @dataclass
@@ -151,17 +151,30 @@ def epilogue_ops(body: Node, mm: Node) -> list:
     return ops
 
 
+def prologue_parts(t: Node):
+    """(compute, perm) when `t` is an elementwise compute, or transposes of one (axis `a` of
+    `t` is axis `perm[a]` of the compute), which a matmul reading it evaluates on its operand
+    tiles (the cost model's `TenInfo.prologue`; the backends' fused prologue); else None."""
+    perm = None
+    while t.op == "Ten.transpose":
+        p = [int(x) for x in t.args[1].split()]
+        perm = p if perm is None else [p[a] for a in perm]
+        t = t.args[0]
+    if t.op != "Ten.compute" or any(x.op == "Sc.red" for x in walk(t.args[1])):
+        return None
+    return t, perm if perm is not None else list(range(len(unlist(t.args[0]))))
+
+
 def is_prologue(t: Node) -> bool:
-    """An elementwise compute, which a matmul reading it evaluates on its operand tiles
-    (the cost model's `TenInfo.prologue`; the backends' fused prologue)."""
-    return t.op == "Ten.compute" and not any(x.op == "Sc.red" for x in walk(t.args[1]))
+    return prologue_parts(t) is not None
 
 
 def prologue_ops(mm: Node) -> list:
     ops: list = []
     for t in mm.args:
-        if is_prologue(t):
-            ops += [o for o in epilogue_ops(t.args[1], None) if o not in ops]
+        parts = prologue_parts(t)
+        if parts is not None:
+            ops += [o for o in epilogue_ops(parts[0].args[1], None) if o not in ops]
     return ops
 
 
@@ -191,8 +204,9 @@ def form_kernels(roots: list, costing: TermCost, nests: dict) -> list:
     fused_mm: set = set()
 
     def visit_operand(t: Node):
-        if is_prologue(t):  # evaluated in the matmul's kernel: only its inputs are needed
-            for d in tensor_deps(t):
+        parts = prologue_parts(t)
+        if parts is not None:  # evaluated in the matmul's kernel: only its inputs are needed
+            for d in tensor_deps(parts[0]):
                 visit(d)
         else:
             visit(t)

@@ -106,6 +106,10 @@ class Sc(Expr):
     @classmethod
     def red(cls, op: StringLike, v: Var, extent: i64Like, body: Sc) -> Sc: ...
 
+    @classmethod
+    def select(cls, cmp: StringLike, l: Sc, r: Sc, a: Sc, b: Sc) -> Sc:
+        """`a if l cmp r else b`, cmp one of < <= > >= == != (a conditional as a value)."""
+
 
 class Ten(Expr):
     @classmethod

@@ -16,6 +16,7 @@ Sorts and constructors (argument kinds in brackets):
           Sc.add Sc.sub Sc.mul Sc.div Sc.max Sc.min [Sc, Sc]
           Sc.fn[str, Sc]                 relu gelu silu sigmoid tanh exp sqrt neg
           Sc.red[str, Var, int, Sc]      reduction "sum" | "max" | "min" over a variable
+          Sc.select[str, Sc, Sc, Sc, Sc] `a if l cmp r else b` (cmp: < <= > >= == !=)
           Sc.acc                         the accumulator, inside a Ten.fused body (only in
                                          extracted terms: it means mm[d] of the enclosing fused)
     Ten   Ten.input[str] Ten.compute[Dims, Sc] Ten.matmul[Ten, Ten]
@@ -40,7 +41,8 @@ class Node:
         if n is None:
             n = object.__new__(cls)
             n.op, n.args, n._hash = op, args, hash(key)
-            cls._table[key] = n
+            # setdefault is one step: two threads building the same term get the same node
+            n = cls._table.setdefault(key, n)
         return n
 
     def __hash__(self):
@@ -241,6 +243,9 @@ def show(n: Node, names: dict | None = None) -> str:
         return f"{a[0]}({show(a[1], names)})"
     if op == "Sc.red":
         return f"{a[0]}[{show_var(a[1])}<{a[2]}]({show(a[3], names)})"
+    if op == "Sc.select":
+        return (f"({show(a[3], names)} if {show(a[1], names)} {a[0]} {show(a[2], names)} "
+                f"else {show(a[4], names)})")
     if op == "Ten.input":
         return a[0]
     if op == "Ten.compute":

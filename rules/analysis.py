@@ -21,7 +21,7 @@ from ._patterns import all_perms, perm_str, shp
 @ruleset
 def ruleset(t: Ten, a: Ten, b: Ten, d: Dims, r: Dims, v: Var, w: Var, n: i64, m: i64, body: Sc, x: Sc, y: Sc,
             ix: Ix, jx: Ix, idx: Ixs, rest: Ixs, s: Shp, e: Env, M: i64, N: i64, K: i64, B: i64, f: String,
-            c: f64, name: String):
+            c: f64, name: String, c1: Sc, c2: Sc, k1: i64, k2: i64):
     # ---- list helpers
     yield rewrite(dshape(Dims.nil())).to(Shp.nil())
     yield rewrite(dshape(Dims.cons(v, n, r))).to(Shp.cons(n, dshape(r)))
@@ -80,6 +80,8 @@ def ruleset(t: Ten, a: Ten, b: Ten, d: Dims, r: Dims, v: Var, w: Var, n: i64, m:
             set_(red_depth(x)).to(n.max(m)))
     yield rule(eq(x).to(Sc.fn(f, y)), eq(red_depth(y)).to(n)).then(set_(red_depth(x)).to(n))
     yield rule(eq(x).to(Sc.red(f, v, m, y)), eq(red_depth(y)).to(n)).then(set_(red_depth(x)).to(n + 1))
+    yield rule(eq(x).to(Sc.select(f, y, body, c1, c2)), eq(red_depth(y)).to(n), eq(red_depth(body)).to(m),
+               eq(red_depth(c1)).to(k1), eq(red_depth(c2)).to(k2)).then(set_(red_depth(x)).to(n.max(m).max(k1).max(k2)))
 
     # ---- explicit substitution
     yield rewrite(subst(Sc.lit(c), e)).to(Sc.lit(c))
@@ -88,6 +90,8 @@ def ruleset(t: Ten, a: Ten, b: Ten, d: Dims, r: Dims, v: Var, w: Var, n: i64, m:
         yield rewrite(subst(op(x, y), e)).to(op(subst(x, e), subst(y, e)))
     yield rewrite(subst(Sc.fn(f, x), e)).to(Sc.fn(f, subst(x, e)))
     yield rewrite(subst(Sc.red(f, v, n, x), e)).to(Sc.red(f, v, n, subst(x, e)))
+    yield rewrite(subst(Sc.select(f, x, y, c1, c2), e)).to(
+        Sc.select(f, subst(x, e), subst(y, e), subst(c1, e), subst(c2, e)))
     yield rule(eq(x).to(subst(Sc.load(t, idx), e)), closed(t)).then(union(x).with_(Sc.load(t, subst_ixs(idx, e))))
     yield rewrite(subst_ixs(Ixs.nil(), e)).to(Ixs.nil())
     yield rewrite(subst_ixs(Ixs.cons(ix, rest), e)).to(Ixs.cons(subst_ix(ix, e), subst_ixs(rest, e)))

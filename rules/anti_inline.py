@@ -21,13 +21,15 @@ inctx = relation("inctx", Sc, Dims)
 
 
 @ruleset
-def analysis(t: Ten, d: Dims, body: Sc, s: Sc, a: Sc, b: Sc, f: String):
+def analysis(t: Ten, d: Dims, body: Sc, s: Sc, a: Sc, b: Sc, f: String, c: Sc, e: Sc):
     """Facts only (saturated with the support rules): which scalars sit in which computation."""
     yield rule(eq(t).to(Ten.compute(d, body))).then(ctx_root(body, d))
     for rel in (ctx_root, inctx):
         for op in (Sc.add, Sc.sub, Sc.mul, Sc.div, Sc.max, Sc.min):
             yield rule(rel(s, d), eq(s).to(op(a, b))).then(inctx(a, d), inctx(b, d))
         yield rule(rel(s, d), eq(s).to(Sc.fn(f, a))).then(inctx(a, d))
+        yield rule(rel(s, d), eq(s).to(Sc.select(f, a, b, c, e))).then(inctx(a, d), inctx(b, d), inctx(c, d),
+                                                                         inctx(e, d))
 
 
 @ruleset

@@ -23,13 +23,18 @@ reads_mm = relation("reads_mm", Sc, Ten, Ixs)
 
 
 @ruleset
-def analysis(mm: Ten, a: Ten, b: Ten, s: Sc, x: Sc, y: Sc, idx: Ixs, f: String):
+def analysis(mm: Ten, a: Ten, b: Ten, s: Sc, x: Sc, y: Sc, idx: Ixs, f: String, z: Sc, w: Sc):
     """Facts only (saturated with the support rules): where matmul results are read."""
     yield rule(eq(s).to(Sc.load(mm, idx)), eq(mm).to(Ten.matmul(a, b)), closed(mm)).then(reads_mm(s, mm, idx))
     for op in (Sc.add, Sc.sub, Sc.mul, Sc.div, Sc.max, Sc.min):
         yield rule(reads_mm(x, mm, idx), eq(s).to(op(x, y))).then(reads_mm(s, mm, idx))
         yield rule(reads_mm(y, mm, idx), eq(s).to(op(x, y))).then(reads_mm(s, mm, idx))
     yield rule(reads_mm(x, mm, idx), eq(s).to(Sc.fn(f, x))).then(reads_mm(s, mm, idx))
+    # `acc if acc > 0 else 0.1 * acc`: the accumulator in any operand of a select
+    for pos in range(4):
+        parts = [x, y, z, w]
+        parts[pos], parts[0] = parts[0], parts[pos]
+        yield rule(reads_mm(x, mm, idx), eq(s).to(Sc.select(f, *parts))).then(reads_mm(s, mm, idx))
 
 
 @ruleset

@@ -9,7 +9,7 @@ Preconditions: the tensor is closed and its rank matches the permutation.
     transpose(X, p)[i] == X[i permuted by p^-1]
     (X^T)^T            == X                    (any two permutations compose)
     (A @ B)^T          == B^T @ A^T
-    (for[p, q] e)^T    == for[q, p] e          (and the last two axes of a 3-D computation)
+    (for[p, q] e)^T    == for[q, p] e
     (A @ B)[j, i]      == ((A @ B)^T)[i, j]    (so an epilogue read through a transpose
                                                fuses into the transposed matmul)
 """
@@ -23,7 +23,7 @@ from ._patterns import all_perms, ixs, perm_str, shp
 
 @ruleset
 def ruleset(s: Sc, p: Sc, y: Sc, x: Ten, a: Ten, b: Ten, i0: Ix, i1: Ix, i2: Ix, v: Var, n: i64, M: i64, N: i64,
-            K: i64, u: Var, w: Var, m: i64):
+            K: i64, w: Var, m: i64):
     for operand in (lambda s_: Sc.mul(s_, y), lambda s_: Sc.mul(y, s_)):
         # sum[v] X[a, b] * y -> sum[v] (X^T)[b, a] * y
         yield rule(eq(p).to(Sc.red("sum", v, n, operand(s))), eq(s).to(Sc.load(x, ixs(i0, i1))), closed(x),
@@ -62,9 +62,8 @@ def ruleset(s: Sc, p: Sc, y: Sc, x: Ten, a: Ten, b: Ten, i0: Ix, i1: Ix, i2: Ix,
     # (so an elementwise operand that transpose folding moved stays one kernel's prologue)
     yield rewrite(Ten.transpose(Ten.compute(Dims.cons(v, n, Dims.cons(w, m, Dims.nil())), y), "1 0")).to(
         Ten.compute(Dims.cons(w, m, Dims.cons(v, n, Dims.nil())), y))
-    yield rewrite(Ten.transpose(Ten.compute(Dims.cons(u, M, Dims.cons(v, n, Dims.cons(w, m, Dims.nil()))), y),
-                                "0 2 1")).to(
-        Ten.compute(Dims.cons(u, M, Dims.cons(w, m, Dims.cons(v, n, Dims.nil()))), y))
+    # (2-D only: with the 3-D operand rotations above, a 3-D form made every permutation of
+    # a batched computation one class, and substitution into them exploded: 3 GB)
     # (A @ B)^T -> B^T @ A^T
     yield rewrite(Ten.transpose(Ten.matmul(a, b), "1 0")).to(
         Ten.matmul(Ten.transpose(b, "1 0"), Ten.transpose(a, "1 0")))
