@@ -347,6 +347,8 @@ class _Parser:
         name = target.id
         if name in self.loopvars:
             raise self.err(target, f"cannot assign to loop variable {name!r}")
+        if name.startswith("eqsat_"):
+            raise self.err(target, f"{name!r}: names starting with 'eqsat_' are reserved for eqsat's temporaries")
         if name in self.sym and self.sym[name][0] in ("dim", "sparam"):
             raise self.err(target, f"cannot assign to {'dimension' if self.sym[name][0] == 'dim' else 'parameter'} "
                                    f"{name!r}")

@@ -35,6 +35,7 @@ import islpy as isl
 from . import terms as T
 from .bounds import check_bounds
 from .dataflow import Conditional, Mismatch, NestFlow, Source, span, trip
+from .ifconvert import ifconvert
 from .errors import ProgramError
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Select, Store,
@@ -305,7 +306,8 @@ class _Lowerer:
         _declare_shapes(s, self)  # tensors allocated or bound inside the nest
         functional, reason = None, ""
         try:
-            functional = _NestRun(self, unsplit(s, self.dims, self.fresh, _reorder_check(s, self))).run()
+            merged = unsplit(s, self.dims, self.fresh, _reorder_check(s, self))
+            functional = _NestRun(self, ifconvert(merged, self.dims, self.shapes)).run()
             functional = {n: None if t is None else merge_split_reductions(t, lambda e: self.new_var("k", e))
                           for n, t in functional.items()}
         except NotFunctional as why:
