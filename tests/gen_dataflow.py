@@ -12,8 +12,10 @@ Families (see `FAMILIES`):
                 2-deep nest: a scalar read before and after it is assigned in the same
                 iteration (`y[i] = s + x[i]; s = x[i]`), running sums stored each iteration
                 (`t += x[i]; y[i] = t`), `acc = c` at the start or end of a body,
-                `acc = acc * 0.5` after a store, one scalar set from another, max/min updates;
-                scalars also returned after the loop
+                `acc = acc * 0.5` after a store, one scalar set from another, max/min updates,
+                conditionals on data (`if`/`elif`/`else` setting, accumulating and storing,
+                conditions reading what their branch writes, `a if c else b`, a guarded
+                `y[i - 1]` in bounds only under `if i > 0`); scalars also returned after the loop
   multi_update  several updates of one scalar in one reduction loop (`s += x[i, k];
                 s = max(s, 0.0)`), `m = max(m, x[i, k])` / `m = max(x[i, k], m)` / min,
                 the scalar reset per row, before the nest or after its store
@@ -160,7 +162,7 @@ def gen_scalar(b: _Builder) -> DataflowProgram:
         for _ in range(ch.int(lo, hi)):
             v = ch.choice(scal)
             kind = ch.choice(["store_read", "set", "accum", "reset", "decay", "store", "maxup", "mix", "cross",
-                              "store_acc"])
+                              "store_acc", "if_set", "if_accum", "if_else_store", "ifexp", "if_guarded"])
             buf, ix = ch.choice(targets)
             b.tag(kind)
             if kind == "store_read":  # read the scalar (maybe before its assignment below)
@@ -188,6 +190,37 @@ def gen_scalar(b: _Builder) -> DataflowProgram:
             elif kind == "cross":
                 w = ch.choice(scal)
                 b.emit(depth, f"{v} = {w} + {xe}" if w != v else f"{v} = {xe} - 1.0")
+            elif kind == "if_set":  # a condition on data, reading what its branch writes
+                b.emit(depth, f"if {ch.choice([xe, v])} {ch.choice(['>', '<=', '!='])} {ch.choice(['0.0', v, '0.5'])}:")
+                b.emit(depth + 1, f"{v} = " + ch.choice([xe, f"{xe} * 0.5", f"-{v}"]))
+                if ch.coin(0.5):
+                    b.emit(depth, "else:")
+                    b.emit(depth + 1, f"{v} = " + ch.choice([f"{v} * 0.5", "0.0", f"{xe} + 1.0"]))
+            elif kind == "if_accum":  # a conditional sum
+                b.emit(depth, f"if {xe} {ch.choice(['>', '<'])} {ch.choice(['0.0', v])}:")
+                b.emit(depth + 1, f"{v} " + ch.choice([f"+= {xe}", f"-= {xe}", "*= 0.5"]))
+            elif kind == "if_else_store":  # both branches store, one also sets a scalar
+                b.emit(depth, f"if {v} > {xe} and not {xe} < -1.0:")
+                b.emit(depth + 1, f"{buf}{ix} = {v}")
+                if ch.coin(0.5):
+                    b.emit(depth + 1, f"{v} = {xe}")
+                b.emit(depth, "elif " + f"{xe} > 0.5:")
+                b.emit(depth + 1, f"{buf}{ix} = {xe} * 2.0")
+                b.emit(depth, "else:")
+                b.emit(depth + 1, f"{buf}{ix} = 0.0 - {v}")
+                stores += 1
+            elif kind == "ifexp":
+                b.emit(depth, f"{v} = " + ch.choice([f"{xe} if {xe} > {v} else {v}", f"{v} if {v} < 0.0 else 0.5 * {v}",
+                                                     f"({xe} if {xe} >= 0.0 else -{xe}) + {v}"]))
+            elif kind == "if_guarded":  # in bounds only where the condition holds (stays a loop)
+                loop = "j" if "j" in xe else "i"
+                shifted = {"[i]": "[i - 1]", "[i, j]": "[i, j - 1]"}.get(ix) if ix.endswith(f"{loop}]") else None
+                if shifted is None:
+                    b.emit(depth, f"{buf}{ix} = {v} + {xe}")
+                else:
+                    b.emit(depth, f"if {loop} > 0:")
+                    b.emit(depth + 1, f"{buf}{shifted} = {v} + {xe}")
+                stores += 1
         return stores
 
     b.emit(0, f"for i in range({M if deep else N}):")
