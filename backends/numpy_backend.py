@@ -205,6 +205,8 @@ class _Eval:
             self.owned.add(id(v))
         elif op == "Sc.red":
             v = self.reduce(n)
+        elif op == "Sc.idx":
+            v = np.asarray(self.ix(n.args[0]), dtype=np.float32)
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
             v = np.where(_CMP[cmp](self.sc(l), self.sc(r)), self.sc(a), self.sc(b)).astype(np.float32, copy=False)

@@ -87,6 +87,8 @@ class _Gen:
             out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
         elif op == "Sc.fn":
             out = self.tmp(_fn(n.args[0], self.sc(n.args[1])))
+        elif op == "Sc.idx":
+            out = self.tmp(f"(({self.ix(n.args[0])}) + tl.zeros({self.shape}, tl.int32)).to(tl.float32)")
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
             out = self.tmp(f"tl.where({self.sc(l)} {cmp} {self.sc(r)}, {self.sc(a)}, {self.sc(b)})")

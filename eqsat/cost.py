@@ -150,6 +150,8 @@ class Model:
         """`a`: ScInfo for scalar children, (key, TenInfo) for tensors, raw values otherwise."""
         if op in ("Sc.lit", "Sc.param", "Sc.acc"):
             return ScInfo()
+        if op == "Sc.idx":
+            return ScInfo(1.0)
         if op == "Sc.load":
             key, info = a[0]
             if info.own == INF:

@@ -100,7 +100,7 @@ def _declare(eg: EGraph) -> None:
     sc = S.Sc.red("sum", v, 1, S.Sc.min(S.Sc.max(S.Sc.div(S.Sc.mul(S.Sc.sub(S.Sc.add(
         S.Sc.load(S.Ten.input("t"), S.Ixs.cons(ix, S.Ixs.nil())), S.Sc.lit(0.0)), S.Sc.param("p")),
         S.Sc.fn("relu", S.Sc.lit(1.0))), S.Sc.lit(1.0)), S.Sc.lit(1.0)),
-        S.Sc.select("<", S.Sc.lit(0.0), S.Sc.lit(1.0), S.Sc.lit(1.0), S.Sc.lit(0.0))))
+        S.Sc.select("<", S.Sc.idx(S.Ix.lit(0)), S.Sc.lit(1.0), S.Sc.lit(1.0), S.Sc.lit(0.0))))
     d = S.Dims.cons(v, 1, S.Dims.nil())
     t = S.Ten.opaque(0, "b", S.Tens.cons(S.Ten.reshape(S.Ten.slice(S.Ten.transpose(S.Ten.matmul(
         S.Ten.compute(d, sc), S.Ten.fused(d, sc, S.Ten.input("t"))), "1 0"), S.Ix.lit(0)), S.Shp.cons(1, S.Shp.nil())),

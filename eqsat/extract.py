@@ -17,7 +17,7 @@ from .terms import Node
 CONSTRUCTORS = {
     "Var.named", "Var.mmk", "Var.axis", "Ix.v", "Ix.lit", "Ix.add", "Ix.scale", "Ixs.nil", "Ixs.cons", "Dims.nil",
     "Dims.cons", "Shp.nil", "Shp.cons", "Sc.lit", "Sc.param", "Sc.load", "Sc.add", "Sc.sub", "Sc.mul", "Sc.div",
-    "Sc.max", "Sc.min", "Sc.fn", "Sc.red", "Sc.select", "Sc.acc", "Ten.input", "Ten.compute", "Ten.matmul", "Ten.transpose", "Ten.slice", "Ten.reshape",
+    "Sc.max", "Sc.min", "Sc.fn", "Sc.red", "Sc.select", "Sc.idx", "Sc.acc", "Ten.input", "Ten.compute", "Ten.matmul", "Ten.transpose", "Ten.slice", "Ten.reshape",
     "Ten.fused", "Ten.opaque", "Tens.nil", "Tens.cons", "Scs.nil", "Scs.cons",
 }
 STRUCTURAL = {"Var", "Ix", "Ixs", "Dims", "Shp"}

@@ -241,9 +241,9 @@ class _Lowerer:
         if isinstance(e, Bin):
             return T.binop(_binop(e), self.scalar(e.a, ctx), self.scalar(e.b, ctx))
         if isinstance(e, Dim):
-            if e.name not in self.dims:
-                raise NotFunctional(f"loop variable {e.name!r} used as a value")
-            return T.lit(float(self.dims[e.name]))
+            if e.name in self.dims:
+                return T.lit(float(self.dims[e.name]))
+            return Node("Sc.idx", self.ix(("name", e.name), ctx.loopvars, e.loc))
         if isinstance(e, Call):
             args = [self.scalar(a, ctx) for a in e.args]
             if e.fn in ("max", "min"):

@@ -107,6 +107,10 @@ class Sc(Expr):
     def red(cls, op: StringLike, v: Var, extent: i64Like, body: Sc) -> Sc: ...
 
     @classmethod
+    def idx(cls, i: Ix) -> Sc:
+        """The value of an index expression (a loop variable used as a number: `i > j`, `1.0 * i`)."""
+
+    @classmethod
     def select(cls, cmp: StringLike, l: Sc, r: Sc, a: Sc, b: Sc) -> Sc:
         """`a if l cmp r else b`, cmp one of < <= > >= == != (a conditional as a value)."""
 

@@ -17,6 +17,7 @@ Sorts and constructors (argument kinds in brackets):
           Sc.fn[str, Sc]                 relu gelu silu sigmoid tanh exp sqrt neg
           Sc.red[str, Var, int, Sc]      reduction "sum" | "max" | "min" over a variable
           Sc.select[str, Sc, Sc, Sc, Sc] `a if l cmp r else b` (cmp: < <= > >= == !=)
+          Sc.idx[Ix]                     the value of an index expression, as a number
           Sc.acc                         the accumulator, inside a Ten.fused body (only in
                                          extracted terms: it means mm[d] of the enclosing fused)
     Ten   Ten.input[str] Ten.compute[Dims, Sc] Ten.matmul[Ten, Ten]
@@ -243,6 +244,8 @@ def show(n: Node, names: dict | None = None) -> str:
         return f"{a[0]}({show(a[1], names)})"
     if op == "Sc.red":
         return f"{a[0]}[{show_var(a[1])}<{a[2]}]({show(a[3], names)})"
+    if op == "Sc.idx":
+        return f"float({show_ix(a[0])})"
     if op == "Sc.select":
         return (f"({show(a[3], names)} if {show(a[1], names)} {a[0]} {show(a[2], names)} "
                 f"else {show(a[4], names)})")

@@ -74,6 +74,7 @@ def ruleset(t: Ten, a: Ten, b: Ten, d: Dims, r: Dims, v: Var, w: Var, n: i64, m:
     # ---- reduction depth (merge: max)
     yield rule(eq(x).to(Sc.lit(c))).then(set_(red_depth(x)).to(i64(0)))
     yield rule(eq(x).to(Sc.param(name))).then(set_(red_depth(x)).to(i64(0)))
+    yield rule(eq(x).to(Sc.idx(ix))).then(set_(red_depth(x)).to(i64(0)))
     yield rule(eq(x).to(Sc.load(t, idx))).then(set_(red_depth(x)).to(i64(0)))
     for op in (Sc.add, Sc.sub, Sc.mul, Sc.div, Sc.max, Sc.min):
         yield rule(eq(x).to(op(y, body)), eq(red_depth(y)).to(n), eq(red_depth(body)).to(m)).then(
@@ -86,6 +87,7 @@ def ruleset(t: Ten, a: Ten, b: Ten, d: Dims, r: Dims, v: Var, w: Var, n: i64, m:
     # ---- explicit substitution
     yield rewrite(subst(Sc.lit(c), e)).to(Sc.lit(c))
     yield rewrite(subst(Sc.param(name), e)).to(Sc.param(name))
+    yield rewrite(subst(Sc.idx(ix), e)).to(Sc.idx(subst_ix(ix, e)))
     for op in (Sc.add, Sc.sub, Sc.mul, Sc.div, Sc.max, Sc.min):
         yield rewrite(subst(op(x, y), e)).to(op(subst(x, e), subst(y, e)))
     yield rewrite(subst(Sc.fn(f, x), e)).to(Sc.fn(f, subst(x, e)))
