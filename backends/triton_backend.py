@@ -252,7 +252,10 @@ class Kernel:
             f"        acc += tl.dot(a, b, input_precision=\"{self.precision}\")",
             f"    mask = (rm[:, None] < {M}) & (rn[None, :] < {N})",
         ] + g.lines + [
-            f"    tl.store(out + {ob}rm[:, None] * {N} + rn[None, :], {val} + acc * 0.0, mask=mask)"]
+            # broadcast with zeros, not `acc * 0.0`: a NaN in the accumulator must not reach an
+            # element whose epilogue does not read it (a masked select)
+            f"    tl.store(out + {ob}rm[:, None] * {N} + rn[None, :], "
+            f"{val} + tl.zeros((BLOCK_M, BLOCK_N), tl.float32), mask=mask)"]
         self.source = "\n".join(lines)
         self.grid = (max(1, -(-M // BM)), max(1, -(-N // BN)), batch)
         self.meta = {"BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": BK}

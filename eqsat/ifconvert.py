@@ -13,6 +13,10 @@ each statement of a branch, in order, is the same program when:
      (a predicated store reads its old value, and both branches' values are computed):
      `if j > 0: c[j] = c[j - 1]` is left as it is.
 
+A loop whose bounds depend on enclosing loops (a triangular nest, `for j in range(i + 1)`)
+whose body is predicable runs over the constant hull of its bounds with the body under
+the bound's condition, which is then predicated the same way (a masked form).
+
 Then `if c: s1; s2 else: s3` is `s1'; s2'; s3'` with `x = v` turned into
 `x = v if c else x` (the else branch: `x = x if c else v`) and a store alike, and an
 accumulation `x += v` into `x += (v if c else 0.0)` (1.0 for `*=`, `/=`), so a conditional
@@ -28,12 +32,15 @@ from itertools import count
 
 from .bounds import _interval
 from .dataflow import index_can_leave
-from .ir import Assign, Bin, Compare, Const, For, If, Index, Ref, Select, Store
+from .ir import Assign, Bin, BoolOp, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_names
 
 
 def ifconvert(s, dims: dict, shapes: dict, path: tuple = ()):
     """A copy of statement `s` with every convertible `if` inside loops predicated."""
     if isinstance(s, For):
+        widened = _widen(s, dims, shapes, path)
+        if widened is not None:
+            return widened
         body = []
         for b in s.body:
             out = ifconvert(b, dims, shapes, path + (s,))
@@ -49,6 +56,58 @@ def ifconvert(s, dims: dict, shapes: dict, path: tuple = ()):
 
 _TEMPS = count()  # names of hoisted conditions: isl needs plain names; the front end refuses this prefix
 _PREFIX = "eqsat_if_"
+
+
+def _widen(f: For, dims, shapes, path):
+    """A loop whose bounds depend on enclosing loops (`for j in range(i + 1)`: a triangular
+    nest), run over the constant hull of its bounds with its body under the bound's
+    condition (`for j in range(N): if j < i + 1: ...`), then predicated: the masked form
+    the rules lift. None where the body is not predicable (loops inside, or an index out
+    of bounds on the hull), or the bounds are constant already."""
+    if f.step != 1 or not (ie_names(f.lo) | ie_names(f.hi)) - set(dims):
+        return None
+    ranges = _ranges(path, dims)
+    try:
+        lo, hi = _interval(f.lo, ranges, dims)[0], _interval(f.hi, ranges, dims)[1]
+    except KeyError:
+        return None
+    if hi <= lo or any(not isinstance(b, (Assign, Store, If)) for b in f.body):
+        return None
+    # the bound's condition: only the sides that are not the hull's own
+    conds = []
+    if ie_names(f.lo) - set(dims) or _interval(f.lo, ranges, dims)[0] != lo:
+        conds.append(Compare(f.loc, ">=", Dim(f.loc, f.var), _value(f.lo, f.loc)))
+    if ie_names(f.hi) - set(dims) or _interval(f.hi, ranges, dims)[1] != hi:
+        conds.append(Compare(f.loc, "<", Dim(f.loc, f.var), _value(f.hi, f.loc)))
+    cond = conds[0] if len(conds) == 1 else BoolOp(f.loc, "and", tuple(conds))
+    hull = For(f.loc, f.var, ("int", lo), ("int", hi), [If(f.loc, cond, list(f.body), [], node=None)],
+               node=f.node, step=1)
+    flat = _predicated(hull.body[0], dims, shapes, path + (hull,))
+    if flat is None:
+        return None
+    hull.body = flat
+    return hull
+
+
+def _value(ie, loc):
+    """An index expression as a value expression (for a condition)."""
+    tag = ie[0]
+    if tag == "int":
+        return Const(loc, float(ie[1]))
+    if tag == "name":
+        return Dim(loc, ie[1])
+    if tag == "neg":
+        return Bin(loc, "-", Const(loc, 0.0), _value(ie[1], loc))
+    return Bin(loc, {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}[tag], _value(ie[1], loc),
+               _value(ie[2], loc))
+
+
+def _ranges(path, dims) -> dict:
+    ranges = {}
+    for f in path:
+        lo, hi = _interval(f.lo, ranges, dims), _interval(f.hi, ranges, dims)
+        ranges[f.var] = (lo[0], hi[1] - 1) if f.step > 0 else (hi[0] + 1, lo[1])
+    return ranges
 
 
 def _predicated(s: If, dims, shapes, path):
@@ -118,10 +177,7 @@ def _names(e) -> set:
 
 def _inside(x, dims, shapes, path) -> bool:
     """Every index `x` uses stays inside its tensor on every iteration of `path`."""
-    ranges = {}
-    for f in path:
-        lo, hi = _interval(f.lo, ranges, dims), _interval(f.hi, ranges, dims)
-        ranges[f.var] = (lo[0], hi[1] - 1) if f.step > 0 else (hi[0] + 1, lo[1])
+    ranges = _ranges(path, dims)
     accesses = []
 
     def expr(e):

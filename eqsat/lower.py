@@ -33,13 +33,13 @@ from itertools import count
 import islpy as isl
 
 from . import terms as T
-from .bounds import check_bounds
+from .bounds import _index_of, check_bounds
 from .dataflow import Conditional, Mismatch, NestFlow, Source, span, trip
 from .ifconvert import ifconvert
 from .errors import ProgramError
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Select, Store,
-    Transpose, ie_affine, ie_eval,
+    Transpose, ie_affine, ie_eval, ie_names,
 )
 from .terms import Node
 from .unsplit import merge_split_reductions, unsplit
@@ -239,6 +239,12 @@ class _Lowerer:
         if isinstance(e, Index):
             return ctx.load(e.base, [self.ix(i, ctx.loopvars, e.loc) for i in e.idx], e)
         if isinstance(e, Bin):
+            ie = _index_of(e)  # arithmetic on loop variables and sizes: one index value
+            if ie is not None and ie_names(ie) - set(self.dims) and ie_names(ie) <= set(self.dims) | set(ctx.loopvars):
+                try:
+                    return Node("Sc.idx", self.ix(ie, ctx.loopvars, e.loc))
+                except NotFunctional:
+                    pass
             return T.binop(_binop(e), self.scalar(e.a, ctx), self.scalar(e.b, ctx))
         if isinstance(e, Dim):
             if e.name in self.dims:

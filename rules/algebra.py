@@ -10,6 +10,10 @@ Preconditions:
     sum[v] (c * x) * y == sum[v] c * (x * y)     and the constant in any other place of a
     sum[v] x * (c * y), x * (y * c), (x * c) * y     two-factor product
     0 + x == x == x + 0                          (a zero initialization, `c = 0` then `c += ...`)
+    sum[v] (x if m else 0) == (sum[v] x) if m else 0
+                                                 where the mask m compares index values that
+                                                 do not mention v (a triangular nest made a
+                                                 masked form: `j <= i` under a sum over k)
 
 Before:  acc += alpha * a[i, k] * b[k, j]       (or  acc -= a[i, k] * b[k, j],  a[i, k] * (b[k, j] * 0.5))
 After:   y = alpha * (a @ b)                     (or  y = -(a @ b)): a matmul and an epilogue
@@ -19,13 +23,22 @@ After:   c = a @ b                               (no `add` of zeros blocking the
 """
 from __future__ import annotations
 
-from egglog import String, f64, i64, rewrite, ruleset
+from egglog import String, f64, i64, ne, rewrite, rule, ruleset, union, eq
 
-from eqsat.sorts import Sc, Var
+from eqsat.sorts import Ix, Sc, Var
+
+
+def _index_values(v, w, u, k):
+    """Index-value operands of a mask that do not mention `v`: (pattern, guards) pairs."""
+    return [(Sc.idx(Ix.v(w)), [ne(w).to(v)]),
+            (Sc.idx(Ix.add(Ix.v(w), Ix.lit(k))), [ne(w).to(v)]),
+            (Sc.idx(Ix.add(Ix.lit(k), Ix.v(w))), [ne(w).to(v)]),
+            (Sc.idx(Ix.lit(k)), [])]
 
 
 @ruleset
-def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String):
+def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u: Var, k: i64, k2: i64,
+            cmp: String):
     # sum[v] -x -> -(sum[v] x)
     yield rewrite(Sc.red("sum", v, n, Sc.fn("neg", x))).to(Sc.fn("neg", Sc.red("sum", v, n, x)))
     for s in (Sc.lit(c), Sc.param(p)):
@@ -36,6 +49,15 @@ def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String):
         # the constant elsewhere in a two-factor product under a sum -> in front
         for prod in (Sc.mul(x, Sc.mul(s, y)), Sc.mul(x, Sc.mul(y, s)), Sc.mul(Sc.mul(x, s), y)):
             yield rewrite(Sc.red("sum", v, n, prod)).to(Sc.red("sum", v, n, Sc.mul(s, Sc.mul(x, y))))
+    # sum[v] (x if m else 0) -> (sum[v] x) if m else 0, for a mask of index values free of v
+    zero = Sc.lit(0.0)
+    for lhs, g1 in _index_values(v, w, u, k):
+        for rhs, g2 in _index_values(v, u, w, k2):
+            for then_x in (True, False):
+                sel = Sc.select(cmp, lhs, rhs, x, zero) if then_x else Sc.select(cmp, lhs, rhs, zero, x)
+                out = Sc.select(cmp, lhs, rhs, Sc.red("sum", v, n, x), zero) if then_x else \
+                    Sc.select(cmp, lhs, rhs, zero, Sc.red("sum", v, n, x))
+                yield rule(eq(red).to(Sc.red("sum", v, n, sel)), *g1, *g2).then(union(red).with_(out))
     # a zero start of an accumulation: 0 + x -> x (equal up to the sign of a zero result)
     yield rewrite(Sc.add(Sc.lit(0.0), x)).to(x)
     yield rewrite(Sc.add(x, Sc.lit(0.0))).to(x)

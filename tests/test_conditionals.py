@@ -98,7 +98,39 @@ def p(x: f32["N"]) -> f32["N"]:
 ''', ["pointwise"]),
 }
 
+# triangular nests: bounds that depend on an enclosing loop become a mask over the hull
+LIFTED["triangular_rank_k"] = ('''
+@program
+def p(alpha: f32, C: f32["N", "N"], A: f32["N", "K"]) -> f32["N", "N"]:
+    for i in range(N):
+        for j in range(i + 1):
+            C[i, j] *= 0.5
+        for k in range(K):
+            for j in range(i + 1):
+                C[i, j] += alpha * A[i, k] * A[j, k]
+    return C
+''', ["matmul"])
+LIFTED["upper_triangle"] = ('''
+@program
+def p(a: f32["N", "N"]) -> f32["N", "N"]:
+    c = zeros((N, N))
+    for i in range(N):
+        for j in range(i, N):
+            c[i, j] = a[i, j] * 2.0
+    return c
+''', ["pointwise"])
+
 KEPT = {
+    # a triangular nest whose index leaves the tensor on the hull: not masked
+    "triangular_out_of_hull": '''
+@program
+def p(a: f32["N"]) -> f32["N"]:
+    c = zeros((N,))
+    for i in range(N):
+        for j in range(i + 1):
+            c[i] += a[i - j]
+    return c
+''',
     # the access is in bounds only where the condition holds: not predicated
     "guarded_index": '''
 @program
@@ -128,6 +160,9 @@ def _inputs(prog, seed, nan):
     rng = np.random.default_rng(seed)
     out = []
     for q in prog.params:
+        if q.shape is None:
+            out.append(np.float32(1.25))
+            continue
         x = (2 * rng.standard_normal([D[d] for d in q.shape])).astype(np.float32)
         if nan:
             x.flat[::4] = np.nan

@@ -99,8 +99,14 @@ def test_kernel(name, record_property):
 LIFTABLE = [n for n in KERNELS if load(n)[0].LIFTABLE]
 
 
+# liftable kernels whose plan still keeps a loop nest (xfail until lifted); every other
+# liftable kernel must have none (a regression fails)
+STILL_LOOPS = {"correlation", "covariance", "symm", "trmm"}
+
+
 @pytest.mark.parametrize("name", [_param(n, [pytest.mark.xfail(
-    strict=False, reason="a loop-free form exists; the plan may still keep a loop nest")]) for n in LIFTABLE])
+    strict=False, reason="a loop-free form exists; the plan still keeps a loop nest")] if n in STILL_LOOPS else [])
+    for n in LIFTABLE])
 def test_liftable_kernels_have_no_loop(name):
     plan = plan_of(name)
     kinds = [k.kind for k in plan.kernels]
