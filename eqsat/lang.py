@@ -40,7 +40,7 @@ class TensorType:
 
 f32 = DType("f32", np.float32, 4)
 f16 = DType("f16", np.float16, 2)
-bf16 = DType("bf16", np.float32, 2)  # numpy has no bfloat16: computed in f32, costed as 2 bytes
+bf16 = DType("bf16", np.float32, 2)  # numpy has no bfloat16: computed in f32; the cost model charges 4 bytes for every dtype today
 DTYPES = {"f32": f32, "f16": f16, "bf16": bf16}
 
 
