@@ -139,6 +139,45 @@ def p(a: f32["M", "K", "L"], b: f32["N", "K", "L"]) -> f32["M", "N"]:
             c[i, j] = s
     return c
 ''',
+    # the Gram form: one tensor as both operands
+    "gram": '''
+@program
+def p(a: f32["M", "K"]) -> f32["M", "M"]:
+    c = empty((M, M))
+    for i in range(M):
+        for j in range(M):
+            s = 0.0
+            for k in range(K):
+                s += a[i, k] * a[j, k]
+            c[i, j] = relu(s)
+    return c
+''',
+    # batched, k outermost, own weights per batch, a scaled operand
+    "batched_k_outer": '''
+@program
+def p(a: f32["L", "M", "K"], w: f32["L", "K", "N"], alpha: f32) -> f32["L", "M", "N"]:
+    c = zeros((L, M, N))
+    for k in range(K):
+        for q in range(L):
+            for i in range(M):
+                for j in range(N):
+                    c[q, i, j] += a[q, i, k] * (alpha * w[q, k, j])
+    return c
+''',
+    # a layer of library calls, then a layer of loops: each its own fused matmul
+    "library_then_loops": '''
+@program
+def p(x: f32["M", "K"], w1: f32["K", "N"], w2: f32["N", "L"]) -> f32["M", "L"]:
+    h = relu(x @ w1)
+    c = empty((M, L))
+    for i in range(M):
+        for j in range(L):
+            s = 0.0
+            for k in range(N):
+                s += h[i, k] * w2[k, j]
+            c[i, j] = tanh(s)
+    return c
+''',
     # the split pair in the other order (j1 outer): merged once isl proves the reorder
     "split_col_rev": '''
 @program
@@ -207,7 +246,9 @@ PROLOGUE = {"prologue_inner": ["relu"], "prologue_loop": ["sigmoid"]}
 EXPECT = {'explicit_acc': [('matmul', [])], 'acc_temp_minus': [('matmul', ['neg'])], 'init_loop': [('matmul', ['relu'])], 'init_inside': [('matmul', ['add'])], 'init_residual': [('matmul', ['add'])], 'const_factor': [('matmul', ['mul'])], 'const_front': [('matmul', ['neg', 'mul'])], 'split_col': [('matmul', ['relu'])], 'split_red': [('matmul', [])], 'multi_axis': [('matmul', [])],
           'split_col_rev': [('matmul', ['relu'])], 'split_tiles': [('matmul', [])],
           'prologue_inner': [('matmul', [])], 'prologue_loop': [('matmul', [])],
-          'epilogue_transposed': [('matmul', ['relu'])]}
+          'epilogue_transposed': [('matmul', ['relu'])],
+          'gram': [('matmul', ['relu'])], 'batched_k_outer': [('matmul', ['mul'])],
+          'library_then_loops': [('matmul', ['relu']), ('matmul', ['tanh'])]}
 
 GUARDS = {
     # a diagonal operand is no matmul
@@ -243,6 +284,30 @@ def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
             for k in range(K):
                 s = max(s, a[i, k] + b[k, j])
             c[i, j] = s
+    return c
+''',
+    # a row's own squares summed: one tensor twice at the same index is no Gram product
+    "row_norms": '''
+@program
+def p(a: f32["M", "K"]) -> f32["M", "M"]:
+    c = empty((M, M))
+    for i in range(M):
+        for j in range(M):
+            s = 0.0
+            for k in range(K):
+                s += a[i, k] * a[i, k]
+            c[i, j] = s
+    return c
+''',
+    # the batch index used again inside an operand: no batched matmul
+    "batch_diagonal": '''
+@program
+def p(a: f32["M", "M", "K"], w: f32["M", "K", "M"]) -> f32["M", "M"]:
+    c = zeros((M, M))
+    for q in range(M):
+        for i in range(M):
+            for k in range(K):
+                c[q, i] += a[q, i, k] * w[q, k, q]
     return c
 ''',
     # a function of the whole product is no prologue
