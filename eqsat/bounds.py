@@ -28,15 +28,10 @@ def check_bounds(prog, dims: dict) -> None:
         shape = shapes.get(base)
         if shape is None:
             return
-        for axis, ie in enumerate(idx):
-            lo, hi = _interval(ie, ranges, dims)
-            if (lo < 0 or hi >= shape[axis]) and not index_can_leave(
-                    tuple(f for f in path if isinstance(f, For)), ie, shape[axis], dims,
-                    tuple(g for g in path if not isinstance(g, For))):
-                continue  # the intervals were too coarse (a triangular nest); isl says it stays inside
-            if lo < 0 or hi >= shape[axis]:
-                raise ProgramError(f"index {axis} of {base!r} ranges over {lo}..{hi}, outside 0..{shape[axis] - 1}",
-                                   loc)
+        bad = leaving_axis(idx, shape, ranges, dims, path)
+        if bad is not None:
+            axis, lo, hi = bad
+            raise ProgramError(f"index {axis} of {base!r} ranges over {lo}..{hi}, outside 0..{shape[axis] - 1}", loc)
 
     def expr(e, ranges, path=()):
         if isinstance(e, Index):
@@ -61,8 +56,7 @@ def check_bounds(prog, dims: dict) -> None:
             for b in s.orelse:
                 stmt(b, ranges, path + ((s.cond, False),))
         elif isinstance(s, For):
-            (a1, a2), (b1, b2) = _interval(s.lo, ranges, dims), _interval(s.hi, ranges, dims)
-            vr = (a1, b2 - 1) if s.step > 0 else (b1 + 1, a2)  # every value it may take
+            vr = loop_values(s, ranges, dims)
             if vr[0] <= vr[1]:
                 for b in s.body:
                     stmt(b, {**ranges, s.var: vr}, path + (s,))
@@ -71,6 +65,25 @@ def check_bounds(prog, dims: dict) -> None:
         stmt(s, {})
     for r in prog.returns:
         expr(r, {})
+
+
+def loop_values(f: For, ranges: dict, dims: dict) -> tuple:
+    """(smallest, largest) value loop `f` may take, given its enclosing loops' `ranges`."""
+    (a1, a2), (b1, b2) = _interval(f.lo, ranges, dims), _interval(f.hi, ranges, dims)
+    return (a1, b2 - 1) if f.step > 0 else (b1 + 1, a2)
+
+
+def leaving_axis(idx, shape, ranges: dict, dims: dict, path: tuple):
+    """(axis, smallest, largest) of the first index in `idx` that leaves `shape` on some
+    iteration of `path` (enclosing loops, and `(condition, holds)` guards), else None: by
+    intervals, and where they are too coarse (a triangular nest, a guard) exactly by isl."""
+    loops = tuple(f for f in path if isinstance(f, For))
+    guards = tuple(g for g in path if not isinstance(g, For))
+    for axis, ie in enumerate(idx):
+        lo, hi = _interval(ie, ranges, dims)
+        if (lo < 0 or hi >= shape[axis]) and index_can_leave(loops, ie, shape[axis], dims, guards):
+            return axis, lo, hi
+    return None
 
 
 _CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "="}

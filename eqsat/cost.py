@@ -106,6 +106,13 @@ def union(*ds) -> dict:
     return out
 
 
+def _combine(parts: list, flops: float) -> ScInfo:
+    """An operation over scalar `parts` that costs `flops` itself: all parts are evaluated."""
+    return ScInfo(sum(p.flops for p in parts) + flops, frozenset().union(*(p.loads for p in parts)),
+                  sum(p.red_bytes for p in parts), union(*(p.deps for p in parts)),
+                  any(p.has_red for p in parts), sum(p.steps for p in parts))
+
+
 def kernel_time(t: Target, flops: float, bytes_: float, latency: float = 0.0, tensor_cores: bool = False) -> float:
     peak = t.tc_flops if tensor_cores else t.simt_flops
     return max(flops / peak, bytes_ / t.bandwidth, latency) + t.launch
@@ -158,17 +165,12 @@ class Model:
                 return None
             return ScInfo(0.0, frozenset({(key, a[1])}), 0.0, self.entry(key, info))
         if op in ("Sc.add", "Sc.sub", "Sc.mul", "Sc.div", "Sc.max", "Sc.min"):
-            x, y = a
-            return ScInfo(x.flops + y.flops + 1, x.loads | y.loads, x.red_bytes + y.red_bytes,
-                          union(x.deps, y.deps), x.has_red or y.has_red, x.steps + y.steps)
+            return _combine(a, 1)
         if op == "Sc.fn":
             x = a[1]
             return ScInfo(x.flops + FN_FLOPS.get(a[0], 4), x.loads, x.red_bytes, x.deps, x.has_red, x.steps)
         if op == "Sc.select":  # a compare and a select; both values are computed
-            parts = a[1:]
-            return ScInfo(sum(p.flops for p in parts) + 2, frozenset().union(*(p.loads for p in parts)),
-                          sum(p.red_bytes for p in parts), union(*(p.deps for p in parts)),
-                          any(p.has_red for p in parts), sum(p.steps for p in parts))
+            return _combine(a[1:], 2)
         if op == "Sc.red":
             n, x = a[2], a[3]
             return ScInfo(n * (x.flops + 1), frozenset(), n * (ITEM * len(x.loads) + x.red_bytes), x.deps, True,

@@ -198,16 +198,17 @@ class NestFlow:
             got = cache[key] = self._union(strs)
         return got
 
-    def _flow(self, sink_acc: str, sink_sched: str, name: str, sched=None) -> isl.UnionMap:
-        """sink instance -> its exact last writer (instances with none are absent), under the
-        nest's schedule or `sched` (the statements' parsed schedule of a reordered nest)."""
+    def _flow(self, sink_accs: list, sink_scheds: list, name: str, sched=None) -> isl.UnionMap:
+        """sink instance -> its exact last writer (instances with none are absent), for every
+        sink of location `name` in one isl problem, under the nest's schedule or `sched` (the
+        statements' parsed schedule of a reordered nest)."""
         sources = self._writes.get(name, [])
         if not sources:
             return self._union([])
-        info = isl.UnionAccessInfo.from_sink(self._union([sink_acc]))
+        info = isl.UnionAccessInfo.from_sink(self._union(sink_accs))
         info = info.set_must_source(self._parsed(("writes", name), sources))
         whole = self._parsed(("sched",), self._sched) if sched is None else sched
-        info = info.set_schedule_map(whole.union(self._union([sink_sched])))
+        info = info.set_schedule_map(whole.union(self._union(sink_scheds)))
         return info.compute_flow().get_must_dependence().reverse()
 
     # ------------------------------------------------------------------ fission
@@ -244,14 +245,17 @@ class NestFlow:
         band, perm = tuple(band), tuple(perm)
         new = self._union([self._sched_str(leaf, f"S{leaf.sid}", self._lvars(leaf), 1, band, perm)
                            for leaf in self.leaves])
-        for r in self.reads.values():
-            acc, sched = self._read_space(r)
-            _, sched_new = self._read_space(r, band, perm)
-            if not self._flow(acc, sched, r.name).is_equal(self._flow(acc, sched_new, r.name, new)):
+        for name in {r.name for r in self.reads.values()}:
+            reads = [r for r in self.reads.values() if r.name == name]
+            old = self._union([])
+            for r in reads:  # the nest's own flows: computed once, shared with the claim checks
+                old = old.union(self._exact_of(r)[0])
+            spaces = [self._read_space(r, band, perm) for r in reads]
+            if not old.is_equal(self._flow([a for a, _ in spaces], [s_ for _, s_ in spaces], name, new)):
                 return False
         for name in self._writes:
             acc, sched = self._final_space(name)
-            if not self._flow(acc, sched, name).is_equal(self._flow(acc, sched, name, new)):
+            if not self._flow([acc], [sched], name).is_equal(self._flow([acc], [sched], name, new)):
                 return False
         return True
 
@@ -260,22 +264,17 @@ class NestFlow:
         """The read's exact last writers, computed for every read of its location in one
         isl call (one dataflow problem per location, not per read) and split per read."""
         r = self.reads[(id(stmt), key)]
+        return r, self._exact_of(r)
+
+    def _exact_of(self, r: Read) -> tuple:
+        """(exact last-writer relation, sink access) of read `r`."""
         if r.rid not in self._exact:
             same = [x for x in self.reads.values() if x.name == r.name and x.rid not in self._exact]
             spaces = [self._read_space(x) for x in same]
-            flow = self._flow_many([a for a, _ in spaces], [s_ for _, s_ in spaces], r.name)
+            flow = self._flow([a for a, _ in spaces], [s_ for _, s_ in spaces], r.name)
             for x, (acc, _) in zip(same, spaces):
                 self._exact[x.rid] = (flow.intersect_domain(self._union([acc]).domain()), acc)
-        return r, self._exact[r.rid]
-
-    def _flow_many(self, accs: list, scheds: list, name: str) -> isl.UnionMap:
-        sources = self._writes.get(name, [])
-        if not sources:
-            return self._union([])
-        info = isl.UnionAccessInfo.from_sink(self._union(accs))
-        info = info.set_must_source(self._parsed(("writes", name), sources))
-        info = info.set_schedule_map(self._parsed(("sched",), self._sched).union(self._union(scheds)))
-        return info.compute_flow().get_must_dependence().reverse()
+        return self._exact[r.rid]
 
     def claim(self, src, sink_acc: str, sink_path: tuple, nfree_sink: int) -> isl.UnionMap:
         """The relation a state entry claims: sink -> the last instance of W writing the same
@@ -347,7 +346,7 @@ class NestFlow:
         """Raise Mismatch unless every element's last writer in the nest is what `src` claims."""
         shape = self.shapes.get(name, ())
         acc, sched = self._final_space(name)
-        exact = self._flow(acc, sched, name)
+        exact = self._flow([acc], [sched], name)
         claimed = self.claim(src, acc, (), len(shape))
         if not exact.is_equal(claimed):
             raise Mismatch(f"the final value of {name!r} is not the one the nest's functional form gives "

@@ -30,8 +30,7 @@ from __future__ import annotations
 import copy
 from itertools import count
 
-from .bounds import _interval
-from .dataflow import index_can_leave
+from .bounds import leaving_axis, loop_values
 from .ir import Assign, Bin, BoolOp, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_names
 
 
@@ -68,16 +67,18 @@ def _widen(f: For, dims, shapes, path):
         return None
     ranges = _ranges(path, dims)
     try:
-        lo, hi = _interval(f.lo, ranges, dims)[0], _interval(f.hi, ranges, dims)[1]
+        lo, last = loop_values(f, ranges, dims)  # the hull: every value the loop may take
     except KeyError:
         return None
-    if hi <= lo or any(not isinstance(b, (Assign, Store, If)) for b in f.body):
+    if last < lo or any(not isinstance(b, (Assign, Store, If)) for b in f.body):
         return None
-    # the bound's condition: only the sides that are not the hull's own
+    hi = last + 1
+    # the bound's condition: only the sides that depend on enclosing loops (a constant side
+    # is the hull's own)
     conds = []
-    if ie_names(f.lo) - set(dims) or _interval(f.lo, ranges, dims)[0] != lo:
+    if ie_names(f.lo) - set(dims):
         conds.append(Compare(f.loc, ">=", Dim(f.loc, f.var), _value(f.lo, f.loc)))
-    if ie_names(f.hi) - set(dims) or _interval(f.hi, ranges, dims)[1] != hi:
+    if ie_names(f.hi) - set(dims):
         conds.append(Compare(f.loc, "<", Dim(f.loc, f.var), _value(f.hi, f.loc)))
     cond = conds[0] if len(conds) == 1 else BoolOp(f.loc, "and", tuple(conds))
     hull = For(f.loc, f.var, ("int", lo), ("int", hi), [If(f.loc, cond, list(f.body), [], node=None)],
@@ -105,8 +106,7 @@ def _value(ie, loc):
 def _ranges(path, dims) -> dict:
     ranges = {}
     for f in path:
-        lo, hi = _interval(f.lo, ranges, dims), _interval(f.hi, ranges, dims)
-        ranges[f.var] = (lo[0], hi[1] - 1) if f.step > 0 else (hi[0] + 1, lo[1])
+        ranges[f.var] = loop_values(f, ranges, dims)
     return ranges
 
 
@@ -193,11 +193,9 @@ def _inside(x, dims, shapes, path) -> bool:
         shape = shapes.get(base)
         if shape is None:
             continue
-        for axis, ie in enumerate(idx):
-            try:
-                lo, hi = _interval(ie, ranges, dims)
-            except KeyError:
+        try:
+            if leaving_axis(idx, shape, ranges, dims, path) is not None:
                 return False
-            if (lo < 0 or hi >= shape[axis]) and index_can_leave(path, ie, shape[axis], dims):
-                return False
+        except KeyError:  # a name that is neither a loop variable nor a dimension
+            return False
     return True

@@ -17,6 +17,7 @@ error naming the rule sources in use.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import tempfile
@@ -89,7 +90,9 @@ class UnsoundRule(EqsatError):
     """A user's rule made a probe program compute a different result."""
 
 
-def _probes():
+@functools.lru_cache(maxsize=1)
+def _probes() -> tuple:
+    """The probe programs, written to a file and loaded once per process."""
     from .ir import Program
 
     d = tempfile.mkdtemp(prefix="eqsat_probes_")
@@ -99,7 +102,7 @@ def _probes():
     spec = importlib.util.spec_from_file_location("eqsat_rule_probes", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return [v for v in vars(mod).values() if isinstance(v, Program)]
+    return tuple(v for v in vars(mod).values() if isinstance(v, Program))
 
 
 def _key(source, label: str):
