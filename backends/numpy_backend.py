@@ -2,11 +2,18 @@
 
 matmul kernels go through `np.matmul` (BLAS), their epilogues are evaluated on the
 product in place; elementwise and reduction kernels are evaluated vectorized over
-their index space; loop kernels run the nest exactly as written.
+their index space; loop kernels run the nest exactly as written (compiled by numba,
+backends/loops.py).
+
+The evaluator below walks the plan's terms. Every numpy operation on data goes through
+`Runner.np` (numpy itself, or a recorder): nothing it decides depends on the data, only
+on the plan and the sizes, so one walk with the recorder gives the plan as straight-line
+code (numpy_compiled.py), which is what `Plan.run` executes.
 """
 from __future__ import annotations
 
 import functools
+import operator
 
 import numpy as np
 
@@ -33,8 +40,31 @@ _CMP = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equ
         "!=": np.not_equal}
 
 
+class _Direct:
+    """Numpy's functions, called as they are (the recorder has the same interface)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def call(fn, *args, **kw):
+        return fn(*args, **kw)
+
+
+DIRECT = _Direct()
+
+
+def _select(cmp, l, r, a, b):
+    return np.where(cmp(l, r), a, b).astype(np.float32, copy=False)
+
+
+def _scalar_out(v):
+    return np.float32(v.reshape(()))
+
+
 class Runner:
-    def __init__(self, plan, args: list, scalars: dict):
+    def __init__(self, plan, args: list, scalars: dict, xp=DIRECT):
+        self.np = xp
         self.plan = plan
         self.args = dict(zip([p.name for p in plan.program.params], args))
         self.scalars = scalars
@@ -50,11 +80,11 @@ class Runner:
         if op == "Ten.input":
             return self.args[n.args[0]]
         if op == "Ten.transpose":
-            return np.transpose(self.tensor(n.args[0]), [int(p) for p in n.args[1].split()])
+            return self.np.transpose(self.tensor(n.args[0]), [int(p) for p in n.args[1].split()])
         if op == "Ten.slice":
-            return self.tensor(n.args[0])[self.index_const(n.args[1])]
+            return self.np.call(operator.getitem, self.tensor(n.args[0]), self.index_const(n.args[1]))
         if op == "Ten.reshape":
-            return self.tensor(n.args[0]).reshape(shape_list(n.args[1]))
+            return self.np.reshape(self.tensor(n.args[0]), shape_list(n.args[1]))
         if op == "Ten.opaque":
             return self.nest_out[n.args[0]][n.args[1]]
         if is_prologue(n):  # a matmul's fused prologue: computed where the matmul reads it
@@ -73,10 +103,10 @@ class Runner:
             return
         n = k.term
         if n.op == "Ten.matmul":
-            self.values[n] = np.matmul(self.tensor(n.args[0]), self.tensor(n.args[1]))
+            self.values[n] = self.np.matmul(self.tensor(n.args[0]), self.tensor(n.args[1]))
         elif n.op == "Ten.fused":
             mm = n.args[2]
-            acc = np.matmul(self.tensor(mm.args[0]), self.tensor(mm.args[1]))
+            acc = self.np.matmul(self.tensor(mm.args[0]), self.tensor(mm.args[1]))
             self.values[n] = self.evaluate(n.args[0], n.args[1], out=acc, acc=acc)
         else:
             self.values[n] = self.evaluate(n.args[0], n.args[1])
@@ -89,41 +119,72 @@ class Runner:
         val = ev.sc(body)
         if isinstance(val, np.ndarray) and val.shape == shape and val.dtype == np.float32 and id(val) in ev.owned:
             return val  # a fresh array (often the accumulator itself, updated in place)
+        xp = self.np
         if out is not None and out.shape == shape:
             # the accumulator is dead after the epilogue: write the result over it
-            np.copyto(out, np.broadcast_to(np.asarray(val, dtype=np.float32), shape))
+            xp.copyto(out, xp.broadcast_to(xp.asarray(val, dtype=np.float32), shape))
             return out
-        return np.array(np.broadcast_to(np.asarray(val, dtype=np.float32), shape), dtype=np.float32)
+        return xp.array(xp.broadcast_to(xp.asarray(val, dtype=np.float32), shape), dtype=np.float32)
 
     # -------------------------------------------------------------- loops as written
     def run_nest(self, nid: int):
         nest = self.plan.lowered.nests[nid]
-        ns = dict(self.plan.program.fn.__globals__)
-        ns.update(self.plan.dims)
         term = self.plan.nest_terms[nid]
-        for name, t in zip(nest.tensor_inputs, unlist(term.args[2])):
-            ns[name] = np.array(self.tensor(t), dtype=np.float32, copy=True)
+        tensors = [self.tensor(t) for t in unlist(term.args[2])]
+        names, scalars = [], []
         for name, s in zip(nest.scalar_inputs, unlist(term.args[3])):
             if s.op == "Sc.load" and s.args[0].op == "Ten.opaque" and \
                     self.nest_out[s.args[0].args[0]].get(s.args[0].args[1]) is None:
                 continue  # a scalar an earlier nest never assigned (its loop ran no iteration)
-            ns[name] = np.float32(_Eval(self, {}, 0).sc(s))
+            names.append(name)
+            scalars.append(_Eval(self, {}, 0).sc(s))
+        outs = self.np.call(_nest_call(self.plan, nid, tuple(names)), *tensors, *scalars)
+        self.nest_out[nid] = {name: self.np.call(operator.getitem, outs, i) if self._assigned(outs, i) else None
+                              for i, name in enumerate(nest.outputs)}
+
+    @staticmethod
+    def _assigned(outs, i) -> bool:
+        return outs[i] is not None
+
+
+def _nest_call(plan, nid: int, scalar_names: tuple):
+    """The function that runs nest `nid` of `plan` on its inputs' values: its namespace
+    (module globals, sizes, copies of its tensor inputs, its scalars, its views), then
+    the compiled nest (or the nest's code, interpreted), then its outputs in order."""
+    key = (nid, scalar_names)
+    fns = plan.__dict__.setdefault("_nest_calls", {})
+    if key in fns:
+        return fns[key]
+    nest = plan.lowered.nests[nid]
+    base = dict(plan.program.fn.__globals__)
+    base.update(plan.dims)
+    n_tensors = len(nest.tensor_inputs)
+
+    def run(*values):
+        ns = dict(base)
+        for name, v in zip(nest.tensor_inputs, values):
+            ns[name] = np.array(v, dtype=np.float32, copy=True)
+        for name, v in zip(scalar_names, values[n_tensors:]):
+            ns[name] = np.float32(v)
         for name, view in nest.views.items():  # names sharing memory with a tensor, as in numpy
-            ns[name] = _view(view, ns, self.plan.dims)
-        runner = self.plan.loop_runners.get(nid)
+            ns[name] = _view(view, ns, plan.dims)
+        runner = plan.loop_runners.get(nid)
         if runner is None:
             from eqsat.backends import loops
 
-            runner = self.plan.loop_runners[nid] = loops.build(self.plan, nest)
+            runner = plan.loop_runners[nid] = loops.build(plan, nest)
         if runner[0] is not None:
             ns.update(runner[0](ns))
         else:
             exec(nest.code, ns)
-        out = {}
+        out = []
         for name in nest.outputs:
             v = ns.get(name)
-            out[name] = np.asarray(v, dtype=np.float32) if v is not None else None
-        self.nest_out[nid] = out
+            out.append(np.asarray(v, dtype=np.float32) if v is not None else None)
+        return tuple(out)
+
+    fns[key] = run
+    return run
 
 
 def _view(e, ns, dims):
@@ -178,10 +239,12 @@ class _Eval:
         if got is not None:
             return got
         op = n.op
+        xp = self.r.np
         if op == "Sc.lit":
             v = np.float32(n.args[0])
         elif op == "Sc.acc":
-            v = self.acc.reshape(self.acc.shape + (1,) * (self.rank - self.acc.ndim))
+            v = self.acc if self.acc.ndim == self.rank else \
+                xp.reshape(self.acc, self.acc.shape + (1,) * (self.rank - self.acc.ndim))
         elif op == "Sc.param":
             v = self.r.scalars[n.args[0]]
         elif op == "Sc.load":
@@ -191,17 +254,17 @@ class _Eval:
             out = self.reusable(n.args[0], a, b)
             if out is None:
                 out = self.reusable(n.args[1], b, a)
-            v = _BIN[op](a, b, out=out) if out is not None else _BIN[op](a, b)
+            v = xp.call(_BIN[op], a, b, out=out) if out is not None else xp.call(_BIN[op], a, b)
             self.owned.add(id(v))
         elif op == "Sc.fn":
             x = self.sc(n.args[1])
             out = self.reusable(n.args[1], x, x)
             if n.args[0] == "relu" and out is not None:
-                v = np.maximum(x, np.float32(0), out=out)
+                v = xp.maximum(x, np.float32(0), out=out)
             elif n.args[0] == "neg":
-                v = np.negative(x, out=out) if out is not None else -x
+                v = xp.negative(x, out=out) if out is not None else xp.negative(x)
             else:
-                v = lang.UNARY[n.args[0]](x)
+                v = xp.call(lang.UNARY[n.args[0]], x)
             self.owned.add(id(v))
         elif op == "Sc.red":
             v = self.reduce(n)
@@ -209,7 +272,7 @@ class _Eval:
             v = np.asarray(self.ix(n.args[0]), dtype=np.float32)
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
-            v = np.where(_CMP[cmp](self.sc(l), self.sc(r)), self.sc(a), self.sc(b)).astype(np.float32, copy=False)
+            v = xp.call(_select, _CMP[cmp], self.sc(l), self.sc(r), self.sc(a), self.sc(b))
             self.owned.add(id(v))
         else:
             raise RuntimeError(f"cannot evaluate {op}")
@@ -226,6 +289,7 @@ class _Eval:
         return arr
 
     def load(self, n: Node):
+        xp = self.r.np
         arr = self.r.tensor(n.args[0])
         idx = unlist(n.args[1])
         if arr.ndim != len(idx):
@@ -234,33 +298,34 @@ class _Eval:
         if all(i.op == "Ix.v" for i in idx) and len({i.args[0] for i in idx}) == len(idx):
             ext = [self.extent[i.args[0]] for i in idx]
             if any(e != n for e, n in zip(ext, arr.shape)):  # a loop over part of an axis
-                arr = arr[tuple(slice(0, e) for e in ext)]
+                arr = xp.call(operator.getitem, arr, tuple(slice(0, e) for e in ext))
             pos = [self.axes[i.args[0]] for i in idx]
             order = np.argsort(pos)
-            view = np.transpose(arr, order) if list(order) != list(range(len(order))) else arr
+            view = xp.transpose(arr, [int(o) for o in order]) if list(order) != list(range(len(order))) else arr
             shape = [1] * self.rank
             for p, s in zip(sorted(pos), view.shape):
                 shape[p] = s
-            return view.reshape(shape)
-        return arr[tuple(self.ix(i) for i in idx)]
+            return view if tuple(shape) == view.shape else xp.reshape(view, shape)
+        return xp.call(operator.getitem, arr, tuple(self.ix(i) for i in idx))
 
     def reduce(self, n: Node):
+        xp = self.r.np
         kind, v, ext, body = n.args
         inner = _Eval(self.r, {**self.axes, v: self.rank}, self.rank + 1, self.acc)
-        val = np.asarray(inner.sc(body), dtype=np.float32)
+        val = xp.asarray(inner.sc(body), dtype=np.float32)
         if val.ndim == 0:
-            val = val.reshape((1,) * (self.rank + 1))
+            val = xp.reshape(val, (1,) * (self.rank + 1))
         if val.shape[self.rank] == 1 and ext != 1:
-            val = np.squeeze(val, axis=self.rank)
+            val = xp.squeeze(val, axis=self.rank)
             if kind == "sum":
-                return val * np.float32(ext)
-            return val if ext > 0 else np.full_like(val, -np.inf if kind == "max" else np.inf)
+                return xp.multiply(val, np.float32(ext))
+            return val if ext > 0 else xp.full_like(val, -np.inf if kind == "max" else np.inf)
         if kind == "sum":
-            return np.sum(val, axis=self.rank, dtype=np.float32)
+            return xp.sum(val, axis=self.rank, dtype=np.float32)
         if ext == 0:
-            return np.full(val.shape[:self.rank], -np.inf if kind == "max" else np.inf, dtype=np.float32)
+            return xp.full(val.shape[:self.rank], -np.inf if kind == "max" else np.inf, dtype=np.float32)
         # NaN-skipping, as a fold of builtin max(acc, x) from a non-NaN start is
-        return (np.fmax if kind == "max" else np.fmin).reduce(val, axis=self.rank)
+        return xp.call((np.fmax if kind == "max" else np.fmin).reduce, val, axis=self.rank)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -276,14 +341,16 @@ def _uses(body: Node) -> dict:
     return uses
 
 
-def run(plan, args: list, scalars: dict):
-    r = Runner(plan, args, scalars)
+def run(plan, args: list, scalars: dict, xp=DIRECT):
+    """Run every kernel of `plan` on these values (interpreting its terms) and return the
+    program's outputs."""
+    r = Runner(plan, args, scalars, xp)
     for k in plan.kernels:
         r.run_kernel(k)
     outs = []
     for root, is_scalar in zip(plan.roots, plan.lowered.outputs_scalar):
         v = r.tensor(root)
         if root not in r.values:  # a view (of an input, say): the caller gets its own copy
-            v = np.array(v, dtype=np.float32, copy=True)
-        outs.append(np.float32(v.reshape(())) if is_scalar else v)
+            v = xp.array(v, dtype=np.float32, copy=True)
+        outs.append(xp.call(_scalar_out, v) if is_scalar else v)
     return outs[0] if len(outs) == 1 else tuple(outs)

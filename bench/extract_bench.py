@@ -121,7 +121,7 @@ def close(got, want) -> bool:
 def above_bound(st: dict) -> bool:
     """The ILP's objective above the greedy bound, beyond the bound row's own slack."""
     obj, bound = st.get("objective"), st.get("greedy_objective")
-    return obj is not None and bound is not None and obj > bound * (1 + 1e-9) + 1e-12
+    return obj is not None and bound is not None and obj > bound * (1 + 1e-9) + 1e-12 * 2
 
 
 def kernels_str(plan) -> str:

@@ -10,14 +10,14 @@ import time
 
 from egglog import Ruleset
 
-from . import egraph
+from . import egraph, explain
 from .args import bind_args, check_dims, check_program
 from .cost import TARGETS, Model
 from .errors import ArgumentError, EqsatError
-from .extract import Extractor, Graph
+from .extract import ExtractionCycle, Extractor, Graph
 from .limits import Limits
 from .lower import lower
-from .plan import Kernel, TermCost, describe, form_kernels
+from .plan import Kernel, describe, form_kernels, plan_costing
 from .terms import show, walk
 
 __all__ = ["optimize", "Plan", "Kernel", "Limits"]
@@ -28,19 +28,26 @@ __all__ = ["optimize", "Plan", "Kernel", "Limits"]
 # egglog runs under this lock, on the calling thread; lowering, extraction and Plan.run of
 # different plans run in parallel outside it.
 EGGLOG_LOCK = threading.RLock()
+ILP_AUTO_NODES = 2000  # extract="auto" solves the exact program up to this many tensor e-nodes
 
 
 def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Limits | None = None,
-             extract: str = "greedy", _checked: bool = False) -> "Plan":
+             extract: str = "auto", _checked: bool = False) -> "Plan":
     """Find the cheapest equivalent form of `prog` at these sizes and return it as a Plan.
 
     rules:  None for every family in `eqsat.rules.FAMILIES`; otherwise a list of family
             names, paths of rule files, modules, or egglog Rulesets (`[]`: no rewriting).
     limits: bounds on saturation (`Limits()`); when one is hit the best form found so far
             is used and `plan.report.stop_reason` says which.
-    extract: "greedy" (default: DAG-aware, fast at any size) or "ilp" (exact for the
-            per-node costs, scipy's HiGHS within `limits.seconds`; falls back to greedy
-            if the solver finds nothing in time, as `plan.ilp["status"]` then says).
+    extract: how the cheapest form is read off the e-graph. "greedy": DAG-aware, fast at
+            any size, but blind to some sharing (three epilogues of one product may each
+            recompute it). "ilp": exact over the kernels (scipy's HiGHS within
+            `limits.seconds`). "auto" (default): greedy, then the exact program too when
+            the e-graph has at most `ILP_AUTO_NODES` tensor e-nodes (a few ms there).
+            Whatever the method, every candidate (greedy's, the ILP's, the program as
+            written) is priced by the one cost model and the cheapest is returned, so a
+            plan is never rated costlier than the program as written; `plan.extraction`
+            gives each candidate's price and which won.
     """
     check_program(prog, "optimize()")
     # terms of a long chain of layers are deep; Python 3.11 recursion does not use the C
@@ -49,8 +56,8 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     if target not in TARGETS:
         raise ArgumentError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     check_dims(prog, shapes)
-    if extract not in ("greedy", "ilp"):
-        raise ArgumentError(f"extract must be 'greedy' or 'ilp', got {extract!r}")
+    if extract not in ("auto", "greedy", "ilp"):
+        raise ArgumentError(f"extract must be 'auto', 'greedy' or 'ilp', got {extract!r}")
     shapes = dict(shapes)
     limits = Limits() if limits is None else limits
     if not isinstance(limits, Limits):
@@ -83,7 +90,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
             egraph.build(lowered, _opaque_shapes(lowered), eg)     # every output a root
             t1 = t = lap("build", t)
             try:
-                report = egraph.saturate(eg, rewrites, support, limits)
+                report = egraph.saturate(eg, rewrites, support, limits, _rule_table(families))
             except Exception as e:  # a sanity rule's panic: some rule merged what must stay apart
                 if "panic" not in str(e).lower() and type(e).__name__ != "EggSmolError":
                     raise
@@ -99,27 +106,64 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     nest_work = {n.id: n.work for n in lowered.nests.values()}
     ext = Extractor(graph, lambda shape: Model(TARGETS[target], shape, nest_work.__getitem__))
     root_classes = [graph.outputs[i] for i in range(len(lowered.roots))]
+    candidates = {"greedy": ext.decode_roots(root_classes)}
     ilp_stats = None
-    if extract == "ilp":
+    tensors = sum(len(ns) for ns in graph.classes.values() if ns[0].sort == "Ten")
+    if extract == "ilp" or (extract == "auto" and tensors <= ILP_AUTO_NODES):
         from . import ilp
 
-        sol = ilp.solve(ext, root_classes, time_limit=limits.seconds)
+        budget = limits.seconds if extract == "ilp" else min(2.0, limits.seconds / 4)
+        sol = ilp.solve(ext, root_classes, time_limit=budget)
         ilp_stats = sol["stats"]
-        for cid, node in (sol["choice"] or {}).items():
-            if cid not in ext.small:
-                ext.best[cid] = (None, node, None)
-    roots = ext.decode_roots(root_classes)
+        if sol["choice"]:
+            ext.override = sol["choice"]
+            try:
+                candidates["ilp"] = [ext.decode(c, {}) for c in root_classes]
+            except ExtractionCycle:  # through a scalar the program did not see: keep greedy's
+                ilp_stats["status"] += " (its choice closed a cycle; not used)"
+    candidates["as written"] = lowered.roots
+    costing = plan_costing(target, lowered)
+    # every candidate priced by the one cost model; the cheapest wins, on a tie the exact
+    # extraction's, then greedy's (the program as written only when it is strictly cheaper)
+    prices = {k: costing.total(r) for k, r in candidates.items()}
+    chosen = min([k for k in ("ilp", "greedy", "as written") if k in prices], key=prices.__getitem__)
+    roots = candidates[chosen]
+    if chosen != "ilp":
+        ext.override = {}
     extract_seconds = time.perf_counter() - t2
     t = lap("extract", t)
-    plan = Plan(prog, shapes, target, lowered, roots, report, [n for n, _, _ in families])
+    view = explain.egraph_view(ext, root_classes, lowered.roots if chosen != "as written" else None,
+                               _rule_table(families), report.rule_matches)
+    t = lap("explain", t)
+    plan = Plan(prog, shapes, target, lowered, roots, report, [n for n, _, _ in families], costing)
     lap("plan", t)
     plan.phases = phases
     plan.extract_seconds = extract_seconds
     plan.extract_method = extract
     plan.ilp = ilp_stats
+    plan.extraction = {"chosen": chosen, "cost": prices}
+    plan.egraph_view, plan.provenance = view.data, view.provenance(plan.kernels)
     plan.egraph_nodes = graph.n_nodes()
     plan.optimize_seconds = time.perf_counter() - t0
     return plan
+
+
+_TABLES: dict = {}  # rule sets in use -> their RuleTable, built once
+
+
+def _rule_table(families):
+    from .extract import CONSTRUCTORS
+    from .provenance import RuleTable
+    from .rules import analysis
+
+    key = tuple(id(r) for _, r, _ in families)
+    table = _TABLES.get(key)
+    if table is None:
+        named = [(name, r) for name, r, _ in families] + [(f"{name}.facts", f) for name, _, f in families
+                                                          if f is not None]
+        table = _TABLES[key] = RuleTable(named + [("analysis", analysis.ruleset)], CONSTRUCTORS)
+        table.keep = [r for _, r, _ in families]  # keeps the ids in the key from being reused
+    return table
 
 
 _SUPPORT: dict = {}  # fact rule sets of a family selection -> their union, built once
@@ -220,7 +264,7 @@ def _opaque_shapes(lowered) -> dict:
 class Plan:
     """The chosen form of a program at fixed sizes (see DESIGN.md for the contract)."""
 
-    def __init__(self, program, dims, target, lowered, roots, report, rules):
+    def __init__(self, program, dims, target, lowered, roots, report, rules, costing=None):
         self.program = program
         self.dims = dims
         self.target = target
@@ -228,16 +272,13 @@ class Plan:
         self.roots = roots
         self.report = report
         self.rules = rules
-        t = TARGETS[target]
-        nest_shapes = {(n.id, k): v for n in lowered.nests.values() for k, v in n.out_shapes.items()}
-        nest_work = {n.id: n.work for n in lowered.nests.values()}.__getitem__
-        self.costing = TermCost(t, lowered.input_shapes, nest_shapes, nest_work)
+        self.costing = costing or plan_costing(target, lowered)
         self.kernels: list[Kernel] = form_kernels(roots, self.costing, lowered.nests)
         # nest id -> (compiled runner or None, how it runs): filled by the numpy backend on the
         # first run (kept loops compile once per plan; see backends/loops.py)
         self.loop_runners: dict = {}
         self.cost = self.costing.total(roots)
-        self.baseline_cost = TermCost(t, lowered.input_shapes, nest_shapes, nest_work).total(lowered.roots)
+        self.baseline_cost = self.costing.total(lowered.roots)
         self.nest_terms = {}
         self.var_extent = {}
         for r in roots:
@@ -251,21 +292,36 @@ class Plan:
 
     # ------------------------------------------------------------------ running
     def run(self, *args, backend: str = "numpy"):
-        vals, dims = bind_args(self.program, args, None, copy=False)
-        for d, n in dims.items():
-            if self.dims.get(d) != n:
-                raise ArgumentError(f"this plan was optimized for {d}={self.dims.get(d)}, but the arguments "
-                                    f"have {d}={n}; call optimize() again for these sizes")
-        scalars = {p.name: v for p, v in zip(self.program.params, vals) if p.shape is None and p.dtype is not int}
         if backend == "numpy":
-            from eqsat.backends import numpy_backend
-
-            return numpy_backend.run(self, vals, scalars)
+            return self.compiled()(args)
+        vals, dims = bind_args(self.program, args, None, copy=False)
+        self.check_dims_of_call(dims)
+        scalars = {p.name: v for p, v in zip(self.program.params, vals) if p.shape is None and p.dtype is not int}
         if backend == "triton":
             from eqsat.backends import triton_backend
 
             return triton_backend.run(self, vals, scalars)
         raise ArgumentError(f"unknown backend {backend!r} (available: 'numpy', 'triton')")
+
+    def check_dims_of_call(self, dims: dict) -> None:
+        for d, n in dims.items():
+            if self.dims.get(d) != n:
+                raise ArgumentError(f"this plan was optimized for {d}={self.dims.get(d)}, but the arguments "
+                                    f"have {d}={n}; call optimize() again for these sizes")
+
+    def compiled(self):
+        """The numpy backend's runner for this plan, built on first use (kernels traced into
+        one straight-line function, kept loops compiled; `backends/numpy_compiled.py`).
+        `.how` says whether it is compiled or interpreted, and why."""
+        c = self.__dict__.get("_compiled")
+        if c is None:
+            from eqsat.backends import numpy_compiled
+
+            t0 = time.perf_counter()
+            c = numpy_compiled.Compiled(self)
+            self.compile_seconds = time.perf_counter() - t0
+            self.__dict__["_compiled"] = c
+        return c
 
     def compile_loops(self) -> float:
         """Compile the loop nests kept as written now (numba; otherwise the first `run`
@@ -290,6 +346,24 @@ class Plan:
         from .view import write
 
         return write(self, path)
+
+    def explain(self) -> str:
+        """Why this form: the extraction candidates and their prices, then per kernel the
+        chain of e-nodes from its output down, each with the rules that may have built it
+        (`provenance.py` says how they are found), and the rules that fired most."""
+        ext = getattr(self, "extraction", None) or {}
+        prices = ", ".join(f"{k} {v * 1e6:.3f} us" for k, v in ext.get("cost", {}).items())
+        lines = [f"{self.program.name}: chose {ext.get('chosen', '?')} ({prices})"]
+        for entry in getattr(self, "provenance", None) or []:
+            lines.append(f"  {entry['kernel']}:")
+            for step in entry["steps"]:
+                where = f" [{step['class'].rsplit('-', 1)[-1]}]" if step["class"] else ""
+                rules = step["rules"][:4] + ([f"(+{len(step['rules']) - 4} more)"] if len(step["rules"]) > 4 else [])
+                lines.append(f"    {step['op']}{where} <- {' | '.join(rules) or '(no rule that fired builds it)'}")
+        top = sorted(self.report.rule_matches.items(), key=lambda kv: -kv[1])[:10]
+        if top:
+            lines.append("  rules that matched most: " + ", ".join(f"{k} ({v})" for k, v in top))
+        return "\n".join(lines)
 
     def names(self) -> dict:
         out = {}

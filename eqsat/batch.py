@@ -69,7 +69,7 @@ def _optimize_one(prog, shapes, kw):
     from .api import optimize
 
     plan = optimize(prog, shapes, **kw)
-    meta = {k: getattr(plan, k, None) for k in ("extract_seconds", "extract_method", "ilp", "egraph_nodes",
+    meta = {k: getattr(plan, k, None) for k in ("extract_seconds", "extract_method", "ilp", "extraction", "egraph_nodes",
                                                   "optimize_seconds")}
     return plan.roots, plan.report, plan.rules, plan.target, meta
 

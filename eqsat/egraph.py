@@ -26,6 +26,16 @@ class SaturationReport:
     seconds: float = 0.0
     build_seconds: float = 0.0
     per_iteration_nodes: list = field(default_factory=list)
+    # one entry per call into egglog: {"round": rounds done, "nodes", "seconds",
+    # "matches": {rule name: matches}} (a call runs one round, or a chunk of them)
+    rounds: list = field(default_factory=list)
+    rule_matches: dict = field(default_factory=dict)  # rule name -> matches over the whole run
+
+    def record(self, n_rounds: int, seconds: float, matches: dict) -> None:
+        self.rounds.append({"round": self.iterations, "rounds": n_rounds, "nodes": self.nodes,
+                            "seconds": seconds, "matches": matches})
+        for k, v in matches.items():
+            self.rule_matches[k] = self.rule_matches.get(k, 0) + v
 
 
 class Builder:
@@ -220,11 +230,12 @@ def _schedules(families, support, limits) -> list:
             (("round",) + key, _schedule(("round",) + key, build_round))]
 
 
-def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> SaturationReport:
+def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names=None) -> SaturationReport:
     """Run `support` to saturation, then every family once (back-off scheduled), repeatedly.
 
     Stops at saturation or at the first limit reached; the e-graph then holds the best
-    forms found so far, and the report says why it stopped.
+    forms found so far, and the report says why it stopped. `names` (a
+    `provenance.RuleTable`) names the rules in the report's match counts.
     """
     rep = SaturationReport()
     t0 = time.perf_counter()
@@ -253,6 +264,8 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits) -> Sa
         before, rep.nodes = rep.nodes, node_count(eg)
         growth = rep.nodes / max(before, 1)
         rep.per_iteration_nodes.append(rep.nodes)
+        if names is not None:
+            rep.record(n, t_call * n, names.counts(report.num_matches_per_rule))
         # egglog reports `updated` when rules matched, even if nothing new came of it; a
         # round that adds no e-node is a fixpoint for these rules
         if not report.updated or rep.nodes == before:

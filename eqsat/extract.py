@@ -145,6 +145,7 @@ class Extractor:
         self.mm_best: dict[str, tuple] = {}  # class -> (info, node) of its cheapest matmul (for fusion)
         self.epi_choice: dict[str, dict] = {}  # fused node id -> its epilogue's choices
         self.banned: set = set()  # node ids a cycle ruled out
+        self.override: dict = {}  # class -> node chosen by another method (the ILP), for decode
         self._fixpoint()
 
     def decode_roots(self, root_classes, tries: int = 50) -> list:
@@ -443,6 +444,8 @@ class Extractor:
         stack.add(cid)
         if cid in self.small:
             n = self.small[cid][1]
+        elif cid in self.override:
+            n = self.override[cid]
         elif cid in self.best:
             n = self.best[cid][1]
         else:

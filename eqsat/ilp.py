@@ -1,14 +1,16 @@
-"""Exact extraction as an integer linear program (scipy's HiGHS), with lazy cycle blocking.
+"""Exact extraction over kernels, as an integer linear program (scipy's HiGHS).
 
-One binary variable per e-node (and one per loop nest, paid once for all its outputs):
-a chosen node needs a chosen node in each child class, a root class needs one, and the
-objective is the sum of the chosen nodes' costs, so a shared tensor is paid once.
-Each node's cost is its own share of the greedy model: a kernel node its kernel time
-(from `Extractor`), a scalar node its own work scaled by how often it runs. A solution
-may choose a cycle (a view of a view of itself); such a cycle is forbidden with one more
+The one cost model (`cost.Model`) prices a plan as the sum of the kernels it needs, each
+paid once: a kernel's time depends on the scalar code inside it (its body, its fused
+epilogue, its prologues), which the greedy pass has already chosen node by node. So the
+program here chooses tensors only: one binary variable per tensor e-node (and one per loop
+nest, paid once for all its outputs), priced at the model's own time for that node with
+its greedy interior; a chosen node needs a chosen node in each tensor class its interior
+reads, a root class needs one. For any choice the objective is then exactly the model's
+price of the plan it decodes to, the greedy plan is one feasible choice (so its price
+bounds the search from above) and the optimum is never worse than greedy. A solution may
+choose a cycle (a view of a view of itself); such a cycle is forbidden with one more
 constraint and the problem solved again, as Tensat and extraction-gym do.
-
-The greedy choice bounds the objective from above, so the solver only searches below it.
 """
 from __future__ import annotations
 
@@ -18,84 +20,132 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import lil_matrix
 
-from .cost import FN_FLOPS, ITEM, INF
-from .extract import STRUCTURAL, ENode, Extractor
+from .cost import INF, loop_time
+from .extract import ENode, Extractor
 
-EPS = 1e-15  # structural nodes: free, but not zero, so the solver prefers small terms
-
-
-def node_cost(ext: Extractor, n: ENode) -> float | None:
-    t = ext.model.t
-    if n.sort in STRUCTURAL:
-        return EPS
-    r = ext._node_info(n)
-    if r is None:
-        return None
-    if n.sort == "Ten":
-        return r[1].own if not r[1].view else 0.0
-    if n.sort != "Sc":
-        return EPS
-    m = ext.mult(n.cls)
-    if n.op == "Sc.load":
-        return ITEM / t.bandwidth * m
-    if n.op == "Sc.fn":
-        return FN_FLOPS.get(n.args[0][1], 4) / t.simt_flops * m
-    if n.op == "Sc.red":
-        return n.args[2][1] / t.simt_flops * ext.mult(n.args[3][1])
-    if n.op in ("Sc.lit", "Sc.param"):
-        return 0.0
-    return 1.0 / t.simt_flops * m
+VIEWS = ("Ten.transpose", "Ten.slice", "Ten.reshape")
+EPS = 1e-12  # seconds: far below any kernel's price
+SCALE = 1e6  # the solver works in microseconds: its absolute tolerances (1e-7) would be
+             # coarse against prices of ~1e-5 seconds
 
 
-def children(ext: Extractor, n: ENode) -> list:
-    """Classes a node needs; a fused node needs its epilogue's tensors and its operands."""
-    if n.op == "Var.mmk":
-        return []
-    if n.op == "Ten.fused":
-        out = [n.args[0][1]]
-        mm = ext.mm_best.get(n.args[2][1])
-        if mm is not None:
-            out += [v for k, v in mm[1].args if k == "c"]
-        for cid, entry in ext.epi_choice.get(n.id, {}).items():
-            if entry[2] == "acc":
-                continue
-            for k, v in entry[2].args:
-                if k == "c" and v not in ext.epi_choice[n.id]:
-                    out.append(v)
+class Kernels:
+    """The tensor e-nodes of an extracted e-graph as ILP items: their price and the
+    tensor classes they read, with every scalar choice the greedy pass made."""
+
+    def __init__(self, ext: Extractor):
+        self.ext = ext
+        self._reads: dict = {}  # non-tensor class -> tensor classes its greedy form reads
+
+    def price(self, n: ENode) -> float | None:
+        if n.id in self.ext.banned:
+            return None
+        r = self.ext._node_info(n)
+        if r is None or r[1].own == INF:
+            return None
+        # a view is free in the model; a tiny price keeps the solver from choosing needless
+        # views (a transpose of a transpose), which would only be cycles to block
+        return EPS if r[1].view else r[1].own
+
+    def reads(self, cid) -> frozenset:
+        """Tensor classes read by the greedy form of a scalar or list class."""
+        ext = self.ext
+        if cid in self._reads:
+            return self._reads[cid]
+        ns = ext.g.classes.get(cid)
+        if not ns or cid in ext.small:
+            return frozenset()
+        if ns[0].sort == "Ten":
+            return frozenset({cid})
+        self._reads[cid] = frozenset()  # a cycle through scalars reads nothing more
+        best = ext.best.get(cid)
+        out = frozenset() if best is None else self._args(best[1])
+        self._reads[cid] = out
         return out
-    return [v for k, v in n.args if k == "c"]
+
+    def _args(self, n: ENode) -> frozenset:
+        out = frozenset()
+        for kind, v in n.args:
+            if kind == "c":
+                out |= self.reads(v)
+        return out
+
+    def operand(self, cid) -> frozenset:
+        """What a matmul reading class `cid` needs: the class itself, or, when the model
+        fuses it as a prologue (an elementwise compute, maybe behind views), what that
+        prologue reads."""
+        ext = self.ext
+        best = ext.best.get(cid)
+        if best is None or not best[2].prologue:
+            return frozenset({cid})
+        n = best[1]
+        while n.op in VIEWS:
+            n = ext.best[n.args[0][1]][1]
+        return self.reads(n.args[1][1])
+
+    def needs(self, n: ENode) -> frozenset:
+        """Tensor classes a tensor node needs materialized (or viewed) when chosen."""
+        ext = self.ext
+        if n.op == "Ten.input":
+            return frozenset()
+        if n.op in VIEWS:
+            return frozenset({n.args[0][1]})
+        if n.op == "Ten.compute":
+            return self.reads(n.args[1][1])
+        if n.op == "Ten.matmul":
+            return self.operand(n.args[0][1]) | self.operand(n.args[1][1])
+        if n.op == "Ten.fused":
+            out = frozenset()
+            mm = ext.mm_best.get(n.args[2][1])
+            if mm is not None:
+                out |= self.operand(mm[1].args[0][1]) | self.operand(mm[1].args[1][1])
+            choice = ext.epi_choice.get(n.id, {})
+            stack, seen = [n.args[1][1]], set()
+            while stack:  # the epilogue as chosen in context, from its root
+                cid = stack.pop()
+                if cid in seen:
+                    continue
+                seen.add(cid)
+                entry = choice.get(cid)
+                if entry is None:
+                    out |= self.reads(cid)
+                elif entry[2] != "acc":
+                    stack.extend(v for kind, v in entry[2].args if kind == "c")
+            return out
+        return self._args(n)  # Ten.opaque: its input tensors and scalars
 
 
 def solve(ext: Extractor, roots: list, time_limit: float = 10.0, max_rounds: int = 50) -> dict:
-    """Choose one node per needed class; returns {class: ENode} and fills `stats`."""
+    """Choose one tensor node per needed class: {"choice": {class: ENode} or None, "stats"}."""
     t0 = time.perf_counter()
+    k = Kernels(ext)
     nodes, cost = [], []
     for cid in ext.g.order:
         for n in ext.g.classes[cid]:
-            c = node_cost(ext, n)
-            if c is not None and c != INF:
-                nodes.append(n)
-                cost.append(c)
+            if n.sort == "Ten":
+                c = k.price(n)
+                if c is not None:
+                    nodes.append(n)
+                    cost.append(c)
     index = {id(n): i for i, n in enumerate(nodes)}
     by_class: dict = {}
     for i, n in enumerate(nodes):
         by_class.setdefault(n.cls, []).append(i)
     nests = sorted({n.args[0][1] for n in nodes if n.op == "Ten.opaque"})
-    nest_var = {nid: len(nodes) + k for k, nid in enumerate(nests)}
+    nest_var = {nid: len(nodes) + j for j, nid in enumerate(nests)}
     nvar = len(nodes) + len(nests)
     c = np.zeros(nvar)
     c[:len(nodes)] = cost
     for nid, v in nest_var.items():
-        from .cost import loop_time
-
         c[v] = loop_time(ext.model.t, ext.model.nest_work(nid))
+    needs = [k.needs(n) for n in nodes]
 
-    rows = []  # (coefficients dict, lower, upper)
+    rows = []  # (coefficients, lower, upper)
     for i, n in enumerate(nodes):
-        for ch in set(children(ext, n)):
+        for ch in needs[i]:
             members = by_class.get(ch)
             if not members:
-                rows.append(({i: 1.0}, -np.inf, 0.0))  # a child with no executable node: never pick n
+                rows.append(({i: 1.0}, -np.inf, 0.0))  # needs a class with no executable node
                 continue
             coef = {j: -1.0 for j in members}
             coef[i] = coef.get(i, 0.0) + 1.0
@@ -103,14 +153,27 @@ def solve(ext: Extractor, roots: list, time_limit: float = 10.0, max_rounds: int
         if n.op == "Ten.opaque":
             rows.append(({i: 1.0, nest_var[n.args[0][1]]: -1.0}, -np.inf, 0.0))
     for r in roots:
-        rows.append(({j: 1.0 for j in by_class[r]}, 1.0, np.inf))
+        rows.append(({j: 1.0 for j in by_class.get(r, ())}, 1.0, np.inf))
+    # the short cycles (a node needing its own class; two views of each other) are ruled
+    # out up front: blocking them one solve at a time costs a round each
+    for i, n in enumerate(nodes):
+        for ch in needs[i]:
+            if ch == n.cls:
+                rows.append(({i: 1.0}, -np.inf, 0.0))
+                continue
+            for j in by_class.get(ch, ()):
+                if j > i and n.cls in needs[j]:
+                    rows.append(({i: 1.0, j: 1.0}, -np.inf, 1.0))
 
-    # the greedy solution is feasible: its cost bounds the search
-    greedy = _greedy_value(ext, roots, index, c, nest_var)
-    if greedy is not None:
-        rows.append(({i: c[i] for i in range(nvar) if c[i]}, -np.inf, greedy * (1 + 1e-9) + 1e-12))
+    c *= SCALE
+    greedy = _greedy_value(ext, roots, index, needs, c, nest_var)
+    bound = None
+    if greedy is not None:  # the greedy plan is feasible: nothing above it is worth searching
+        bound = len(rows)   # (with room: HiGHS's presolve has called a bound this tight infeasible)
+        rows.append(({i: c[i] for i in range(nvar) if c[i]}, -np.inf, greedy * (1 + 1e-6) + 1e-3))
 
-    stats = {"variables": nvar, "cycles_blocked": 0, "rounds": 0, "status": "", "greedy_objective": greedy}
+    stats = {"variables": nvar, "cycles_blocked": 0, "rounds": 0, "status": "",
+             "greedy_objective": None if greedy is None else greedy / SCALE}
     choice = None
     for _ in range(max_rounds):
         stats["rounds"] += 1
@@ -120,24 +183,28 @@ def solve(ext: Extractor, roots: list, time_limit: float = 10.0, max_rounds: int
             break
         A = lil_matrix((len(rows), nvar))
         lo, hi = np.empty(len(rows)), np.empty(len(rows))
-        for k, (coef, lb, ub) in enumerate(rows):
+        for r, (coef, lb, ub) in enumerate(rows):
             for j, v in coef.items():
-                A[k, j] = v
-            lo[k], hi[k] = lb, ub
+                A[r, j] = v
+            lo[r], hi[r] = lb, ub
         res = milp(c, constraints=LinearConstraint(A.tocsr(), lo, hi), integrality=np.ones(nvar),
                    bounds=Bounds(0, 1), options={"time_limit": left})
         if res.x is None:
+            if bound is not None and res.status == 2:  # infeasible: solve again without the bound
+                rows.pop(bound)
+                bound = None
+                continue
             stats["status"] = res.message
             break
         chosen = {}
         for i, n in enumerate(nodes):
             if res.x[i] > 0.5 and (n.cls not in chosen or cost[i] < cost[index[id(chosen[n.cls])]]):
                 chosen[n.cls] = n
-        cycle = _find_cycle(ext, roots, chosen)
+        cycle = _find_cycle(roots, chosen, index, needs)
         if cycle is None:
             choice = chosen
             stats["status"] = "optimal" if res.status == 0 else res.message
-            stats["objective"] = float(res.fun)
+            stats["objective"] = float(res.fun) / SCALE
             break
         stats["cycles_blocked"] += 1
         rows.append(({index[id(n)]: 1.0 for n in cycle}, -np.inf, len(cycle) - 1.0))
@@ -145,7 +212,8 @@ def solve(ext: Extractor, roots: list, time_limit: float = 10.0, max_rounds: int
     return {"choice": choice, "stats": stats}
 
 
-def _greedy_value(ext, roots, index, c, nest_var) -> float | None:
+def _greedy_value(ext, roots, index, needs, c, nest_var) -> float | None:
+    """The greedy plan's objective: its tensor nodes and nests, each counted once."""
     seen, total, nests = set(), 0.0, set()
     stack = list(roots)
     while stack:
@@ -153,31 +221,32 @@ def _greedy_value(ext, roots, index, c, nest_var) -> float | None:
         if cid in seen:
             continue
         seen.add(cid)
-        n = ext.small[cid][1] if cid in ext.small else ext.best.get(cid, (None, None))[1]
+        n = ext.best.get(cid, (None, None))[1]
         if n is None or id(n) not in index:
             return None
-        total += c[index[id(n)]]
+        i = index[id(n)]
+        total += c[i]
         if n.op == "Ten.opaque":
             nests.add(n.args[0][1])
-        stack.extend(children(ext, n))
+        stack.extend(needs[i])
     return total + sum(c[nest_var[k]] for k in nests)
 
 
-def _find_cycle(ext, roots, chosen) -> list | None:
+def _find_cycle(roots, chosen, index, needs) -> list | None:
     state: dict = {}
     path: list = []
 
     def visit(cid):
         st = state.get(cid)
         if st == 1:
-            i = next(k for k, n in enumerate(path) if n.cls == cid)
+            i = next(j for j, n in enumerate(path) if n.cls == cid)
             return path[i:]
         if st == 2 or cid not in chosen:
             return None
         state[cid] = 1
         n = chosen[cid]
         path.append(n)
-        for ch in children(ext, n):
+        for ch in needs[index[id(n)]]:
             cyc = visit(ch)
             if cyc is not None:
                 return cyc

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cost import Model, TenInfo
+from .cost import TARGETS, Model, TenInfo
 from .terms import Node, shape_list, show, show_var, unlist, walk
 
 KERNEL_OPS = ("Ten.compute", "Ten.matmul", "Ten.fused")
@@ -134,6 +134,13 @@ class TermCost:
             i = self.info(r)
             deps.update(self.model.entry(r, i))
         return sum(deps.values())
+
+
+def plan_costing(target: str, lowered) -> TermCost:
+    """The cost model for terms of this lowered program (any candidate plan, or as written)."""
+    nest_shapes = {(n.id, k): v for n in lowered.nests.values() for k, v in n.out_shapes.items()}
+    nest_work = {n.id: n.work for n in lowered.nests.values()}
+    return TermCost(TARGETS[target], lowered.input_shapes, nest_shapes, nest_work.__getitem__)
 
 
 # ------------------------------------------------------------------ kernels

@@ -1,0 +1,203 @@
+"""A plan as one straight-line numpy function, built once: what `Plan.run` executes.
+
+Interpreting a plan's terms on every call costs tens of microseconds of Python before
+any numpy work (walking terms, deciding views, broadcasts and in-place reuse). None of
+those decisions depend on the data, only on the plan and its sizes (numpy_backend.py),
+so the interpreter runs once on sample inputs with a recorder in numpy's place: every
+operation is carried out and written down as a line of code, and the lines become one
+function. What the walk computed without the recorder (index arrays, constants) is data
+independent and becomes a read-only constant of that function.
+
+The function is checked before use: on a second, different sample it must give exactly
+the interpreter's results (the same operations in the same order, so bit for bit). A
+plan it cannot trace, or whose check fails, runs interpreted, and `Plan.runner` says why.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from eqsat.args import bind_args
+
+from . import numpy_backend
+
+_ATOMS = (int, float, bool, str, type(None), slice, type(Ellipsis))
+
+
+class Untraceable(RuntimeError):
+    pass
+
+
+class Recorder:
+    """numpy's interface (`rec.add(...)`, `rec.call(fn, ...)`): runs each operation and
+    writes it down. Values are named by identity; every value stays alive while recording,
+    so an identity is never reused."""
+
+    def __init__(self):
+        self.lines: list = []
+        self.consts: dict = {}  # name -> value (functions, dtypes, static arrays)
+        self._const_ids: dict = {}
+        self.names: dict = {}  # id(value) -> expression
+        self.keep: list = []
+        self._n = 0
+
+    def bind(self, value, name: str) -> None:
+        self.names[id(value)] = name
+        self.keep.append(value)
+
+    def const(self, value) -> str:
+        name = self._const_ids.get(id(value))
+        if name is None:
+            name = self._const_ids[id(value)] = f"_k{len(self.consts)}"
+            if isinstance(value, np.ndarray):
+                value = value.copy()  # a constant the code might write would be wrong next call:
+                value.flags.writeable = False  # writing it raises, and the check refuses the plan
+            self.consts[name] = value
+            self.keep.append(value)
+        return name
+
+    def expr(self, x) -> str:
+        name = self.names.get(id(x))
+        if name is not None:
+            return name
+        if isinstance(x, _ATOMS) and not isinstance(x, float):
+            return repr(x)
+        if isinstance(x, tuple):
+            return "(" + "".join(self.expr(y) + ", " for y in x) + ")"
+        if isinstance(x, list):
+            return "[" + ", ".join(self.expr(y) for y in x) + "]"
+        return self.const(x)  # a float (repr would round-trip, but keep its type), an array, ...
+
+    def call(self, fn, *args, **kw):
+        out = fn(*args, **kw)
+        parts = [self.expr(a) for a in args] + [f"{k}={self.expr(v)}" for k, v in kw.items()]
+        text = f"{self.const(fn)}({', '.join(parts)})"
+        if out is None:
+            self.lines.append(text)
+            return out
+        if "out" in kw and out is kw["out"]:
+            self.lines.append(text)  # written in place: the name stays
+            return out
+        self._n += 1
+        name = f"t{self._n}"
+        self.lines.append(f"{name} = {text}")
+        self.bind(out, name)
+        return out
+
+    def __getattr__(self, name):
+        fn = getattr(np, name)
+        return lambda *args, **kw: self.call(fn, *args, **kw)
+
+
+def _samples(plan, seed: int) -> tuple[list, dict]:
+    """Arguments of the plan's shapes: values from a normal distribution, distinct objects."""
+    rng = np.random.default_rng(seed)
+    vals, scalars = [], {}
+    for p in plan.program.params:
+        if p.dtype is int:
+            vals.append(int(plan.dims[p.name]))
+        elif p.shape is None:
+            v = np.float32(rng.standard_normal() + 2.0)
+            vals.append(v)
+            scalars[p.name] = v
+        else:
+            shape = tuple(d if isinstance(d, int) else plan.dims[d] for d in p.shape)
+            vals.append(rng.standard_normal(shape).astype(np.float32))
+    return vals, scalars
+
+
+def trace(plan):
+    """(the plan's source text, its namespace) from one recorded run on sample inputs."""
+    rec = Recorder()
+    vals, scalars = _samples(plan, 0)
+    params = [p.name for p in plan.program.params]
+    for name, v in zip(params, vals):
+        if not isinstance(v, int):
+            rec.bind(v, name)
+    out = numpy_backend.run(plan, vals, scalars, rec)
+    outs = out if isinstance(out, tuple) else (out,)
+    for o in outs:
+        if id(o) not in rec.names:
+            raise Untraceable("an output does not come from the plan's operations")
+    body = rec.lines + [f"return {', '.join(rec.names[id(o)] for o in outs)}" + ("," if isinstance(out, tuple) and
+                                                                                len(outs) == 1 else "")]
+    src = f"def plan_fn({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body)
+    return src, dict(rec.consts)
+
+
+class Compiled:
+    """`plan.run` for the numpy backend: the straight-line function when it checked out,
+    with a fast path for arguments already of the plan's kind (float32, C-contiguous,
+    the plan's shapes); anything else is converted and checked by `bind_args` first."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.fn = None
+        self.source = ""
+        self.how = "interpreted"
+        self._kinds = []  # per parameter: ("int", size) | ("scalar", None) | ("array", shape)
+        for p in plan.program.params:
+            if p.dtype is int:
+                self._kinds.append(("int", plan.dims[p.name]))
+            elif p.shape is None:
+                self._kinds.append(("scalar", None))
+            else:
+                self._kinds.append(("array", tuple(d if isinstance(d, int) else plan.dims[d] for d in p.shape)))
+        try:
+            with np.errstate(all="ignore"):  # sample inputs: a sqrt of a negative is no news
+                src, ns = trace(plan)
+                vals, scalars = _samples(plan, 1)
+                want = numpy_backend.run(plan, vals, scalars)
+            exec(compile(src, f"<eqsat plan {plan.program.name}>", "exec"), ns)
+            fn = ns["plan_fn"]
+            with np.errstate(all="ignore"):
+                got = fn(*vals)
+            if not _same(got, want):
+                raise Untraceable("the straight-line code disagreed with the interpreter on a check")
+        except Untraceable as e:
+            self.how = f"interpreted ({e})"
+        except (TypeError, ValueError) as e:  # e.g. a constant the code tried to write
+            self.how = f"interpreted (could not trace: {type(e).__name__}: {e})"
+        else:
+            self.fn, self.source, self.how = fn, src, "compiled (straight-line numpy)"
+
+    def __call__(self, args):
+        if self.fn is None:
+            return self._slow(args)
+        kinds = self._kinds
+        if len(args) != len(kinds):
+            return self._slow(args)
+        fast = []
+        for a, (kind, want) in zip(args, kinds):
+            if kind == "array":
+                if type(a) is not np.ndarray or a.dtype != np.float32 or a.shape != want or \
+                        not a.flags.c_contiguous:
+                    return self._slow(args)
+                fast.append(a)
+            elif kind == "scalar":
+                if type(a) is float or type(a) is np.float32:
+                    fast.append(np.float32(a))
+                else:
+                    return self._slow(args)
+            else:
+                if type(a) is not int or a != want:
+                    return self._slow(args)
+                fast.append(a)
+        return self.fn(*fast)
+
+    def _slow(self, args):
+        plan = self.plan
+        vals, dims = bind_args(plan.program, args, None, copy=False)
+        plan.check_dims_of_call(dims)
+        if self.fn is None:
+            scalars = {p.name: v for p, v in zip(plan.program.params, vals) if p.shape is None and p.dtype is not int}
+            return numpy_backend.run(plan, vals, scalars)
+        return self.fn(*vals)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, tuple) != isinstance(b, tuple):
+        return False
+    a, b = (a, b) if isinstance(a, tuple) else ((a,), (b,))
+    return len(a) == len(b) and all(
+        np.shape(x) == np.shape(y) and np.asarray(x).dtype == np.asarray(y).dtype and
+        np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
