@@ -48,11 +48,11 @@ class Recorder:
         name = self._const_ids.get(id(value))
         if name is None:
             name = self._const_ids[id(value)] = f"_k{len(self.consts)}"
+            self.keep.append(value)  # alive while recording: its identity names it
             if isinstance(value, np.ndarray):
                 value = value.copy()  # a constant the code might write would be wrong next call:
                 value.flags.writeable = False  # writing it raises, and the check refuses the plan
             self.consts[name] = value
-            self.keep.append(value)
         return name
 
     def expr(self, x) -> str:
@@ -155,7 +155,7 @@ class Compiled:
                 raise Untraceable("the straight-line code disagreed with the interpreter on a check")
         except Untraceable as e:
             self.how = f"interpreted ({e})"
-        except (TypeError, ValueError) as e:  # e.g. a constant the code tried to write
+        except Exception as e:  # e.g. a constant the code tried to write: never worse than interpreting
             self.how = f"interpreted (could not trace: {type(e).__name__}: {e})"
         else:
             self.fn, self.source, self.how = fn, src, "compiled (straight-line numpy)"

@@ -127,6 +127,7 @@ def egraph_view(ext: Extractor, roots: list, written_roots, table: RuleTable, fi
                 if pick.op == "Ten.fused" and pick.args[2][1] in ext.mm_best:  # its product, decoded inline
                     inner, mm = memo[cid].args[2], ext.mm_best[pick.args[2][1]][1]
                     node_cls.setdefault(inner, mm.cls)
+                    chosen.setdefault(mm.cls, (mm, inner))
                     if mm.id in written_ids:
                         written.add(inner)
 
@@ -145,9 +146,7 @@ def egraph_view(ext: Extractor, roots: list, written_roots, table: RuleTable, fi
             is_chosen = pick is not None and pick[0].id == n.id
             if is_chosen:
                 entry["chosen"] = i
-                rules = [AS_WRITTEN] if n.id in written_ids else table.candidates(n.op, fired, ops)
-            else:
-                rules = table.candidates(n.op, fired, ops)
+            rules = [AS_WRITTEN] if n.id in written_ids else table.candidates(n.op, fired, ops)
             args = []
             for kind, v in n.args:
                 if kind == "p":

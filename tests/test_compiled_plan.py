@@ -88,3 +88,17 @@ def test_threads_share_a_compiled_plan():
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda a: plan.run(*a), inputs * 4))
     assert all(_same(g, w) for g, w in zip(got, want * 4))
+
+
+def test_many_index_constants_keep_their_own_names(tmp_program):
+    """A body of 40 loads at fixed indices makes many short-lived index arrays while it is
+    traced; each must stay alive while recording, or a new one could take a dead one's
+    identity and its name (this once made `b[1, j]` read `b[1, i]`)."""
+    from test_limits import _long_body
+
+    prog = tmp_program(_long_body(40))
+    dims = {"M": 3, "N": 2, "K": 4}
+    plan = eqsat.optimize(prog, dims)
+    assert plan.compiled().how.startswith("compiled"), plan.compiled().how
+    args = random_args(prog, dims, 5)
+    assert _same(plan.run(*args), _interpreted(plan, args))
