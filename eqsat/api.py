@@ -32,7 +32,7 @@ ILP_AUTO_NODES = 2000  # extract="auto" solves the exact program up to this many
 
 
 def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Limits | None = None,
-             extract: str = "auto", _checked: bool = False) -> "Plan":
+             extract: str = "auto", _checked: bool = False, _keep_extractor: bool = False) -> "Plan":
     """Find the cheapest equivalent form of `prog` at these sizes and return it as a Plan.
 
     rules:  None for every family in `eqsat.rules.FAMILIES`; otherwise a list of family
@@ -143,6 +143,10 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     plan.ilp = ilp_stats
     plan.extraction = {"chosen": chosen, "cost": prices}
     plan.egraph_view, plan.provenance = view.data, view.provenance(plan.kernels)
+    plan._rule_table = _rule_table(families)
+    plan._request = {"rules": rules, "limits": limits, "extract": extract}
+    if _keep_extractor:
+        plan._extractor = (ext, root_classes)
     plan.egraph_nodes = graph.n_nodes()
     plan.optimize_seconds = time.perf_counter() - t0
     return plan
@@ -364,6 +368,23 @@ class Plan:
         if top:
             lines.append("  rules that matched most: " + ", ".join(f"{k} ({v})" for k, v in top))
         return "\n".join(lines)
+
+    def why_not(self, pattern: str):
+        """Is the expected form (`"matmul+add+relu"`, `"relu>matmul"`, `"pointwise"`; several
+        kernels separated by commas) chosen, in the e-graph at a higher price, or missing, and
+        why (`eqsat/whynot.py`). Rebuilds the e-graph (the same saturation) to look."""
+        from .whynot import why_not
+
+        return why_not(self, pattern)
+
+    def _reextract(self):
+        """(Extractor, output classes) of this plan's e-graph, rebuilt."""
+        req = getattr(self, "_request", None)
+        if req is None:
+            raise EqsatError("this plan was not made by optimize(); it has no e-graph to look in")
+        again = optimize(self.program, self.dims, target=self.target, rules=req["rules"], limits=req["limits"],
+                         extract=req["extract"], _checked=True, _keep_extractor=True)
+        return again._extractor
 
     def names(self) -> dict:
         out = {}
