@@ -18,7 +18,6 @@ import math
 import os
 import re
 
-import numpy as np
 
 from eqsat.plan import is_prologue, prologue_parts
 from eqsat.terms import Node, unlist, walk
@@ -303,47 +302,6 @@ def _ensure_triton():
     import triton  # noqa: F401
 
     return os.environ.get("TRITON_INTERPRET") == "1"
-
-
-def run(plan, args: list, scalars: dict):
-    interpret = _ensure_triton()
-    import torch
-
-    from eqsat.backends import numpy_backend
-
-    precision = "ieee" if interpret else os.environ.get("EQSAT_TRITON_PRECISION", "tf32")
-    src = source(plan, precision)
-    ns: dict = {}
-    path = os.path.join(_cache_dir(), f"eqsat_{plan.program.name}_{abs(hash(src)) & 0xffffffff:x}.py")
-    with open(path, "w") as f:  # triton.jit reads its kernel's source from a file
-        f.write(src)
-    exec(compile(src, path, "exec"), ns)
-    device = "cpu" if interpret else "cuda"
-    runner = numpy_backend.Runner(plan, args, scalars)
-    kernels = {k.k.name: k for k in _kernels(plan, precision)}
-    for k in plan.kernels:
-        if k.kind == "loop":
-            runner.run_kernel(k)  # a loop nest as written runs on the host
-            continue
-        gk = kernels[k.name]
-        call = []
-        for t in gk.inputs:
-            host = runner.tensor(t)
-            try:
-                arr = torch.from_numpy(host)  # views keep their strides: the kernel reads through them
-            except (ValueError, TypeError):
-                arr = torch.from_numpy(np.ascontiguousarray(host))
-            arr = arr.to(device)
-            call += [arr, *arr.stride()]
-        call += [float(scalars[p]) for p in gk.params]
-        out = torch.empty(gk.shape, dtype=torch.float32, device=device)
-        ns[gk.name][gk.grid](out, *call, **gk.meta)
-        runner.values[k.term] = out.cpu().numpy()
-    outs = []
-    for root, is_scalar in zip(plan.roots, plan.lowered.outputs_scalar):
-        v = np.array(runner.tensor(root), dtype=np.float32, copy=True)
-        outs.append(np.float32(v.reshape(())) if is_scalar else v)
-    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _cache_dir() -> str:

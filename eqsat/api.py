@@ -296,16 +296,13 @@ class Plan:
 
     # ------------------------------------------------------------------ running
     def run(self, *args, backend: str = "numpy"):
-        if backend == "numpy":
-            return self.compiled()(args)
-        vals, dims = bind_args(self.program, args, None, copy=False)
-        self.check_dims_of_call(dims)
-        scalars = {p.name: v for p, v in zip(self.program.params, vals) if p.shape is None and p.dtype is not int}
-        if backend == "triton":
-            from eqsat.backends import triton_backend
-
-            return triton_backend.run(self, vals, scalars)
-        raise ArgumentError(f"unknown backend {backend!r} (available: 'numpy', 'triton')")
+        """Run the plan on these arguments (numpy arrays, torch tensors, anything array-like;
+        parameters are passed by value). backend "numpy" (BLAS and numba on this CPU) or
+        "triton" (the generated kernels; results in the caller's kind: torch in, torch out
+        on the same device). Each backend's runner is built on the first call."""
+        if backend not in ("numpy", "triton"):
+            raise ArgumentError(f"unknown backend {backend!r} (available: 'numpy', 'triton')")
+        return self.compiled(backend)(args)
 
     def check_dims_of_call(self, dims: dict) -> None:
         for d, n in dims.items():
@@ -313,18 +310,28 @@ class Plan:
                 raise ArgumentError(f"this plan was optimized for {d}={self.dims.get(d)}, but the arguments "
                                     f"have {d}={n}; call optimize() again for these sizes")
 
-    def compiled(self):
-        """The numpy backend's runner for this plan, built on first use (kernels traced into
-        one straight-line function, kept loops compiled; `backends/numpy_compiled.py`).
-        `.how` says whether it is compiled or interpreted, and why."""
-        c = self.__dict__.get("_compiled")
+    def compiled(self, backend: str = "numpy"):
+        """The runner of this plan on a backend, built on first use and kept. numpy: the
+        kernels traced into one straight-line function, kept loops compiled by numba
+        (`backends/numpy_compiled.py`). triton: the kernels generated and loaded once,
+        intermediates kept on the device (`backends/triton_compiled.py`). `.how` says how
+        it runs (and why, where it falls back)."""
+        runners = self.__dict__.setdefault("_runners", {})
+        c = runners.get(backend)
         if c is None:
-            from eqsat.backends import numpy_compiled
-
             t0 = time.perf_counter()
-            c = numpy_compiled.Compiled(self)
+            if backend == "numpy":
+                from eqsat.backends.numpy_compiled import Compiled
+
+                c = Compiled(self)
+            elif backend == "triton":
+                from eqsat.backends.triton_compiled import TritonCompiled
+
+                c = TritonCompiled(self)
+            else:
+                raise ArgumentError(f"unknown backend {backend!r} (available: 'numpy', 'triton')")
             self.compile_seconds = time.perf_counter() - t0
-            self.__dict__["_compiled"] = c
+            runners[backend] = c
         return c
 
     def compile_loops(self) -> float:

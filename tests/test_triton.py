@@ -138,3 +138,89 @@ def test_fused_matmul_ptx_uses_tensor_cores_and_vector_epilogue():
     assert ldv4 > 0  # the bias, read four floats at a time in the epilogue
     assert stv4 > 0  # the result, stored vectorized, once
     assert counts[80][1] > 0  # Ampere tensor cores: mma.sync
+
+
+# ---------------------------------------------------------------- device-resident plans
+def _counting(monkeypatch):
+    """Record, in order, every kernel launch and every host<->device copy eqsat makes
+    (torch's .to / .cpu / .numpy and torch.from_numpy), leaving out what Triton's
+    interpreter does inside a launch."""
+    import torch
+
+    from eqsat.backends import triton_compiled
+
+    events = []
+
+    def wrap(owner, name, tag):
+        orig = getattr(owner, name)
+
+        def f(*a, **k):
+            if not triton_compiled.launching():
+                events.append(tag)
+            return orig(*a, **k)
+        monkeypatch.setattr(owner, name, f)
+
+    wrap(torch.Tensor, "to", "transfer")
+    wrap(torch.Tensor, "cpu", "transfer")
+    wrap(torch.Tensor, "numpy", "transfer")
+    wrap(torch, "from_numpy", "transfer")
+    def flag_set(value):
+        if value:
+            events.append("launch")
+    monkeypatch.setattr(triton_compiled, "_STATE", _LaunchFlag(flag_set))
+    return events
+
+
+class _LaunchFlag:
+    """Stands in for the module's thread-local flag, and tells the test of each launch."""
+
+    def __init__(self, on_set):
+        object.__setattr__(self, "_on_set", on_set)
+        object.__setattr__(self, "launching", False)
+
+    def __setattr__(self, name, value):
+        if name == "launching":
+            self._on_set(value)
+        object.__setattr__(self, name, value)
+
+
+def test_no_transfer_between_kernels(monkeypatch):
+    """Two matmul kernels (mlp_two_layers): the inputs go to the device once, the result
+    comes back once, and between the first launch and the last nothing crosses."""
+    mod, prog = load_case(next(p for p in CASES if p.stem == "mlp_two_layers"))
+    plan = eqsat.optimize(prog, mod.SHAPES)
+    args = random_args(prog, mod.SHAPES, 2)
+    plan.compiled("triton")  # built once, before counting
+    events = _counting(monkeypatch)
+    out = plan.run(*args, backend="triton")
+    launches = [i for i, e in enumerate(events) if e == "launch"]
+    assert len(launches) == len(plan.kernels) == 2, events
+    assert "transfer" not in events[launches[0]:launches[-1]], events
+    assert rel_err(out, mod.truth(*args)) < 1e-4
+
+
+def test_torch_in_torch_out_and_the_runner_is_built_once():
+    import torch
+
+    mod, prog = load_case(next(p for p in CASES if p.stem == "linear_bias_relu"))
+    plan = eqsat.optimize(prog, mod.SHAPES)
+    args = random_args(prog, mod.SHAPES, 3)
+    runner = plan.compiled("triton")
+    out = plan.run(*[torch.from_numpy(a) for a in args], backend="triton")
+    assert isinstance(out, torch.Tensor) and out.device.type == "cpu"
+    assert plan.compiled("triton") is runner
+    assert rel_err(out.numpy(), mod.truth(*args)) < 1e-4
+    again = plan.run(*args, backend="triton")
+    assert isinstance(again, type(args[0])) and rel_err(again, mod.truth(*args)) < 1e-4
+
+
+def test_a_kept_loop_runs_on_the_host_and_says_so():
+    import test_polybench as tp
+
+    mod, prog = tp.load("seidel_2d")
+    plan = tp.plan_of("seidel_2d")
+    runner = plan.compiled("triton")
+    assert "run on the host" in runner.how
+    args = random_args(prog, mod.SHAPES, 1)
+    want = eqsat.reference(prog, *args)
+    assert rel_err(plan.run(*args, backend="triton"), want) < 1e-4

@@ -1,0 +1,182 @@
+"""A plan's Triton kernels, loaded once, run with every intermediate on the device.
+
+`Plan.compiled("triton")` builds this once per plan: the kernel source is generated and
+loaded once, each launch's argument list is fixed. A call moves the caller's arrays to the
+device once (torch tensors already there are used as they are), launches the kernels in
+order with their outputs kept as device tensors (views of them are torch views: a
+transposed operand is read through its strides), and returns the results in the caller's
+kind: torch tensors on the device for torch inputs, numpy arrays for numpy inputs.
+
+A loop nest kept as written has no Triton kernel yet: it runs on the host (compiled by
+numba like the numpy backend's), its inputs copied to the host and its outputs back.
+`how` says so; those are the only transfers between kernels.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from eqsat.args import bind_args
+from eqsat.terms import shape_list, unlist, walk
+
+from . import numpy_backend
+from .triton_backend import _cache_dir, _ensure_triton, _kernels, source
+
+_STATE = threading.local()  # `launching`: inside a kernel launch (the interpreter's own copies)
+
+
+def launching() -> bool:
+    return getattr(_STATE, "launching", False)
+
+
+class TritonCompiled:
+    def __init__(self, plan):
+        interpret = _ensure_triton()
+        import torch
+
+        self.torch = torch
+        self.plan = plan
+        self.device = "cpu" if interpret else "cuda"
+        self.precision = "ieee" if interpret else os.environ.get("EQSAT_TRITON_PRECISION", "tf32")
+        src = source(plan, self.precision)
+        path = os.path.join(_cache_dir(), f"eqsat_{plan.program.name}_{abs(hash(src)) & 0xffffffff:x}.py")
+        with open(path, "w") as f:  # triton.jit reads its kernel's source from a file
+            f.write(src)
+        ns: dict = {}
+        exec(compile(src, path, "exec"), ns)
+        gen = {g.name: g for g in _kernels(plan, self.precision)}
+        self.steps = [("loop", k, None) if k.kind == "loop" else ("kernel", gen[k.name], ns[k.name])
+                      for k in plan.kernels]
+        host = [k.nest for k in plan.kernels if k.kind == "loop"]
+        self.how = "triton kernels, intermediates on the device" + (
+            f"; loop nest(s) {', '.join(f'#{n}' for n in host)} run on the host (their inputs and outputs "
+            f"cross to and from the device)" if host else "")
+
+    # ------------------------------------------------------------------ a call
+    def __call__(self, args):
+        torch = self.torch
+        plan = self.plan
+        as_torch = any(isinstance(a, torch.Tensor) for a in args)
+        inputs, scalars = {}, {}
+        host_args = [a.detach().cpu().numpy() if isinstance(a, torch.Tensor) and a.device.type == "cpu" else
+                     (a if not isinstance(a, torch.Tensor) else None) for a in args]
+        if any(a is None for a in host_args):  # device tensors: check shapes here, keep them there
+            self._check_device_args(args)
+            vals = list(args)
+        else:
+            vals, dims = bind_args(plan.program, host_args, None, copy=False)
+            plan.check_dims_of_call(dims)
+        for p, v in zip(plan.program.params, vals):
+            if p.dtype is int:
+                continue
+            if p.shape is None:
+                scalars[p.name] = float(v)
+            else:
+                inputs[p.name] = self._to_device(v)
+        env = _Env(self, inputs, scalars)
+        for kind, g, fn in self.steps:
+            if kind == "loop":
+                env.run_nest(g.nest)
+                continue
+            call = []
+            for t in g.inputs:
+                arr = env.tensor(t)
+                call += [arr, *arr.stride()]
+            call += [scalars[p] for p in g.params]
+            out = torch.empty(g.shape, dtype=torch.float32, device=self.device)
+            _STATE.launching = True
+            try:
+                fn[g.grid](out, *call, **g.meta)
+            finally:
+                _STATE.launching = False
+            env.values[g.k.term] = out
+        outs = []
+        for root, is_scalar in zip(plan.roots, plan.lowered.outputs_scalar):
+            v = env.tensor(root)
+            if root not in env.values:  # a view (of an input, say): the caller gets its own copy
+                v = v.clone()
+            v = v.contiguous()
+            if is_scalar:
+                v = v.reshape(())
+            outs.append(v if as_torch else self._to_host(v))
+        if not as_torch:
+            outs = [np.float32(o) if o.ndim == 0 else o for o in outs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _check_device_args(self, args):
+        plan = self.plan
+        if len(args) != len(plan.program.params):
+            bind_args(plan.program, args, None, copy=False)  # raises the usual message
+        for p, a in zip(plan.program.params, args):
+            if p.shape is None or p.dtype is int:
+                continue
+            want = tuple(d if isinstance(d, int) else plan.dims[d] for d in p.shape)
+            if tuple(a.shape) != want:
+                from eqsat.errors import ArgumentError
+
+                raise ArgumentError(f"parameter {p.name!r} of {plan.program.name}: this plan was optimized for shape "
+                                    f"{want}, got {tuple(a.shape)}")
+
+    def _to_device(self, v):
+        torch = self.torch
+        if isinstance(v, torch.Tensor):
+            return v.to(device=self.device, dtype=torch.float32)
+        return torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)).to(self.device)
+
+    def _to_host(self, t):
+        return t.detach().cpu().numpy()
+
+
+class _Env:
+    """The tensors of one call: inputs, kernel outputs, nest outputs (all on the device),
+    and the views the plan reads them through."""
+
+    def __init__(self, compiled: TritonCompiled, inputs: dict, scalars: dict):
+        self.c = compiled
+        self.inputs = inputs
+        self.scalars = scalars
+        self.values: dict = {}
+        self.nest_out: dict = {}
+
+    def tensor(self, n):
+        v = self.values.get(n)
+        if v is not None:
+            return v
+        op = n.op
+        if op == "Ten.input":
+            return self.inputs[n.args[0]]
+        if op == "Ten.transpose":
+            return self.tensor(n.args[0]).permute(*[int(p) for p in n.args[1].split()])
+        if op == "Ten.slice":
+            ix = n.args[1]
+            if ix.op != "Ix.lit":
+                raise RuntimeError("a slice with a variable index cannot be a view")
+            return self.tensor(n.args[0])[ix.args[0]]
+        if op == "Ten.reshape":
+            return self.tensor(n.args[0]).reshape(shape_list(n.args[1]))
+        if op == "Ten.opaque":
+            return self.nest_out[n.args[0]][n.args[1]]
+        raise RuntimeError(f"tensor {op} used before its kernel ran")
+
+    def run_nest(self, nid: int):
+        """A nest kept as written, on the host: its tensor inputs and the tensors its scalar
+        inputs read are copied there, its outputs copied back."""
+        c, plan = self.c, self.c.plan
+        nest = plan.lowered.nests[nid]
+        term = plan.nest_terms[nid]
+        tensors = [c._to_host(self.tensor(t)) for t in unlist(term.args[2])]
+        host = numpy_backend.Runner(plan, [], {k: np.float32(v) for k, v in self.scalars.items()})
+        names, scalars = [], []
+        for name, s in zip(nest.scalar_inputs, unlist(term.args[3])):
+            if s.op == "Sc.load" and s.args[0].op == "Ten.opaque" and \
+                    self.nest_out[s.args[0].args[0]].get(s.args[0].args[1]) is None:
+                continue  # a scalar an earlier nest never assigned (its loop ran no iteration)
+            for x in walk(s):
+                if x.op == "Sc.load" and x.args[0] not in host.values:
+                    host.values[x.args[0]] = c._to_host(self.tensor(x.args[0]))
+            names.append(name)
+            scalars.append(numpy_backend._Eval(host, {}, 0).sc(s))
+        outs = numpy_backend._nest_call(plan, nid, tuple(names))(*tensors, *scalars)
+        self.nest_out[nid] = {name: None if v is None else c._to_device(v) for name, v in zip(nest.outputs, outs)}
