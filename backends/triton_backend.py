@@ -38,8 +38,11 @@ class _Gen:
     """Scalar terms to Triton statements; `shape` is the block shape of every value."""
 
     def __init__(self, var_expr: dict, shape: str, operands: dict, indent: str = "    ", mask: str = "mask",
-                 prefix: str = "t"):
+                 prefix: str = "t", vectors: dict | None = None):
         self.var_expr = var_expr  # Var node -> Triton index expression
+        # block index expression -> (its 1-D form, how to broadcast it back, its 1-D mask): a
+        # load that only one of them indexes is loaded once per tile as a vector
+        self.vectors = vectors or {}
         self.shape = shape
         self.mask, self.prefix = mask, prefix
         self.operands = operands  # tensor node -> (pointer arg name, [stride arg names])
@@ -80,8 +83,15 @@ class _Gen:
             ptr, strides = self.operands[n.args[0]]
             idx = [self.ix(i) for i in unlist(n.args[1])]
             off = " + ".join(f"({i}) * {s}" for i, s in zip(idx, strides)) or "0"
-            # broadcast the offset to the block: an element every lane shares is a scalar offset
-            out = self.tmp(f"tl.load({ptr} + {off} + tl.zeros({self.shape}, tl.int32), mask={self.mask}, other=0.0)")
+            atoms = {a for a in self.var_expr.values() if any(a in i for i in idx)}
+            if len(atoms) == 1 and next(iter(atoms)) in self.vectors:  # a row or column vector
+                atom = next(iter(atoms))
+                flat, back, vmask = self.vectors[atom]
+                out = self.tmp(f"tl.load({ptr} + {off.replace(atom, flat)}, mask={vmask}, other=0.0){back}")
+            else:
+                # broadcast the offset to the block: an element every lane shares is a scalar offset
+                out = self.tmp(f"tl.load({ptr} + {off} + tl.zeros({self.shape}, tl.int32), mask={self.mask}, "
+                               f"other=0.0)")
         elif op in _BIN:
             out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
         elif op == "Sc.fn":
@@ -212,7 +222,9 @@ class Kernel:
         names = ["pid_b", "rm[:, None]", "rn[None, :]"] if len(dims) == 3 else ["rm[:, None]", "rn[None, :]"]
         for (v, _), e in zip(dims, names):
             var_expr[v] = e
-        g = _Gen(var_expr, "(BLOCK_M, BLOCK_N)", ops)
+        vectors = {} if len(dims) == 3 else {"rm[:, None]": ("rm", "[:, None]", f"rm < {M}"),
+                                             "rn[None, :]": ("rn", "[None, :]", f"rn < {N}")}
+        g = _Gen(var_expr, "(BLOCK_M, BLOCK_N)", ops, vectors=vectors)
         val = g.sc(body)
         tiles = []
         for name, t, rows, cols in (("a", a, "rm", "ka"), ("b", b, "ka", "rn")):

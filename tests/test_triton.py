@@ -105,6 +105,7 @@ def test_triton_source_is_valid_python_with_one_kernel_per_launch():
 
 
 PTX_SCRIPT = """
+import re
 import sys
 sys.path.insert(0, {tests!r})
 import eqsat
@@ -116,7 +117,10 @@ plan = eqsat.optimize(prog, {{"M": 256, "N": 256, "K": 256}})
 print([(k.kind, sorted(k.epilogue)) for k in plan.kernels])
 for arch in (90, 80):
     ptx = triton_backend.ptx(plan, 0, arch=arch)
-    print(arch, *(ptx.count(s) for s in ("wgmma.mma_async", "mma.sync", "ld.global.v4", "st.global.v4")))
+    loads = re.findall(r"ld\.global(?:\.v(\d))?\.b32", ptx)  # per thread: width 1, 2 or 4 words
+    print(arch, *(ptx.count(s) for s in ("wgmma.mma_async", "mma.sync", "st.global.v4")),
+          sum(4 * int(w or 1) for w in loads))
+print([line.strip() for line in triton_backend.source(plan).splitlines() if "tl.load(in2" in line])
 """
 
 
@@ -132,12 +136,16 @@ def test_fused_matmul_ptx_uses_tensor_cores_and_vector_epilogue():
     assert r.returncode == 0, r.stderr[-2000:]
     lines = r.stdout.strip().splitlines()
     assert lines[0] == "[('matmul', ['add', 'relu'])]"
-    counts = {int(x.split()[0]): list(map(int, x.split()[1:])) for x in lines[1:]}
-    wgmma, _, ldv4, stv4 = counts[90]
+    counts = {int(x.split()[0]): list(map(int, x.split()[1:])) for x in lines[1:3]}
+    wgmma, _, stv4, load_bytes = counts[90]
     assert wgmma > 0  # Hopper tensor cores
-    assert ldv4 > 0  # the bias, read four floats at a time in the epilogue
     assert stv4 > 0  # the result, stored vectorized, once
     assert counts[80][1] > 0  # Ampere tensor cores: mma.sync
+    # the bias is a [BLOCK_N] vector loaded once per tile and broadcast over the rows: 64
+    # bytes of global loads per thread in the epilogue (the operand tiles go through TMA
+    # or cp.async); loaded as a 2-D block, every thread read 128 (8 x ld.global.v4)
+    assert "[None, :]" in lines[3] and "rn < 256" in lines[3], lines[3]
+    assert 0 < load_bytes <= 64, load_bytes
 
 
 # ---------------------------------------------------------------- device-resident plans
