@@ -348,11 +348,13 @@ def _contiguous(shape) -> tuple:
 
 
 def ptx(plan, kernel: int = 0, arch: int = 90, precision: str = "tf32") -> str:
-    """PTX of one generated kernel, compiled ahead of time for sm_<arch> (no GPU needed).
-
-    Strides known from the terms are baked in and pointers are taken as 16-byte aligned,
-    as Triton's JIT specializes them at launch, so the PTX shows what a GPU would run.
-    """
+    """PTX of one generated kernel, compiled ahead of time for sm_<arch> (no GPU needed),
+    specialized the way Triton's launcher specializes a launch with this plan's tensors:
+    a stride of 1 becomes the constant 1, another stride stays an argument, with the hint
+    "divisible by 16" only where it is (an element stride; so a row of a contiguous tensor
+    starts 16-byte aligned when the row length is a multiple of 4 floats), and pointers
+    are 16-byte aligned (fresh torch allocations are). So the PTX shows the vector widths
+    a GPU launch would get, not ones every stride baked in would allow."""
     import importlib.util
 
     import triton
@@ -377,22 +379,37 @@ def ptx(plan, kernel: int = 0, arch: int = 90, precision: str = "tf32") -> str:
         else:
             os.environ["TRITON_INTERPRET"] = saved
     fn = getattr(mod, gk.name)
-    sig, consts = {}, dict(gk.meta)
+    consts = dict(gk.meta)
+    values = {}  # stride argument -> its value at this plan's sizes
     for i, t in enumerate(gk.inputs):
-        strides = static_strides(plan, t)
+        strides = launch_strides(plan, t)
         for d in range(len(gk.ranks[t])):
-            name = f"in{i}_s{d}"
             if strides is not None:
-                consts[name] = strides[d]
-    for n in fn.arg_names:
-        if n in gk.meta or n in consts:
+                values[f"in{i}_s{d}"] = strides[d]
+    sig, attrs = {}, {}
+    for idx, n in enumerate(fn.arg_names):
+        if n in consts:
             sig[n] = "constexpr"
+        elif values.get(n) == 1:
+            sig[n], consts[n] = "constexpr", 1
         elif n == "out" or (n.startswith("in") and "_s" not in n):
             sig[n] = "*fp32"
+            attrs[(idx,)] = [["tt.divisibility", 16]]
         elif n.startswith("p_"):
             sig[n] = "fp32"
         else:
             sig[n] = "i32"
-    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(fn.arg_names) if sig[n] == "*fp32"}
+            if n in values and values[n] % 16 == 0:
+                attrs[(idx,)] = [["tt.divisibility", 16]]
     compiled = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", arch, 32))
     return compiled.asm["ptx"]
+
+
+def launch_strides(plan, t: Node) -> tuple | None:
+    """Element strides of a kernel's input at launch: the term's static strides, or, for
+    an input it does not know (a slice, a loop nest's output), a contiguous tensor's."""
+    st = static_strides(plan, t)
+    if st is None:
+        shape = plan.costing.shape(t)
+        st = _contiguous(shape) if shape is not None else None
+    return st

@@ -345,6 +345,15 @@ class Plan:
                 self.loop_runners[k.nest] = loops.build(self, self.lowered.nests[k.nest])
         return time.perf_counter() - t0
 
+    def vectorization(self, ptx: bool = False, arch: int = 90) -> list:
+        """For every load and store of every Triton kernel: its contiguous axis, the vector
+        width Triton can prove at launch, and why (`backends/vector_report.py`); `ptx=True`
+        adds each kernel's vector instruction counts from its sm_<arch> PTX compiled the way
+        the launcher specializes it (needs Triton's compiler, no GPU)."""
+        from eqsat.backends import vector_report
+
+        return vector_report.report(self, ptx=ptx, arch=arch)
+
     def triton_source(self) -> str:
         """The generated Triton kernels, as one Python source string."""
         from eqsat.backends import triton_backend

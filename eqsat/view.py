@@ -438,9 +438,21 @@ function kernelCode(k) {
     return el("div", {}, el("p", {class: "muted"}, "No Triton kernel: the nest runs as written (numba on the host)."),
               el("pre", {class: "kernel-code"}, lines || "(source unavailable)"));
   }
-  if (k.triton) return el("pre", {class: "kernel-code"}, k.triton);
+  if (k.triton) return el("div", {}, el("pre", {class: "kernel-code"}, k.triton), vectorTable(k.vectors));
   return el("div", {}, el("p", {class: "muted"}, "This kernel's part could not be cut out; all kernels:"),
             el("pre", {class: "kernel-code"}, DATA.triton_all));
+}
+
+function vectorTable(rows) {
+  if (!rows || !rows.length) return el("p", {class: "muted"}, "Vectorization: not recorded.");
+  const t = el("table", {class: "vectors"}, el("tr", {}, ...["access", "tensor", "shape", "strides",
+    "contiguous axis", "vector", "why"].map(h => el("th", {}, h))));
+  for (const r of rows) {
+    t.append(el("tr", {}, el("td", {}, r.role), el("td", {}, r.tensor), el("td", {}, r.shape.join(" x ")),
+      el("td", {}, r.strides.join(", ")), el("td", {}, r.axis === null ? "-" : String(r.axis)),
+      el("td", {class: "num"}, `${r.width} x f32`), el("td", {}, r.why)));
+  }
+  return el("div", {}, el("h4", {}, "Vectorization (what Triton can prove at launch)"), t);
 }
 
 function provenanceList(steps) {

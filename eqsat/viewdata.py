@@ -20,10 +20,12 @@ def page_data(plan) -> dict:
     lines = SourceLines(plan, source, first_line)
     names = plan.names()
     provenance = getattr(plan, "provenance", None)
+    vectors = vectorization(plan)
     kernels = []
     for i, k in enumerate(plan.kernels):
         entry = kernel_data(plan, k, lines, names)
         entry["triton"] = triton_by_kernel.get(k.name)
+        entry["vectors"] = vectors.get(k.name)
         entry["provenance"] = provenance[i]["steps"] if provenance and i < len(provenance) else None
         kernels.append(entry)
     return {
@@ -43,6 +45,21 @@ def page_data(plan) -> dict:
         "saturation": saturation(plan),
         "explain": explain_text(plan),
     }
+
+
+def vectorization(plan) -> dict:
+    """Kernel name -> its accesses' vector widths and why (backends/vector_report.py), from
+    the analysis alone (no PTX compile while rendering)."""
+    try:
+        rows = plan.vectorization()
+    except Exception:  # the page must not depend on the Triton backend
+        return {}
+    out: dict = {}
+    for r in rows:
+        out.setdefault(r.kernel, []).append({"role": r.role, "tensor": r.tensor, "shape": list(r.shape),
+                                             "strides": list(r.strides), "axis": r.contiguous_axis,
+                                             "width": r.width, "why": r.why})
+    return out
 
 
 # ------------------------------------------------------------------ program and header

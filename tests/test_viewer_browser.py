@@ -196,6 +196,10 @@ def test_viewer_in_a_browser_explains_the_chosen_form(open_page, tmp_path):
     assert f"{k.cost * 1e6:.3f} us" in text
     assert f"def {k.name}(" in detail.locator(".kernel-code").inner_text()  # its Triton kernel
     assert "binds" in text and detail.locator("svg").count() == 1  # the breakdown and the roofline
+    # the vectorization report: every access of the kernel, with its width and why
+    vec_rows = detail.locator("table.vectors tr")
+    assert vec_rows.count() == 1 + len([r for r in plan.vectorization() if r.kernel == k.name])
+    assert "operand a" in detail.locator("table.vectors").inner_text()
     assert page.locator("#source .src-line.hl").count() > 0
     assert page.locator(f"[data-kernel='{k.name}'].selected").count() == 1
 
