@@ -1,1 +1,1 @@
-"""Backends that run a Plan: numpy (CPU)."""
+"""Backends that run a Plan (numpy, triton), behind one protocol: see registry.py."""

@@ -300,8 +300,6 @@ class Plan:
         parameters are passed by value). backend "numpy" (BLAS and numba on this CPU) or
         "triton" (the generated kernels; results in the caller's kind: torch in, torch out
         on the same device). Each backend's runner is built on the first call."""
-        if backend not in ("numpy", "triton"):
-            raise ArgumentError(f"unknown backend {backend!r} (available: 'numpy', 'triton')")
         return self.compiled(backend)(args)
 
     def check_dims_of_call(self, dims: dict) -> None:
@@ -316,23 +314,24 @@ class Plan:
         (`backends/numpy_compiled.py`). triton: the kernels generated and loaded once,
         intermediates kept on the device (`backends/triton_compiled.py`). `.how` says how
         it runs (and why, where it falls back)."""
+        from eqsat.backends import registry
+
         runners = self.__dict__.setdefault("_runners", {})
         c = runners.get(backend)
         if c is None:
+            impl = registry.get(backend)
             t0 = time.perf_counter()
-            if backend == "numpy":
-                from eqsat.backends.numpy_compiled import Compiled
-
-                c = Compiled(self)
-            elif backend == "triton":
-                from eqsat.backends.triton_compiled import TritonCompiled
-
-                c = TritonCompiled(self)
-            else:
-                raise ArgumentError(f"unknown backend {backend!r} (available: 'numpy', 'triton')")
+            c = impl.compile(self)
             self.compile_seconds = time.perf_counter() - t0
             runners[backend] = c
         return c
+
+    def source(self, backend: str = "numpy") -> str:
+        """The code this plan runs on a backend (numpy: its straight-line function; triton:
+        the generated kernels)."""
+        from eqsat.backends import registry
+
+        return registry.get(backend).source(self)
 
     def compile_loops(self) -> float:
         """Compile the loop nests kept as written now (numba; otherwise the first `run`
@@ -356,9 +355,7 @@ class Plan:
 
     def triton_source(self) -> str:
         """The generated Triton kernels, as one Python source string."""
-        from eqsat.backends import triton_backend
-
-        return triton_backend.source(self)
+        return self.source("triton")
 
     # ------------------------------------------------------------------ reading
     def view(self, path) -> str:

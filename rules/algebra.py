@@ -1,4 +1,5 @@
-"""Algebra under a sum: constant factors and negation move out of a reduction.
+"""Algebra under a sum: constant factors and negation move out of a reduction, and a sum
+of a sum or difference splits in two.
 
 Preconditions:
   1. The factor is a literal or a scalar parameter: it cannot depend on the summed variable.
@@ -6,6 +7,9 @@ Preconditions:
   reassociation a matmul makes does.)
 
     sum[v] -x          == -(sum[v] x)
+    sum[v] (x + y)     == sum[v] x + sum[v] y    (and x - y): two products in one loop,
+                                                 `acc += a[i, k] * b[j, k] + b[i, k] * a[j, k]`,
+                                                 become two matmuls (syr2k)
     sum[v] c * x       == c * sum[v] x
     sum[v] (c * x) * y == sum[v] c * (x * y)     and the constant in any other place of a
     sum[v] x * (c * y), x * (y * c), (x * c) * y     two-factor product
@@ -41,6 +45,9 @@ def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u:
             cmp: String):
     # sum[v] -x -> -(sum[v] x)
     yield rewrite(Sc.red("sum", v, n, Sc.fn("neg", x))).to(Sc.fn("neg", Sc.red("sum", v, n, x)))
+    # sum[v] (x + y) -> sum[v] x + sum[v] y, and for x - y
+    yield rewrite(Sc.red("sum", v, n, Sc.add(x, y))).to(Sc.add(Sc.red("sum", v, n, x), Sc.red("sum", v, n, y)))
+    yield rewrite(Sc.red("sum", v, n, Sc.sub(x, y))).to(Sc.sub(Sc.red("sum", v, n, x), Sc.red("sum", v, n, y)))
     for s in (Sc.lit(c), Sc.param(p)):
         # sum[v] s * x -> s * sum[v] x
         yield rewrite(Sc.red("sum", v, n, Sc.mul(s, x))).to(Sc.mul(s, Sc.red("sum", v, n, x)))

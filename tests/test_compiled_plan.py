@@ -102,3 +102,33 @@ def test_many_index_constants_keep_their_own_names(tmp_program):
     assert plan.compiled().how.startswith("compiled"), plan.compiled().how
     args = random_args(prog, dims, 5)
     assert _same(plan.run(*args), _interpreted(plan, args))
+
+
+def test_backends_share_one_registry(tmp_program):
+    """A backend is a name, a compile and a source (backends/registry.py): a new one joins
+    without touching Plan, and an unknown name is an error listing the known ones."""
+    from eqsat.backends import registry
+
+    prog = tmp_program("""
+@program
+def double(x: f32["N"]) -> f32["N"]:
+    return x * 2.0
+""")
+    plan = eqsat.optimize(prog, {"N": 8})
+
+    class Echo:
+        how = "returns its first argument"
+
+        def __call__(self, args):
+            return args[0]
+
+    registry.register(registry.Backend("echo", lambda p: Echo(), lambda p: "# echo"))
+    try:
+        x = np.arange(8, dtype=np.float32)
+        assert plan.run(x, backend="echo") is x
+        assert plan.source("echo") == "# echo" and plan.compiled("echo").how.startswith("returns")
+        assert "def plan_fn" in plan.source("numpy")
+    finally:
+        registry._BACKENDS.pop("echo")
+    with pytest.raises(ArgumentError, match="'numpy', 'triton'"):
+        plan.run(x, backend="cuda-graphs")

@@ -179,6 +179,18 @@ def p(x: f32["M", "K"], w1: f32["K", "N"], w2: f32["N", "L"]) -> f32["M", "L"]:
     return c
 ''',
     # the split pair in the other order (j1 outer): merged once isl proves the reorder
+    "two_products": '''
+@program
+def p(a: f32["M", "K"], b: f32["M", "K"]) -> f32["M", "M"]:
+    c = empty((M, M))
+    for i in range(M):
+        for j in range(M):
+            acc = 0.0
+            for k in range(K):
+                acc += a[i, k] * b[j, k] - 2.0 * b[i, k] * a[j, k]
+            c[i, j] = acc
+    return c
+''',
     "split_col_rev": '''
 @program
 def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
@@ -248,7 +260,10 @@ EXPECT = {'explicit_acc': [('matmul', [])], 'acc_temp_minus': [('matmul', ['neg'
           'prologue_inner': [('matmul', [])], 'prologue_loop': [('matmul', [])],
           'epilogue_transposed': [('matmul', ['relu'])],
           'gram': [('matmul', ['relu'])], 'batched_k_outer': [('matmul', ['mul'])],
-          'library_then_loops': [('matmul', ['relu']), ('matmul', ['tanh'])]}
+          'library_then_loops': [('matmul', ['relu']), ('matmul', ['tanh'])],
+          # a sum of two products splits into two sums, one a matmul whose epilogue subtracts
+          # the other (at these sizes summed in the epilogue; at 256 a second matmul)
+          'two_products': [('matmul', ['sub', 'mul'])]}
 
 GUARDS = {
     # a diagonal operand is no matmul
