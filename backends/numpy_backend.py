@@ -159,11 +159,15 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
     base = dict(plan.program.fn.__globals__)
     base.update(plan.dims)
     n_tensors = len(nest.tensor_inputs)
+    # parameters are passed by value: a tensor the nest writes (itself or through a view) is
+    # copied first; one it only reads is read in place
+    viewed = {name for v in nest.views.values() for name in _refs(v)}
+    copied = [name in nest.outputs or name in viewed for name in nest.tensor_inputs]
 
     def run(*values):
         ns = dict(base)
-        for name, v in zip(nest.tensor_inputs, values):
-            ns[name] = np.array(v, dtype=np.float32, copy=True)
+        for name, v, copy in zip(nest.tensor_inputs, values, copied):
+            ns[name] = np.array(v, dtype=np.float32, copy=True) if copy else np.asarray(v, dtype=np.float32)
         for name, v in zip(scalar_names, values[n_tensors:]):
             ns[name] = np.float32(v)
         for name, view in nest.views.items():  # names sharing memory with a tensor, as in numpy
@@ -185,6 +189,17 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
 
     fns[key] = run
     return run
+
+
+def _refs(e) -> list:
+    """The tensor names an ir view expression (Ref, Index, Transpose) is a view of."""
+    from eqsat.ir import Index, Ref, Transpose
+
+    if isinstance(e, Transpose):
+        return _refs(e.x)
+    if isinstance(e, Index):
+        return [e.base]
+    return [e.name] if isinstance(e, Ref) else []
 
 
 def _view(e, ns, dims):

@@ -123,7 +123,7 @@ class TritonCompiled:
         torch = self.torch
         if isinstance(v, torch.Tensor):
             return v.to(device=self.device, dtype=torch.float32)
-        return torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)).to(self.device)
+        return torch.from_numpy(np.asarray(v, dtype=np.float32, order="C")).to(self.device)  # keeps 0-d
 
     def _to_host(self, t):
         return t.detach().cpu().numpy()
