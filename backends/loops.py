@@ -68,8 +68,8 @@ def _lib():
 
 
 def build(plan, nest):
-    """(function or None, how it runs): `function(ns)` runs the compiled nest on the
-    interpreter's namespace and returns its outputs; None means: interpret it."""
+    """(CompiledNest or None, how it runs): the compiled nest, called with the
+    interpreter's namespace, returns its outputs; None means: interpret it."""
     mode = policy()
     if mode == "never":
         return None, "interpreted (EQSAT_COMPILE_LOOPS=never)"
@@ -99,7 +99,18 @@ def build(plan, nest):
         except Exception as e:  # noqa: BLE001 - any failure: run interpreted, and say why
             return None, f"interpreted (numba: {type(e).__name__}: {str(e).splitlines()[0][:120]})"
         _MODULES[key] = fn
-    return (lambda ns: dict(zip(nest.outputs, fn(*[ns[p] for p in params])))), "compiled (numba)"
+    return CompiledNest(fn, params, list(nest.outputs)), "compiled (numba)"
+
+
+class CompiledNest:
+    """A nest compiled by numba: `fn(*params)` returns its outputs in order; called with
+    the interpreter's namespace it returns them by name."""
+
+    def __init__(self, fn, params: list, outputs: list):
+        self.fn, self.params, self.outputs = fn, params, outputs
+
+    def __call__(self, ns: dict) -> dict:
+        return dict(zip(self.outputs, self.fn(*[ns[p] for p in self.params])))
 
 
 def _source(plan, nest):

@@ -164,7 +164,20 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
     viewed = {name for v in nest.views.values() for name in _refs(v)}
     copied = [name in nest.outputs or name in viewed for name in nest.tensor_inputs]
 
+    direct = not nest.views and tuple(scalar_names) == tuple(nest.scalar_inputs)
+
     def run(*values):
+        runner = plan.loop_runners.get(nid)
+        if runner is None:
+            from eqsat.backends import loops
+
+            runner = plan.loop_runners[nid] = loops.build(plan, nest)
+        compiled = runner[0]
+        if direct and compiled is not None and compiled.params == list(nest.tensor_inputs) + list(nest.scalar_inputs):
+            # the compiled function takes the values themselves: no namespace to build
+            args = [np.array(v, dtype=np.float32, copy=True) if copy else np.asarray(v, dtype=np.float32)
+                    for v, copy in zip(values, copied)] + [np.float32(v) for v in values[n_tensors:]]
+            return tuple(np.asarray(v, dtype=np.float32) for v in compiled.fn(*args))
         ns = dict(base)
         for name, v, copy in zip(nest.tensor_inputs, values, copied):
             ns[name] = np.array(v, dtype=np.float32, copy=True) if copy else np.asarray(v, dtype=np.float32)
@@ -172,13 +185,8 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
             ns[name] = np.float32(v)
         for name, view in nest.views.items():  # names sharing memory with a tensor, as in numpy
             ns[name] = _view(view, ns, plan.dims)
-        runner = plan.loop_runners.get(nid)
-        if runner is None:
-            from eqsat.backends import loops
-
-            runner = plan.loop_runners[nid] = loops.build(plan, nest)
-        if runner[0] is not None:
-            ns.update(runner[0](ns))
+        if compiled is not None:
+            ns.update(compiled(ns))
         else:
             exec(nest.code, ns)
         out = []

@@ -25,6 +25,7 @@ Prints a table and saves bench/results/polybench.json (bench/results/polybench_m
 from __future__ import annotations
 
 import argparse
+import json
 import importlib.util
 import math
 import os
@@ -228,13 +229,32 @@ def show(rows, size, target):
             print(" | ".join(row))
 
 
+def markdown(data: dict) -> str:
+    """The README's per-kernel table from a saved result (bench/results/polybench.json)."""
+    from collections import Counter
+
+    out = ["| kernel | plan ms | numba ms | plan/numba | numpy ms | optimize s | kernels |",
+           "|---|---|---|---|---|---|---|"]
+    for r in data["kernels"]:
+        kinds = ", ".join(f"{n} {k}" if n > 1 else k for k, n in Counter(r.get("kinds", [])).items())
+        ms = lambda k: f"{r[k] * 1e3:.2f}" if r.get(k) is not None else "-"  # noqa: E731
+        ratio = f"{r['plan_over_numba']:.2f}" if r.get("plan_over_numba") is not None else "-"
+        opt = f"{r['optimize_s']:.2f}" if r.get("optimize_s") is not None else "-"
+        out.append(f"| {r['kernel']} | {ms('plan_s')} | {ms('numba_s')} | {ratio} | {ms('numpy_s')} | {opt} | {kinds} |")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", choices=["mini", "medium"], default="medium")
     ap.add_argument("--only", default="", help="comma-separated kernel names (file stems)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--target", default="cpu", help="optimize() target (the plans run on this CPU)")
+    ap.add_argument("--markdown", metavar="JSON", help="print the README table from a saved result and exit")
     a = ap.parse_args()
+    if a.markdown:
+        print(markdown(json.load(open(a.markdown))))
+        return
     names = sorted(p.stem for p in POLYBENCH.glob("*.py"))
     if a.only:
         want = a.only.split(",")

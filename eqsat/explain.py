@@ -62,6 +62,21 @@ def _own_nodes(term: Node, outputs: set) -> list:
     return out
 
 
+def _map_epilogue(node: Node, cid, choice: dict, node_cls: dict, written: set, written_ids: set) -> None:
+    """Classes of a fused epilogue's decoded scalar terms (its in-context choices)."""
+    stack = [(node, cid)]
+    while stack:
+        n, c = stack.pop()
+        entry = choice.get(c)
+        if entry is None or entry[2] == "acc" or n in node_cls:
+            continue
+        enode = entry[2]
+        node_cls[n] = c
+        if enode.id in written_ids:
+            written.add(n)
+        stack.extend((a, v) for (kind, v), a in zip(enode.args, n.args) if kind == "c" and isinstance(a, Node))
+
+
 def _written_enodes(ext: Extractor, written_roots) -> set:
     """Ids of the e-nodes that are the program as written: its terms matched bottom-up to
     the e-graph (an e-node is its op and its children's classes, so each term has one)."""
@@ -124,6 +139,9 @@ def egraph_view(ext: Extractor, roots: list, written_roots, table: RuleTable, fi
                 chosen[cid] = (pick, memo[cid])
                 if pick.id in written_ids:
                     written.add(memo[cid])
+                if pick.op == "Ten.fused":  # its epilogue's scalars, chosen in context
+                    _map_epilogue(memo[cid].args[1], pick.args[1][1], ext.epi_choice.get(pick.id, {}),
+                                  node_cls, written, written_ids)
                 if pick.op == "Ten.fused" and pick.args[2][1] in ext.mm_best:  # its product, decoded inline
                     inner, mm = memo[cid].args[2], ext.mm_best[pick.args[2][1]][1]
                     node_cls.setdefault(inner, mm.cls)

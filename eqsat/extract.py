@@ -384,6 +384,7 @@ class Extractor:
         want = self._var_list(dims_cls, "Dims.cons")
         acc = {cid for cid, ixs in self.g.loads_of.get(mm_cls, ()) if self._var_list(ixs, "Ixs.cons") == want}
         choice: dict = {}
+        sizes: dict = {}  # class -> e-nodes of its chosen term: on equal cost the smaller wins
         m = self.model
 
         def go(cid, visiting):
@@ -395,7 +396,7 @@ class Extractor:
             if cid in visiting:
                 return None
             visiting.add(cid)
-            best = None
+            best, best_size = None, 0
             for n in self.g.classes.get(cid, ()):
                 a = []
                 for kind, v in n.args:
@@ -420,11 +421,14 @@ class Extractor:
                     info = m.sc(n.op, a)
                     if info is not None:
                         key = info.per_eval(m.t) * self.mult(cid) + sum(info.deps.values())
-                        if best is None or key < best[0]:
-                            best = (key, info, n)
+                        size = 1 + sum(sizes.get(v, 0) for kind, v in n.args if kind == "c")
+                        # equal cost: the smaller term (`silu(x)` over `x * sigmoid(x)`)
+                        if best is None or (key, size) < (best[0], best_size):
+                            best, best_size = (key, info, n), size
             visiting.discard(cid)
             if best is not None:
                 choice[cid] = best
+                sizes[cid] = best_size
             return best
 
         r = go(body_cls, set())

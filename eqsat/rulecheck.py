@@ -14,6 +14,10 @@ A probe can only show a rule unsound, never prove it sound: a rule whose left si
 probe contains passes unchecked. The sanity rules (`rules/sanity.py`) remain the second
 line: a merge of two different constants, inputs or shapes stops saturation with an
 error naming the rule sources in use.
+
+`examine()` is the longer form `eqsat check-rules` prints: soundness on the probes, then
+each rule's match count and the e-graph's growth with the source against without it, on
+the probes or on programs the caller gives, with warnings for rules that blow up.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import functools
 import importlib.util
 import os
 import tempfile
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,7 +53,7 @@ def loop_matmul(a: f32["M", "K"], b: f32["K", "N"], bias: f32["N"]) -> f32["M", 
         for j in range(N):
             s = bias[j]
             for k in range(K):
-                s += a[i, k] * b[k, j]
+                s += relu(a[i, k]) * (0.5 * b[k, j])
             c[i, j] = relu(s) - 0.25 * s
     return c
 
@@ -79,6 +84,12 @@ def batched(a: f32["B", "M", "K"], w: f32["K", "N"]) -> f32["B", "M", "N"]:
     for r in range(B):
         c[r] = sigmoid(a[r] @ w)
     return c
+
+@program
+def activations(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
+    h = x @ w + b
+    y = h * sigmoid(h) + tanh(h) * h - sigmoid(h) * relu(-h)
+    return y + (sigmoid(h) * h) / (1.0 + exp(h)) + relu(h) * sigmoid(-h)
 '''
 
 DIMS = {"M": 3, "N": 4, "K": 5, "B": 2}
@@ -160,3 +171,186 @@ def check(user_sources: list, builtin: list) -> None:
         _CHECKED[key] = err
         if err is not None:
             raise err
+
+
+# ---------------------------------------------------------------------- examine (the CLI's check)
+# a rule is flagged when, on one program, it matches more than MATCH_WARN_FACTOR times the
+# e-graph's final size (and more than MATCH_WARN_MIN times), or when the e-graph with its
+# source is more than GROWTH_WARN times the size without it, or when only with it a limit stops
+# saturation
+MATCH_WARN_FACTOR = 10
+MATCH_WARN_MIN = 1_000
+GROWTH_WARN = 5.0
+
+
+_FAMILY_RUNS: dict = {}  # runs with built-in families only, kept for the process
+
+
+@dataclass
+class Run:
+    """One program optimized with one list of rule sources: what `examine` reads of it."""
+
+    program: str
+    nodes: int = 0
+    stop_reason: str = ""
+    rule_matches: dict = field(default_factory=dict)
+    rounds: list = field(default_factory=list)
+    error: str | None = None  # the result differed from reference, or optimize/run failed
+    plan_text: str = ""
+
+
+@dataclass
+class ProgramStats:
+    """One program with the source (`with_`) and without it (`without`, None for support
+    rules, which always run)."""
+
+    program: str
+    with_: Run
+    without: Run | None
+
+    @property
+    def growth(self) -> float | None:
+        if self.without is None or not self.without.nodes:
+            return None
+        return self.with_.nodes / self.without.nodes
+
+
+@dataclass
+class SourceReport:
+    """What `examine` found for one rule source."""
+
+    label: str
+    family: str  # the prefix of its rules' names (`<family>.<n>: ...`)
+    kind: str = ""  # what it is to the caller ("family matmul", "added to every family", ...)
+    sound: bool = True
+    broken: str | None = None  # the program it broke
+    error: str | None = None  # one line: how it broke it
+    plan_text: str = ""  # the plan that computed the wrong result
+    rules: dict = field(default_factory=dict)  # each of its rules -> matches over `stats`
+    stats: list = field(default_factory=list)  # ProgramStats per program measured
+    on: str = "probes"  # "probes" or "programs": what `stats` were measured on
+    warnings: list = field(default_factory=list)
+
+
+def _mismatch(got, want) -> str | None:
+    got_t, want_t = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    if not isinstance(got_t, tuple) or len(got_t) != len(want_t):
+        return f"returned {len(got_t) if isinstance(got_t, tuple) else 1} outputs, the program {len(want_t)}"
+    for i, (g, w) in enumerate(zip(got_t, want_t)):
+        g, w = np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64)
+        which = f"output {i}: " if len(want_t) > 1 else ""
+        if g.shape != w.shape:
+            return f"{which}shape {g.shape}, the program's {w.shape}"
+        finite = np.isfinite(w)
+        if not (np.isfinite(g) == finite).all() or not (g[~finite] == w[~finite]).all():
+            return f"{which}non-finite values where the program has none (or the other way round)"
+        scale = max(float(np.linalg.norm(w[finite])), 1e-6)
+        err = float(np.linalg.norm(g[finite] - w[finite])) / scale
+        if err > 1e-4:
+            return f"{which}relative error {err:.3g} against the program"
+    return None
+
+
+def _program_args(prog, dims, rng):
+    out = []
+    for p in prog.params:
+        if p.dtype is int:
+            out.append(dims[p.name])
+        elif p.shape is None:
+            out.append(np.float32(rng.uniform(0.5, 1.5)))
+        else:
+            shape = tuple(dims[d] if isinstance(d, str) else d for d in p.shape)
+            out.append(rng.standard_normal(shape).astype(np.float32))
+    return out
+
+
+def _run(prog, dims, rules: list, limits, cache: dict | None) -> Run:
+    """Optimize `prog` with `rules` (the check itself off), run it, compare with reference."""
+    from .api import optimize
+    from .reference import reference
+
+    from .rules import FAMILIES
+
+    key = (id(prog), tuple(sorted(dims.items())), tuple(str(r) for r in rules), limits)
+    if all(isinstance(r, str) and r in FAMILIES for r in rules):
+        cache = _FAMILY_RUNS  # built-in families only: the same on every call in this process
+        if len(cache) > 256:
+            cache.clear()
+    if cache is not None and key in cache:
+        return cache[key][1]
+    out = Run(prog.name)
+    try:
+        plan = optimize(prog, dims, rules=list(rules), _checked=True, limits=limits)
+        rep = plan.report
+        out.nodes = getattr(plan, "egraph_nodes", None) or rep.nodes
+        out.stop_reason, out.rule_matches, out.rounds = rep.stop_reason, dict(rep.rule_matches), list(rep.rounds)
+        out.plan_text = str(plan)
+        args = _program_args(prog, dims, np.random.default_rng(0))
+        out.error = _mismatch(plan.run(*args), reference(prog, *args))
+    except EqsatError as e:
+        out.error = f"failed: {(str(e).splitlines() or [''])[0]}"
+    except Exception as e:  # a rule can build terms no backend runs: that breaks the probe too
+        out.error = f"failed: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+    if cache is not None:
+        cache[key] = (prog, out)  # the entry keeps the program alive, so its id stays its own
+    return out
+
+
+def rule_names(family: str, ruleset) -> list:
+    """Every rule of `ruleset` by the name the match counts use (`<family>.<n>: ...`)."""
+    from .extract import CONSTRUCTORS
+    from .provenance import RuleTable
+
+    return [info.name for info in RuleTable([(family, ruleset)], CONSTRUCTORS).info.values()]
+
+
+def examine(label: str, family: str, with_rules: list, without_rules: list | None, *, programs=None,
+            ruleset=None, cache: dict | None = None) -> SourceReport:
+    """Check one rule source the long way and measure it.
+
+    label:         how to name the source (its path)
+    family:        the prefix of its rules' names in the match counts
+    with_rules:    the `rules=` list with the source in it
+    without_rules: the same without it (the growth's baseline), or None (support rules)
+    programs:      [(program, dims)] to measure on instead of the probes (they are also
+                   run and compared with `reference`, like the probes)
+    ruleset:       the source's Ruleset, to list its rules that never matched
+
+    Soundness is always checked on the probes, whatever `programs` is.
+    """
+    from .limits import Limits
+
+    rep = SourceReport(label, family)
+    probe_limits = Limits(seconds=2.0, nodes=20_000)
+    probes = [(p, DIMS, probe_limits) for p in _probes()]
+    measured = probes if not programs else [(p, d, Limits()) for p, d in programs]
+    rep.on = "probes" if not programs else "programs"
+    runs = {}
+    for prog, dims, limits in probes + ([] if not programs else measured):
+        run = runs[id(prog)] = _run(prog, dims, with_rules, limits, cache)
+        if run.error is not None:
+            rep.sound, rep.broken, rep.error, rep.plan_text = False, prog.name, run.error, run.plan_text
+            return rep
+    prefix = family + "."
+    names = rule_names(family, ruleset) if ruleset is not None else []
+    rep.rules = {n: 0 for n in names}
+    for prog, dims, limits in measured:
+        w = runs[id(prog)]
+        wo = None if without_rules is None else _run(prog, dims, without_rules, limits, cache)
+        st = ProgramStats(prog.name, w, wo)
+        rep.stats.append(st)
+        for name, n in w.rule_matches.items():
+            if name.startswith(prefix):
+                rep.rules[name] = rep.rules.get(name, 0) + n
+                if n > MATCH_WARN_MIN and n > MATCH_WARN_FACTOR * max(w.nodes, 1):
+                    rep.warnings.append(
+                        f"{name} matched {n} times on {prog.name} (its e-graph: {w.nodes} e-nodes): it may blow "
+                        f"up; consider staging it in a rule set of its own (its own file, passed only where needed)")
+        g = st.growth
+        if g is not None and g > GROWTH_WARN:
+            rep.warnings.append(
+                f"on {prog.name} the e-graph grew to {g:.1f}x its size without {label} ({wo.nodes} -> {w.nodes} "
+                f"e-nodes); consider staging its rules in a rule set of their own")
+        if wo is not None and w.stop_reason != "saturated" and wo.stop_reason == "saturated":
+            rep.warnings.append(f"on {prog.name} saturation stopped at a limit only with {label}: {w.stop_reason}")
+    return rep
