@@ -18,7 +18,7 @@ import operator
 import numpy as np
 
 from eqsat import lang
-from eqsat.plan import is_prologue
+from eqsat.plan import fused_prologue
 from eqsat.terms import Node, shape_list, unlist, walk
 
 def _py_choice(pick):
@@ -87,7 +87,7 @@ class Runner:
             return self.np.reshape(self.tensor(n.args[0]), shape_list(n.args[1]))
         if op == "Ten.opaque":
             return self.nest_out[n.args[0]][n.args[1]]
-        if is_prologue(n):  # a matmul's fused prologue: computed where the matmul reads it
+        if fused_prologue(n, self.plan.costing):  # a matmul's fused prologue: computed where the matmul reads it
             v = self.values[n] = self.evaluate(n.args[0], n.args[1])
             return v
         raise RuntimeError(f"tensor {op} used before its kernel ran")

@@ -19,7 +19,7 @@ import os
 import re
 
 
-from eqsat.plan import is_prologue, prologue_parts
+from eqsat.plan import fused_prologue
 from eqsat.terms import Node, unlist, walk
 
 BLOCK = 128
@@ -210,12 +210,12 @@ class Kernel:
         body = fused.args[1] if fused is not None else Node("Sc.acc")
         self.inputs = []
         for t in [a, b] + _loaded(body):  # a prologue operand is read through its own inputs
-            parts = prologue_parts(t)
+            parts = fused_prologue(t, plan.costing)
             for u in (_loaded(parts[0].args[1]) if parts is not None else [t]):
                 if u not in self.inputs:
                     self.inputs.append(u)
         self.params = sorted(set(_params(body)).union(
-            *[_params(prologue_parts(t)[0].args[1]) for t in (a, b) if is_prologue(t)]))
+            *[_params(fused_prologue(t, plan.costing)[0].args[1]) for t in (a, b) if fused_prologue(t, plan.costing)]))
         ops = {t: (f"in{i}", [f"in{i}_s{d}" for d in range(len(self.ranks[t]))]) for i, t in enumerate(self.inputs)}
         dims = unlist(fused.args[0]) if fused is not None else []
         var_expr = {}
@@ -230,7 +230,7 @@ class Kernel:
         for name, t, rows, cols in (("a", a, "rm", "ka"), ("b", b, "ka", "rn")):
             extent = {"rm": M, "rn": N, "ka": K}
             tile_mask = f"({rows}[:, None] < {extent[rows]}) & ({cols}[None, :] < {extent[cols]})"
-            parts = prologue_parts(t)
+            parts = fused_prologue(t, plan.costing)
             if parts is not None:  # evaluated on the tile as it is loaded (a fused prologue)
                 comp, perm = parts
                 axes = [v for v, _ in unlist(comp.args[0])]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from eqsat.plan import prologue_parts
+from eqsat.plan import fused_prologue
 from eqsat.terms import unlist, walk
 
 from .triton_backend import _kernels, launch_strides
@@ -76,7 +76,7 @@ def report(plan, ptx: bool = False, arch: int = 90) -> list:
         roles = {}
         if mm is not None:
             for role, t in (("operand a", mm.args[0]), ("operand b", mm.args[1])):
-                parts = prologue_parts(t)
+                parts = fused_prologue(t, plan.costing)
                 if parts is None:
                     roles[t] = role
                 else:

@@ -48,7 +48,10 @@ class Target:
     loads_in_flight: int = 8  # independent loads one thread keeps outstanding
     tile_k: int = 32  # K-depth of one matmul tile step
     fma_latency: float = 2.5e-9  # a dependent fused multiply-add (~4 cycles)
-    vector_bytes: int = 16  # widest vector load (ld.global.v4.f32)
+    # an elementwise operand of a matmul evaluated on its tiles as they load (Triton on a
+    # GPU); False where the backend computes it as a tensor first (numpy on the CPU), so
+    # it is a kernel there, paid once however many matmuls read it
+    fused_prologues: bool = True
 
 
 TARGETS = {
@@ -59,7 +62,7 @@ TARGETS = {
     # a 2-core x86 machine running numpy: no tensor cores; BLAS reaches ~the SIMT peak
     # kept loops on the CPU run compiled on one core: ~1 ns an operation, ~5 GB/s
     "cpu": Target("cpu", 100e9, 100e9, 20e9, 2e-6, loop_op_time=1e-9, loop_bandwidth=5e9,
-                  load_latency=1e-8, loads_in_flight=4, tile_k=256, fma_latency=1e-9),
+                  load_latency=1e-8, loads_in_flight=4, tile_k=256, fma_latency=1e-9, fused_prologues=False),
 }
 
 # flops charged per application of a function
@@ -234,7 +237,7 @@ class Model:
         prologue: evaluated as each tile is loaded, it reads its own inputs and is never
         stored, so its kernel is not paid (a plan that also needs the tensor elsewhere
         pays that kernel there)."""
-        if info.prologue:
+        if info.prologue and self.t.fused_prologues:
             return info.bytes - ITEM * math.prod(shape), info.flops, dict(info.pro_deps)
         return ITEM * math.prod(shape), 0.0, self.entry(key, info)
 

@@ -76,7 +76,7 @@ class Kernels:
         prologue reads."""
         ext = self.ext
         best = ext.best.get(cid)
-        if best is None or not best[2].prologue:
+        if best is None or not best[2].prologue or not ext.model.t.fused_prologues:
             return frozenset({cid})
         n = best[1]
         while n.op in VIEWS:

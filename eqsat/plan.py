@@ -172,14 +172,16 @@ def prologue_parts(t: Node):
     return t, perm if perm is not None else list(range(len(unlist(t.args[0]))))
 
 
-def is_prologue(t: Node) -> bool:
-    return prologue_parts(t) is not None
+def fused_prologue(t: Node, costing: "TermCost"):
+    """`prologue_parts(t)` where the plan's target evaluates prologues on a matmul's tiles
+    (`Target.fused_prologues`); None where an elementwise operand is a kernel of its own."""
+    return prologue_parts(t) if costing.model.t.fused_prologues else None
 
 
-def prologue_ops(mm: Node) -> list:
+def prologue_ops(mm: Node, costing: "TermCost") -> list:
     ops: list = []
     for t in mm.args:
-        parts = prologue_parts(t)
+        parts = fused_prologue(t, costing)
         if parts is not None:
             ops += [o for o in epilogue_ops(parts[0].args[1], None) if o not in ops]
     return ops
@@ -211,7 +213,7 @@ def form_kernels(roots: list, costing: TermCost, nests: dict) -> list:
     fused_mm: set = set()
 
     def visit_operand(t: Node):
-        parts = prologue_parts(t)
+        parts = fused_prologue(t, costing)
         if parts is not None:  # evaluated in the matmul's kernel: only its inputs are needed
             for d in tensor_deps(parts[0]):
                 visit(d)
@@ -253,9 +255,9 @@ def form_kernels(roots: list, costing: TermCost, nests: dict) -> list:
         k = len(kernels)
         pro = []
         if n.op == "Ten.matmul":
-            kind, epi, pro = "matmul", [], prologue_ops(n)
+            kind, epi, pro = "matmul", [], prologue_ops(n, costing)
         elif n.op == "Ten.fused":
-            kind, epi, pro = "matmul", epilogue_ops(n.args[1], n.args[2]), prologue_ops(n.args[2])
+            kind, epi, pro = "matmul", epilogue_ops(n.args[1], n.args[2]), prologue_ops(n.args[2], costing)
         else:
             kind = "reduction" if any(x.op == "Sc.red" for x in walk(n.args[1])) else "pointwise"
             epi = []

@@ -378,3 +378,25 @@ def test_form_is_found(tmp_program, name):
 def test_near_miss_is_no_matmul(tmp_program, name):
     plan = _run(tmp_program, GUARDS[name])
     assert all(k.kind != "matmul" for k in plan.kernels), plan
+
+
+def test_prologue_is_fused_on_a_gpu_and_shared_on_the_cpu():
+    """gemver's updated A feeds two matrix-vector products. On a GPU target it is never
+    stored (evaluated inside each product's kernel); on the CPU target numpy would compute
+    an operand as a whole tensor anyway, so it is one pointwise kernel that both products
+    read (paid once), not computed twice as a prologue."""
+    import test_polybench as tp
+
+    mod, prog = tp.load("gemver")
+    gpu = eqsat.optimize(prog, mod.MEDIUM, target="h100")  # N = 400: big enough for matmuls
+    cpu = eqsat.optimize(prog, mod.MEDIUM, target="cpu")
+
+    def updates(plan):  # kernels computing an N x N tensor elementwise
+        return [k for k in plan.kernels if k.kind == "pointwise" and len(eqsat.terms.unlist(k.term.args[0])) == 2]
+
+    assert not updates(gpu), gpu
+    assert len(updates(cpu)) == 1 and not any(k.prologue for k in cpu.kernels), cpu
+    assert sum(k.kind == "matmul" for k in cpu.kernels) == 2, cpu
+    args = random_args(prog, mod.MEDIUM, 1)
+    for plan in (gpu, cpu):
+        assert rel_err(plan.run(*args), mod.truth(*args)) < 1e-4
