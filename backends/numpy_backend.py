@@ -373,7 +373,9 @@ def run(plan, args: list, scalars: dict, xp=DIRECT):
     outs = []
     for root, is_scalar in zip(plan.roots, plan.lowered.outputs_scalar):
         v = r.tensor(root)
-        if root not in r.values:  # a view (of an input, say): the caller gets its own copy
+        if root not in r.values and root.op != "Ten.opaque":
+            # a view (of an input, say): the caller gets its own copy (a loop nest's output
+            # is already its own: the nest wrote a copy or a fresh buffer)
             v = xp.array(v, dtype=np.float32, copy=True)
         outs.append(xp.call(_scalar_out, v) if is_scalar else v)
     return outs[0] if len(outs) == 1 else tuple(outs)

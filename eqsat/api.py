@@ -300,7 +300,8 @@ class Plan:
         parameters are passed by value). backend "numpy" (BLAS and numba on this CPU) or
         "triton" (the generated kernels; results in the caller's kind: torch in, torch out
         on the same device). Each backend's runner is built on the first call."""
-        return self.compiled(backend)(args)
+        runner = self.__dict__.get("_runners", {}).get(backend)
+        return (runner or self.compiled(backend))(args)
 
     def check_dims_of_call(self, dims: dict) -> None:
         for d, n in dims.items():
