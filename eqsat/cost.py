@@ -52,6 +52,11 @@ class Target:
     # GPU); False where the backend computes it as a tensor first (numpy on the CPU), so
     # it is a kernel there, paid once however many matmuls read it
     fused_prologues: bool = True
+    # bytes of memory traffic per element for each scalar operation of a kernel body: 0
+    # where a kernel keeps its intermediates in registers (a GPU kernel); numpy evaluates a
+    # body one operation at a time, each a pass over a temporary (two operands read, one
+    # result written: 12 bytes an element), and a reduction over its whole broadcast space
+    pass_bytes: float = 0.0
 
 
 TARGETS = {
@@ -62,7 +67,8 @@ TARGETS = {
     # a 2-core x86 machine running numpy: no tensor cores; BLAS reaches ~the SIMT peak
     # kept loops on the CPU run compiled on one core: ~1 ns an operation, ~5 GB/s
     "cpu": Target("cpu", 100e9, 100e9, 20e9, 2e-6, loop_op_time=1e-9, loop_bandwidth=5e9,
-                  load_latency=1e-8, loads_in_flight=4, tile_k=256, fma_latency=1e-9, fused_prologues=False),
+                  load_latency=1e-8, loads_in_flight=4, tile_k=256, fma_latency=1e-9, fused_prologues=False,
+                  pass_bytes=12.0),
 }
 
 # flops charged per application of a function
@@ -176,8 +182,9 @@ class Model:
             return _combine(a[1:], 2)
         if op == "Sc.red":
             n, x = a[2], a[3]
-            return ScInfo(n * (x.flops + 1), frozenset(), n * (ITEM * len(x.loads) + x.red_bytes), x.deps, True,
-                          n * (x.steps + 1))
+            passes = n * (x.flops + 1) * self.t.pass_bytes
+            return ScInfo(n * (x.flops + 1), frozenset(), n * (ITEM * len(x.loads) + x.red_bytes) + passes, x.deps,
+                          True, n * (x.steps + 1))
         return None
 
     # -------------------------------------------------------------- tensors

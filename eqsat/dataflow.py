@@ -113,7 +113,10 @@ class NestFlow:
     def _dom(self, leaf) -> str:
         cons = []
         for d, f in enumerate(leaf.path):
-            lo, hi = self._aff(leaf, f.lo), self._aff(leaf, f.hi)
+            # a loop widened to its hull (ifconvert._widen) keeps its own bounds here: the
+            # instances outside them are predicated no-ops, so the dataflow is the original's
+            lo_e, hi_e = getattr(f, "exact_bounds", (f.lo, f.hi))
+            lo, hi = self._aff(leaf, lo_e), self._aff(leaf, hi_e)
             if f.step > 0:
                 cons.append(f"{lo} <= L{d} < {hi}")
                 if f.step > 1:

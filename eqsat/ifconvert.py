@@ -87,6 +87,7 @@ def _widen(f: For, dims, shapes, path):
     if flat is None:
         return None
     hull.body = flat
+    hull.exact_bounds = (f.lo, f.hi)  # for the dataflow analysis (dataflow.NestFlow._dom)
     return hull
 
 

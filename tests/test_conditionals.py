@@ -205,3 +205,34 @@ def p(x: f32["N"]) -> f32["N"]:
     eqsat_if_0 = 1.0
     return x * eqsat_if_0
 ''')
+
+
+def test_triangular_nest_reading_rows_not_yet_updated(tmp_program):
+    """trmm's shape: row i accumulates rows k > i, which the nest updates only later, so
+    every read sees the value from before the nest. The loop widened to its hull keeps its
+    own bounds for the exact dataflow (the hull's extra instances are predicated no-ops), so
+    isl confirms those reads and the nest is lifted. Entries the original never reads may
+    hold inf or NaN: the masked form must not let them in, on either backend."""
+    prog = tmp_program("""
+@program
+def upper(alpha: f32, A: f32["M", "M"], B: f32["M", "N"]) -> f32["M", "N"]:
+    for i in range(M):
+        for j in range(N):
+            for k in range(i + 1, M):
+                B[i, j] += A[k, i] * B[k, j]
+            B[i, j] = alpha * B[i, j]
+    return B
+""")
+    dims = {"M": 7, "N": 5}
+    plan = eqsat.optimize(prog, dims)
+    assert "loop" not in [k.kind for k in plan.kernels], plan
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((7, 7)).astype(np.float32)
+    B = rng.standard_normal((7, 5)).astype(np.float32)
+    A[np.triu_indices(7)] = np.inf  # A[k, i] with k <= i: never read
+    A[0, 0] = np.nan
+    want = eqsat.reference(prog, 1.5, A, B)
+    assert np.all(np.isfinite(want))
+    for backend in ("numpy", "triton"):
+        got = plan.run(1.5, A, B, backend=backend)
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-5), (backend, got, want)
