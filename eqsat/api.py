@@ -196,14 +196,21 @@ def _is_family(r) -> bool:
     return isinstance(r, str) and r in FAMILIES
 
 
+def _rule_list(rules) -> list:
+    """`rules` as a list of sources: None is every family, one source is a list of one."""
+    from .rules import FAMILIES
+
+    if rules is None:
+        return list(FAMILIES)
+    if isinstance(rules, (str, os.PathLike, Ruleset)):
+        return [rules]  # one family, file or ruleset
+    return list(rules)
+
+
 def _user_sources(rules) -> list:
     """(label, source) of every rule source in `rules` that is not a built-in family."""
-    if rules is None:
-        return []
-    if isinstance(rules, (str, os.PathLike, Ruleset)):
-        rules = [rules]
     out = []
-    for r in rules:
+    for r in _rule_list(rules):
         if _is_family(r):
             continue
         label = (str(r) if isinstance(r, (str, os.PathLike)) else
@@ -215,12 +222,8 @@ def _user_sources(rules) -> list:
 def resolve_rules(rules) -> list:
     from .rules import FAMILIES
 
-    if rules is None:
-        rules = list(FAMILIES)
-    elif isinstance(rules, (str, os.PathLike, Ruleset)):
-        rules = [rules]  # one family, file or ruleset
     out = []
-    for r in rules:
+    for r in _rule_list(rules):
         if isinstance(r, Ruleset):
             out.append((str(getattr(r, "name", "ruleset")), r, None))
         elif isinstance(r, str) and r in FAMILIES:

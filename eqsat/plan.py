@@ -23,7 +23,6 @@ class Kernel:
     cost: float = 0.0
     flops: float = 0.0
     bytes: float = 0.0
-    inputs: list = field(default_factory=list)
     prologue: list = field(default_factory=list)  # ops evaluated on a matmul's operand tiles
 
     def __repr__(self) -> str:
