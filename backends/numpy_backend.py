@@ -378,4 +378,7 @@ def run(plan, args: list, scalars: dict, xp=DIRECT):
             # is already its own: the nest wrote a copy or a fresh buffer)
             v = xp.array(v, dtype=np.float32, copy=True)
         outs.append(xp.call(_scalar_out, v) if is_scalar else v)
+    for i, dtype in enumerate(plan.program.out_dtypes):
+        if dtype is not lang.f32:  # a narrower declared dtype (computed in f32)
+            outs[i] = xp.call(lang.as_dtype, outs[i], dtype)
     return outs[0] if len(outs) == 1 else tuple(outs)

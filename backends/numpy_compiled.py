@@ -138,6 +138,8 @@ class Compiled:
         for p in plan.program.params:
             if p.dtype is int:
                 self._kinds.append(("int", plan.dims[p.name]))
+            elif p.dtype.name != "f32":
+                self._kinds.append(("convert", None))  # rounded to its dtype on the checked path
             elif p.shape is None:
                 self._kinds.append(("scalar", None))
             else:
@@ -178,10 +180,12 @@ class Compiled:
                     fast.append(np.float32(a))
                 else:
                     return self._slow(args)
-            else:
+            elif kind == "int":
                 if type(a) is not int or a != want:
                     return self._slow(args)
                 fast.append(a)
+            else:
+                return self._slow(args)
         return self.fn(*fast)
 
     def _slow(self, args):

@@ -18,7 +18,8 @@ import threading
 
 import numpy as np
 
-from eqsat.args import bind_args
+from eqsat import lang
+from eqsat.args import bind_args, to_numpy
 from eqsat.terms import shape_list, unlist, walk
 
 from . import numpy_backend
@@ -60,7 +61,7 @@ class TritonCompiled:
         plan = self.plan
         as_torch = any(isinstance(a, torch.Tensor) for a in args)
         inputs, scalars = {}, {}
-        host_args = [a.detach().cpu().numpy() if isinstance(a, torch.Tensor) and a.device.type == "cpu" else
+        host_args = [to_numpy(a) if isinstance(a, torch.Tensor) and a.device.type == "cpu" else
                      (a if not isinstance(a, torch.Tensor) else None) for a in args]
         if any(a is None for a in host_args):  # device tensors: check shapes here, keep them there
             self._check_device_args(args)
@@ -74,7 +75,7 @@ class TritonCompiled:
             if p.shape is None:
                 scalars[p.name] = float(v)
             else:
-                inputs[p.name] = self._to_device(v)
+                inputs[p.name] = self._narrow(self._to_device(v), p.dtype)
         env = _Env(self, inputs, scalars)
         for kind, g, fn in self.steps:
             if kind == "loop":
@@ -103,7 +104,20 @@ class TritonCompiled:
             outs.append(v if as_torch else self._to_host(v))
         if not as_torch:
             outs = [np.float32(o) if o.ndim == 0 else o for o in outs]
+        for i, dtype in enumerate(plan.program.out_dtypes):
+            if dtype is not lang.f32:  # computed in f32, returned in the declared dtype
+                outs[i] = outs[i].to(self._torch_dtype(dtype)) if as_torch else lang.as_dtype(outs[i], dtype)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _torch_dtype(self, dtype):
+        return {"f16": self.torch.float16, "bf16": self.torch.bfloat16}[dtype.name]
+
+    def _narrow(self, t, dtype):
+        """A device tensor of a narrower declared dtype: its values rounded to that dtype (a
+        float32 tensor passed for an f16 parameter), kept as float32 for the kernels."""
+        if dtype is lang.f32:
+            return t
+        return t.to(self._torch_dtype(dtype)).to(self.torch.float32)
 
     def _check_device_args(self, args):
         plan = self.plan

@@ -12,12 +12,12 @@ from egglog import Ruleset
 
 from . import egraph, explain
 from .args import bind_args, check_dims, check_program
-from .cost import TARGETS, Model
+from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
 from .extract import ExtractionCycle, Extractor, Graph
 from .limits import Limits
 from .lower import lower
-from .plan import Kernel, describe, form_kernels, plan_costing
+from .plan import Kernel, describe, form_kernels, input_items, plan_costing
 from .terms import show, walk
 
 __all__ = ["optimize", "Plan", "Kernel", "Limits"]
@@ -104,7 +104,9 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
         t = lap("prepared e-graph", t)  # popping this call's work off it
     graph = Graph(data)                                            # read back, extract the cheapest
     nest_work = {n.id: n.work for n in lowered.nests.values()}
-    ext = Extractor(graph, lambda shape: Model(TARGETS[target], shape, nest_work.__getitem__))
+    items = graph.class_items(input_items(prog))
+    ext = Extractor(graph, lambda shape: Model(TARGETS[target], shape, nest_work.__getitem__,
+                                               lambda cid: items.get(cid, ITEM)))
     root_classes = [graph.outputs[i] for i in range(len(lowered.roots))]
     candidates = {"greedy": ext.decode_roots(root_classes)}
     ilp_stats = None
@@ -122,7 +124,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
             except ExtractionCycle:  # through a scalar the program did not see: keep greedy's
                 ilp_stats["status"] += " (its choice closed a cycle; not used)"
     candidates["as written"] = lowered.roots
-    costing = plan_costing(target, lowered)
+    costing = plan_costing(target, lowered, input_items(prog))
     # every candidate priced by the one cost model; the cheapest wins, on a tie the exact
     # extraction's, then greedy's (the program as written only when it is strictly cheaper)
     prices = {k: costing.total(r) for k, r in candidates.items()}
@@ -279,7 +281,7 @@ class Plan:
         self.roots = roots
         self.report = report
         self.rules = rules
-        self.costing = costing or plan_costing(target, lowered)
+        self.costing = costing or plan_costing(target, lowered, input_items(program))
         self.kernels: list[Kernel] = form_kernels(roots, self.costing, lowered.nests)
         # nest id -> (compiled runner or None, how it runs): filled by the numpy backend on the
         # first run (kept loops compile once per plan; see backends/loops.py)

@@ -3,13 +3,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import lang
 from .errors import ArgumentError
 
 
 def to_numpy(x):
     """A numpy view of `x` (numpy array, torch tensor, or anything array-like)."""
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor, without importing torch
-        return x.detach().cpu().numpy()
+        t = x.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":  # numpy has no bfloat16: its values as float32
+            t = t.float()
+        return t.numpy()
     return np.asarray(x)
 
 
@@ -30,7 +34,7 @@ def _scalar(p, prog, a):
     if arr.ndim != 0 or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise ArgumentError(f"parameter {p.name!r} of {prog.name} is a real scalar, got {type(a).__name__} "
                             f"{getattr(arr, 'shape', '')}")
-    return np.float32(arr)
+    return np.float32(lang.round_to(arr, p.dtype)) if p.dtype.name != "f32" else np.float32(arr)
 
 
 def bind_args(prog, args, shapes=None, copy=True) -> tuple[list, dict]:
@@ -73,6 +77,9 @@ def bind_args(prog, args, shapes=None, copy=True) -> tuple[list, dict]:
                                     f"(shape {tuple(arr.shape)})")
         # parameters are passed by value: `reference` runs the user's code on a copy; a plan's
         # kernels never write their inputs (a nest kept as written copies what it updates)
+        if p.dtype.name != "f32":  # a narrower dtype: its values are what it can represent
+            out.append(lang.round_to(arr, p.dtype))
+            continue
         out.append(np.array(arr, dtype=np.float32, order="C", copy=True) if copy
                    else np.ascontiguousarray(arr, dtype=np.float32))
     check_dims(prog, dims)

@@ -149,10 +149,13 @@ class Model:
     kernel's modeled work. Keys are e-class ids during extraction and terms afterwards.
     """
 
-    def __init__(self, target: Target, shape, nest_work):
+    def __init__(self, target: Target, shape, nest_work, item=None):
         self.t = target
         self.shape = shape
         self.nest_work = nest_work
+        # bytes an element of a tensor takes in memory: its dtype's for a program input of
+        # f16 or bf16 (and views of one), 4 for everything eqsat computes (f32)
+        self.item = item or (lambda key: ITEM)
 
     def size(self, key) -> float:
         s = self.shape(key)
@@ -183,7 +186,8 @@ class Model:
         if op == "Sc.red":
             n, x = a[2], a[3]
             passes = n * (x.flops + 1) * self.t.pass_bytes
-            return ScInfo(n * (x.flops + 1), frozenset(), n * (ITEM * len(x.loads) + x.red_bytes) + passes, x.deps,
+            return ScInfo(n * (x.flops + 1), frozenset(), n * (sum(self.item(k) for k, _ in x.loads) + x.red_bytes)
+                          + passes, x.deps,
                           True, n * (x.steps + 1))
         return None
 
@@ -206,7 +210,8 @@ class Model:
         if op == "Ten.compute":
             body = a[1]
             elems = float(math.prod(extents))
-            by = sum(min(elems, self.size(k)) * ITEM for k, _ in body.loads) + elems * body.red_bytes + elems * ITEM
+            by = sum(min(elems, self.size(k)) * self.item(k) for k, _ in body.loads) + elems * body.red_bytes + \
+                elems * ITEM
             return TenInfo(kernel_time(t, elems * body.flops, by, untiled_latency(t, body)), dict(body.deps),
                            bytes=by, flops=elems * body.flops, prologue=not body.has_red,
                            pro_deps=None if body.has_red else dict(body.deps))
@@ -228,7 +233,7 @@ class Model:
                 return None
             flops, by, deps, lat, pro = imm.mm
             elems = float(math.prod(extents))
-            epi = sum(min(elems, self.size(k)) * ITEM for k, _ in body.loads) + elems * body.red_bytes
+            epi = sum(min(elems, self.size(k)) * self.item(k) for k, _ in body.loads) + elems * body.red_bytes
             lat += math.ceil(body.red_bytes / ITEM / t.loads_in_flight) * t.load_latency + body.steps * t.fma_latency
             simt = pro + elems * body.flops
             own = max(flops / t.tc_flops + simt / t.simt_flops, (by + epi) / t.bandwidth, lat) + t.launch
@@ -246,7 +251,7 @@ class Model:
         pays that kernel there)."""
         if info.prologue and self.t.fused_prologues:
             return info.bytes - ITEM * math.prod(shape), info.flops, dict(info.pro_deps)
-        return ITEM * math.prod(shape), 0.0, self.entry(key, info)
+        return self.item(key) * math.prod(shape), 0.0, self.entry(key, info)
 
     def lists(self, op: str, a: list) -> dict | None:
         """Tens/Scs lists carry the dependencies of their items."""

@@ -77,6 +77,20 @@ class Graph:
                 elif n.op == "Ten.fused":
                     self.fused_by_mm.setdefault(n.args[2][1], []).append(n)
 
+    def class_items(self, input_items: dict) -> dict:
+        """Tensor class -> bytes an element, for the classes of inputs narrower than f32
+        (`input_items`: input name -> bytes) and the views of them."""
+        out: dict = {}
+        if not input_items:
+            return out
+        for cid in self.order:  # children first: a view's input class is seen before it
+            for n in self.classes[cid]:
+                if n.op == "Ten.input" and n.args[0][1] in input_items:
+                    out[cid] = input_items[n.args[0][1]]
+                elif n.op in ("Ten.transpose", "Ten.slice", "Ten.reshape") and n.args[0][1] in out:
+                    out[cid] = out[n.args[0][1]]
+        return out
+
     def n_nodes(self) -> int:
         return sum(len(v) for v in self.classes.values())
 

@@ -119,7 +119,7 @@ class _Parser:
             raise self.err(ret, "`return` needs a value")
         vals = ret.value.elts if isinstance(ret.value, ast.Tuple) else [ret.value]
         returns = tuple(self.expr(v) for v in vals)
-        self.check_return(fdef, ret, returns)
+        out_dtypes = self.check_return(fdef, ret, returns)
         dims = []
         for p in params:
             for d in p.shape or ():
@@ -130,7 +130,8 @@ class _Parser:
             if isinstance(s, Alloc):
                 kinds[s.name] = s.kind
         dims += [p.name for p in params if p.dtype is int]  # integer parameters: sizes given per call
-        return Program(fdef.name, params, stmts, returns, dims, self.file, self.fn, self.loc(fdef), kinds)
+        return Program(fdef.name, params, stmts, returns, dims, self.file, self.fn, self.loc(fdef), kinds,
+                       out_dtypes)
 
     def parse_params(self, fdef) -> list:
         a = fdef.args
@@ -182,10 +183,11 @@ class _Parser:
                 raise self.err(node, f"cannot evaluate annotation {t!r}: {e}") from None
         return t
 
-    def check_return(self, fdef, ret, returns):
+    def check_return(self, fdef, ret, returns) -> tuple:
+        """Check the returned values against the annotation; their declared dtypes."""
         want = self.annotation(fdef, getattr(self.fn, "__annotations__", {}).get("return"))
         if want is None:
-            return
+            return (lang.f32,) * len(returns)
         if getattr(want, "__origin__", None) is tuple:  # tuple[f32[...], f32[...]]
             want = want.__args__
         wants = list(want) if isinstance(want, tuple) else [want]
@@ -200,6 +202,8 @@ class _Parser:
                 ty = tuple(("name", d) if isinstance(d, str) else ("int", d) for d in w.dims)
                 if r.ty is None or tuple(r.ty) != ty:
                     raise self.err(ret, f"returns {_shape_str(r.ty)} but the annotation declares {_shape_str(ty)}")
+        return tuple(w if isinstance(w, lang.DType) else w.dtype if isinstance(w, lang.TensorType) else lang.f32
+                     for w in wants)
 
     # ------------------------------------------------------------------ statements
     def stmt(self, n, top: bool):

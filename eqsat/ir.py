@@ -196,6 +196,7 @@ class Program:
     fn: Any
     loc: Loc
     buffer_kinds: dict = field(default_factory=dict)  # buffer name -> "zeros"/"empty"
+    out_dtypes: tuple = ()  # each returned value's declared dtype (lang.DType)
 
     def __call__(self, *args, **kwargs):
         from .reference import reference

@@ -40,8 +40,32 @@ class TensorType:
 
 f32 = DType("f32", np.float32, 4)
 f16 = DType("f16", np.float16, 2)
-bf16 = DType("bf16", np.float32, 2)  # numpy has no bfloat16: computed in f32; the cost model charges 4 bytes for every dtype today
+bf16 = DType("bf16", np.float32, 2)  # numpy has no bfloat16: its values are float32s rounded to it
 DTYPES = {"f32": f32, "f16": f16, "bf16": bf16}
+
+
+def round_to(x, dtype: DType):
+    """float32 values rounded to `dtype` (f16, bf16: to nearest, ties to even), as float32.
+    A program computes in f32 (with f32 accumulation); a value of a narrower dtype (an
+    argument, a result) is a float32 holding a number that dtype can represent."""
+    x = np.asarray(x, dtype=np.float32)
+    if dtype is f16:
+        return x.astype(np.float16).astype(np.float32)
+    if dtype is bf16:
+        bits = x.view(np.uint32).astype(np.uint64)
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32)
+        return np.where(np.isnan(x), x, rounded).astype(np.float32)
+    return x
+
+
+def as_dtype(x, dtype: DType):
+    """A result in its declared dtype: float16 for f16; float32 holding bf16 values for bf16
+    (numpy has no bfloat16); float32 otherwise."""
+    if dtype is f16:
+        return np.asarray(x, dtype=np.float32).astype(np.float16)
+    if dtype is bf16:
+        return round_to(x, bf16)
+    return x
 
 
 def empty(shape) -> np.ndarray:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cost import TARGETS, Model, TenInfo
+from .cost import ITEM, TARGETS, Model, TenInfo
 from .terms import Node, shape_list, show, show_var, unlist, walk
 
 KERNEL_OPS = ("Ten.compute", "Ten.matmul", "Ten.fused")
@@ -87,12 +87,18 @@ def free_vars(n: Node, memo: dict) -> frozenset:
 class TermCost:
     """The cost model applied to concrete terms (the chosen plan, or the program as written)."""
 
-    def __init__(self, target, input_shapes, nest_shapes, nest_work):
+    def __init__(self, target, input_shapes, nest_shapes, nest_work, input_items=None):
         self.shape_memo: dict = {}
         self.input_shapes, self.nest_shapes = input_shapes, nest_shapes
-        self.model = Model(target, self.shape, nest_work)
+        self.input_items = input_items or {}  # input name -> bytes an element (f16, bf16: 2)
+        self.model = Model(target, self.shape, nest_work, self.item)
         self.infos: dict = {}
         self.fv: dict = {}
+
+    def item(self, n) -> int:
+        while n.op in ("Ten.transpose", "Ten.slice", "Ten.reshape"):
+            n = n.args[0]
+        return self.input_items.get(n.args[0], ITEM) if n.op == "Ten.input" else ITEM
 
     def shape(self, n):
         try:
@@ -135,11 +141,17 @@ class TermCost:
         return sum(deps.values())
 
 
-def plan_costing(target: str, lowered) -> TermCost:
+def plan_costing(target: str, lowered, items: dict | None = None) -> TermCost:
     """The cost model for terms of this lowered program (any candidate plan, or as written)."""
     nest_shapes = {(n.id, k): v for n in lowered.nests.values() for k, v in n.out_shapes.items()}
     nest_work = {n.id: n.work for n in lowered.nests.values()}
-    return TermCost(TARGETS[target], lowered.input_shapes, nest_shapes, nest_work.__getitem__)
+    return TermCost(TARGETS[target], lowered.input_shapes, nest_shapes, nest_work.__getitem__, items)
+
+
+def input_items(program) -> dict:
+    """Tensor input name -> bytes an element, for inputs narrower than f32 (f16, bf16)."""
+    return {p.name: p.dtype.itemsize for p in program.params
+            if p.shape is not None and p.dtype is not int and p.dtype.itemsize != ITEM}
 
 
 # ------------------------------------------------------------------ kernels

@@ -22,4 +22,16 @@ def reference(prog, *args, shapes=None):
     g = dict(fn.__globals__)
     g.update(dims)
     run = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
-    return run(*vals)
+    return as_declared(prog, run(*vals))
+
+
+def as_declared(prog, out):
+    """The program's results in their declared dtypes (`lang.as_dtype`)."""
+    from . import lang
+
+    kinds = prog.out_dtypes
+    if not kinds or all(d is lang.f32 for d in kinds):
+        return out
+    if isinstance(out, tuple):
+        return tuple(lang.as_dtype(o, d) for o, d in zip(out, kinds))
+    return lang.as_dtype(out, kinds[0])
