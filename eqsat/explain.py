@@ -62,8 +62,10 @@ def _own_nodes(term: Node, outputs: set) -> list:
     return out
 
 
-def _map_epilogue(node: Node, cid, choice: dict, node_cls: dict, written: set, written_ids: set) -> None:
-    """Classes of a fused epilogue's decoded scalar terms (its in-context choices)."""
+def _map_epilogue(node: Node, cid, choice: dict, node_cls: dict, written: set, written_ids: set,
+                  chosen: dict) -> None:
+    """Classes of a fused epilogue's decoded scalar terms (its in-context choices), which
+    are the chosen e-nodes of those classes."""
     stack = [(node, cid)]
     while stack:
         n, c = stack.pop()
@@ -72,6 +74,7 @@ def _map_epilogue(node: Node, cid, choice: dict, node_cls: dict, written: set, w
             continue
         enode = entry[2]
         node_cls[n] = c
+        chosen.setdefault(c, (enode, n))
         if enode.id in written_ids:
             written.add(n)
         stack.extend((a, v) for (kind, v), a in zip(enode.args, n.args) if kind == "c" and isinstance(a, Node))
@@ -141,7 +144,7 @@ def egraph_view(ext: Extractor, roots: list, written_roots, table: RuleTable, fi
                     written.add(memo[cid])
                 if pick.op == "Ten.fused":  # its epilogue's scalars, chosen in context
                     _map_epilogue(memo[cid].args[1], pick.args[1][1], ext.epi_choice.get(pick.id, {}),
-                                  node_cls, written, written_ids)
+                                  node_cls, written, written_ids, chosen)
                 if pick.op == "Ten.fused" and pick.args[2][1] in ext.mm_best:  # its product, decoded inline
                     inner, mm = memo[cid].args[2], ext.mm_best[pick.args[2][1]][1]
                     node_cls.setdefault(inner, mm.cls)
