@@ -10,8 +10,9 @@ evaluates that tensor while the matmul loads its operand tile (a fused prologue,
 Preconditions:
   1. The operand sits directly in a product under a sum (where a contraction can use it).
   2. Every load in it reads a closed tensor of one shape at the same plain, distinct
-     index variables (an elementwise function of the operand's element); constants and
-     scalar parameters may appear anywhere; no reduction.
+     index variables (an elementwise function of the operand's element), or (2-D) a
+     vector at one of them (`a[i, k] * s[k]`, broadcast along the other axis); constants
+     and scalar parameters may appear anywhere; no reduction.
   3. It is more than a load (a function, or two loads combined), so plain operands and
      constant factors (the algebra family's business) make no tensor.
 
@@ -34,6 +35,8 @@ elementwise = relation("elementwise", Sc, Ixs, Shp)
 prologue_of = relation("prologue_of", Sc, Ixs, Shp)
 """prologue_of(s, idx, shape): elementwise, and more than one load (worth a tensor)."""
 constant = relation("constant", Sc)
+vector_at = relation("vector_at", Sc, Var)
+"""vector_at(s, v): s loads a closed 1-D tensor at the plain index variable v."""
 
 
 @ruleset
@@ -52,9 +55,16 @@ def analysis(p: Sc, s: Sc, x: Sc, y: Sc, t: Ten, v: Var, i: Var, j: Var, r: Var,
     yield rule(operand(s), eq(s).to(Sc.load(t, ixs(Ix.v(r), Ix.v(i), Ix.v(j)))), closed(t), ne(i).to(j),
                ne(r).to(i), ne(r).to(j), eq(shape_of(t)).to(shp(B, M, N))).then(
         elementwise(s, ixs(Ix.v(r), Ix.v(i), Ix.v(j)), shp(B, M, N)))
+    yield rule(operand(s), eq(s).to(Sc.load(t, ixs(Ix.v(i)))), closed(t)).then(vector_at(s, i))
     for op in BINARY:
         yield rule(operand(s), eq(s).to(op(x, y)), elementwise(x, idx, sh), elementwise(y, idx, sh)).then(
             elementwise(s, idx, sh), prologue_of(s, idx, sh))
+        # a 2-D element combined with a vector along one of its axes: still elementwise
+        for e, k in ((x, y), (y, x)):
+            for w in (i, j):
+                yield rule(operand(s), eq(s).to(op(x, y)), elementwise(e, ixs(Ix.v(i), Ix.v(j)), shp(M, N)),
+                           vector_at(k, w)).then(
+                    elementwise(s, ixs(Ix.v(i), Ix.v(j)), shp(M, N)), prologue_of(s, ixs(Ix.v(i), Ix.v(j)), shp(M, N)))
         for e, k in ((x, y), (y, x)):
             yield rule(operand(s), eq(s).to(op(x, y)), elementwise(e, idx, sh), constant(k)).then(
                 elementwise(s, idx, sh))

@@ -191,6 +191,18 @@ def p(a: f32["M", "K"], b: f32["M", "K"]) -> f32["M", "M"]:
             c[i, j] = acc
     return c
 ''',
+    "prologue_broadcast": '''
+@program
+def p(a: f32["M", "K"], s: f32["K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += relu(a[i, k] * s[k]) * b[k, j]
+            c[i, j] = acc
+    return c
+''',
     "split_col_rev": '''
 @program
 def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
@@ -253,7 +265,7 @@ def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
 ''',
 }
 
-PROLOGUE = {"prologue_inner": ["relu"], "prologue_loop": ["sigmoid"]}
+PROLOGUE = {"prologue_inner": ["relu"], "prologue_loop": ["sigmoid"], "prologue_broadcast": ["relu", "mul"]}
 
 EXPECT = {'explicit_acc': [('matmul', [])], 'acc_temp_minus': [('matmul', ['neg'])], 'init_loop': [('matmul', ['relu'])], 'init_inside': [('matmul', ['add'])], 'init_residual': [('matmul', ['add'])], 'const_factor': [('matmul', ['mul'])], 'const_front': [('matmul', ['neg', 'mul'])], 'split_col': [('matmul', ['relu'])], 'split_red': [('matmul', [])], 'multi_axis': [('matmul', [])],
           'split_col_rev': [('matmul', ['relu'])], 'split_tiles': [('matmul', [])],
@@ -263,7 +275,9 @@ EXPECT = {'explicit_acc': [('matmul', [])], 'acc_temp_minus': [('matmul', ['neg'
           'library_then_loops': [('matmul', ['relu']), ('matmul', ['tanh'])],
           # a sum of two products splits into two sums, one a matmul whose epilogue subtracts
           # the other (at these sizes summed in the epilogue; at 256 a second matmul)
-          'two_products': [('matmul', ['sub', 'mul'])]}
+          'two_products': [('matmul', ['sub', 'mul'])],
+          # an operand scaled by a vector along the reduction (a column scale): a prologue
+          'prologue_broadcast': [('matmul', [])]}
 
 GUARDS = {
     # a diagonal operand is no matmul
