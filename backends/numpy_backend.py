@@ -165,19 +165,23 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
     copied = [name in nest.outputs or name in viewed for name in nest.tensor_inputs]
 
     direct = not nest.views and tuple(scalar_names) == tuple(nest.scalar_inputs)
+    positional = list(nest.tensor_inputs) + list(nest.scalar_inputs)
+    fast: list = []  # the compiled function, once known to take exactly the values, in order
 
     def run(*values):
+        if fast:  # the compiled function takes the values themselves: no namespace to build
+            args = [np.array(v, dtype=np.float32, copy=True) if copy else v for v, copy in zip(values, copied)]
+            args += [np.float32(v) for v in values[n_tensors:]]
+            return tuple(np.asarray(v, dtype=np.float32) for v in fast[0](*args))
         runner = plan.loop_runners.get(nid)
         if runner is None:
             from eqsat.backends import loops
 
             runner = plan.loop_runners[nid] = loops.build(plan, nest)
         compiled = runner[0]
-        if direct and compiled is not None and compiled.params == list(nest.tensor_inputs) + list(nest.scalar_inputs):
-            # the compiled function takes the values themselves: no namespace to build
-            args = [np.array(v, dtype=np.float32, copy=True) if copy else np.asarray(v, dtype=np.float32)
-                    for v, copy in zip(values, copied)] + [np.float32(v) for v in values[n_tensors:]]
-            return tuple(np.asarray(v, dtype=np.float32) for v in compiled.fn(*args))
+        if direct and compiled is not None and compiled.params == positional:
+            fast.append(compiled.fn)
+            return run(*values)
         ns = dict(base)
         for name, v, copy in zip(nest.tensor_inputs, values, copied):
             ns[name] = np.array(v, dtype=np.float32, copy=True) if copy else np.asarray(v, dtype=np.float32)
