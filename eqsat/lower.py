@@ -374,12 +374,31 @@ def _reorder_check(s, low):
 
 
 def _distributable(s, low) -> bool:
-    if not _one_to_one(s):
+    if not _one_to_one(s) or _scalar_flows_between_leaves(s, low):
         return False
     try:
         return NestFlow(s, low.dims, low.shapes, set()).distributable()
     except isl.Error:
         return False
+
+
+def _scalar_flows_between_leaves(s, low) -> bool:
+    """A scalar one leaf statement writes and another reads: the dataflow of distribution
+    models tensors only, and a part would not see the other's scalar (a loop-private
+    `acc = 0.0` read by the next statement of the same iteration)."""
+    leaves = _leaves(s)
+    written: dict = {}
+    for leaf in leaves:
+        reads, writes, swrites = set(), set(), set()
+        _scan(leaf, reads, writes, swrites, set())
+        for name in swrites:
+            written.setdefault(name, set()).add(id(leaf))
+    for leaf in leaves:
+        reads, writes, swrites = set(), set(), set()
+        _scan(leaf, reads, writes, swrites, set())
+        if any(name in written and written[name] != {id(leaf)} for name in reads if name not in low.shapes):
+            return True
+    return False
 
 
 def _one_to_one(s) -> bool:
@@ -540,6 +559,10 @@ class _NestRun:
         term, src = self._entry(self.scal, name)
         if name in self.written:
             self.checks.append((self.leaf, id(node), src, None))
+        if term is None and name not in self.low.env:
+            # no value before the nest: a predicated `w = v if c else w` reads what Python
+            # would only read after an assignment ran (the nest stays as written)
+            raise NotFunctional(f"{name!r} may be read before it is assigned")
         return term if term is not None else self.low.env[name]
 
     def read_tensor(self, name, node):

@@ -465,3 +465,49 @@ def p(x: f32["M", "N"]) -> tuple[f32["M", "N"], f32["M"]]:
 ''')
     for dims in ({"M": 1, "N": 1}, {"M": 3, "N": 2}):
         _check(prog, dims)
+
+
+# Programs the language-forms campaign (tests/gen_dataflow.py, family `language`) made
+# optimize() crash with a KeyError from inside the lowering; each must now optimize, run on
+# both backends and agree with reference.
+CRASHED = {
+    # a loop-private scalar (`acc2 = 0.0`) read by another statement of the same iteration:
+    # distributing the nest would have separated them (scalars are not in fission's dataflow)
+    "scalar_between_fission_parts": ('''
+@program
+def p(alpha: f32, t: int, A: f32['N', 'N'], B: f32['N', 'M'], D: f32['N', 'M'], beta: f32):
+    y = zeros((N,))
+    for i in range(1, N):
+        acc1 = 1.0
+        for j in range(i + 1):
+            acc2 = 0.0
+            for k in range(1, N):
+                acc1 = min(acc1, alpha)
+            y[t - 1] = y[t - 1] * 0.75 + acc2 * 0.5
+        y[t - 1] = alpha * acc1
+    for i in range(N):
+        for j in range(M):
+            acc3 = 0.0
+            for k in range(i):
+                D[k, j] += alpha * B[i, j] * A[i, k]
+                acc3 += B[k, j] * A[i, k]
+            D[i, j] = beta * D[i, j] + alpha * B[i, j] * A[i, i] + alpha * acc3
+    return y, D
+''', {"N": 1, "t": 1, "M": 5}),
+    # a triangular loop widened to its hull assigns `w2` under the bound's condition: the
+    # predicated form reads w2 before any assignment
+    "predicated_first_assignment": ('''
+@program
+def p(x: f32['N'], h: f32[2]) -> f32['N']:
+    for i in range(1, N):
+        for j in range(i + 1):
+            x[j] = w2 = tanh(h[0])
+    return x
+''', {"N": 4}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CRASHED))
+def test_once_crashed(tmp_program, name):
+    src, dims = CRASHED[name]
+    _check(tmp_program(src), dims)
