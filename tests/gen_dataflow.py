@@ -37,10 +37,30 @@ Families (see `FAMILIES`):
                 pair `da[i, k] += dc[i, j] * b[k, j]; db[k, j] += a[i, k] * dc[i, j]` in one
                 nest over zeros buffers (two "matmul" kernels), a per-iteration cache row
                 read by a dot product (one "matmul" kernel)
+  language      the rest of DESIGN.md's language, mixed with the forms above: 1 to 3 sections,
+                each a random nest, a PolyBench-shaped template or a library call.
+                Nests are 1 to 3 deep with bounds `range(N)`, `range(N - 1, -1, -1)`,
+                `range(0, N, 2)`, `range(N - 1, 0, -2)`, `range(1, N)`, `range(t)` (t an `int`
+                parameter, 1 <= t <= N, passed in shapes), triangular and skewed in an
+                enclosing variable (`range(i + 1)`, `range(i)`, `range(i, N)`, `range(i + 1, N)`,
+                `range(i, -1, -1)`, `range(N - 1, i, -1)`, `range(0, i + 1, 2)`) or `range(M)`;
+                statements `=`, `+=`, `-=`, `*=`, `/=`, `x[i] = x[i] op e`, max/min updates,
+                `if` on loop variables (`j < i`, `i % 2 == 0`, `i < t`), on data, or both, with
+                elif/else, `a if c else b`, chained `a = b = e` (`s = u = 0.0`), guarded
+                `x[i - 1]` under `if i > 0`, scalars accumulated inside and stored after a loop;
+                indices `i`, `N - 1 - i`, `i // 2`, `i % 2` (into [2]-shaped tensors), `t - 1`,
+                `t - 1 - i`; values with `**` 2 or 3, `/ 2.0`, `/ N`, `/ (1.0 + abs(e))`,
+                `1.0 / N`, `N * 0.5`, `t`, abs/max/min/relu/tanh. Targets: a buffer or a tensor
+                parameter updated in place and returned (C, x), scalars returned. Templates:
+                syrk (split, acc and masked forms), trmm, trisolv (forward and backward), lu,
+                cholesky, symm, with their spellings varied. Library calls: `S @ B`,
+                `relu(S) * alpha + S.T`, `transpose(S, (1, 0)) - S * 0.5`.
 
-Inputs are float32 standard normals and scalars in [0.5, 1.5] (`conftest.random_args`);
-values are only summed, maxed, or scaled by constants, alpha or other small values, and
-nothing divides, so every value stays small and finite.
+Inputs are float32 standard normals and scalars in [0.5, 1.5] (`conftest.random_args`).
+In the first six families values are only summed, maxed, or scaled by constants, alpha or
+other small values, and nothing divides. In `language` every divisor is a positive
+constant, a dim, `t`, `beta` or `1.0 + abs(e)`, and no value is fed back into itself with a
+gain (see `_Lang`). So every value stays finite.
 The generator only writes valid programs: a `ProgramError` from the front end or from
 `optimize` is a bug here.
 
@@ -50,6 +70,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from dataclasses import dataclass
 
 from gen_programs import DrawChooser, GenProgram, RandomChooser, load, write  # noqa: F401  (re-exported)
@@ -110,8 +131,9 @@ class _Builder:
     def finish(self, family: str, kernels: list | None = None) -> DataflowProgram:
         assert self.returns, "generator bug: nothing returned"
         # every dimension must be bound by a parameter's shape
-        for d in self.dims:
-            assert any(repr(d) in a for a in self.params.values()), f"generator bug: dim {d} is in no parameter"
+        for d in self.dims:  # (an `int` parameter is its own dim: its value is shapes[name])
+            assert self.params.get(d) == "int" or any(repr(d) in a for a in self.params.values()), \
+                f"generator bug: dim {d} is in no parameter"
         body = "\n".join(self.lines + ["    return " + ", ".join(self.returns)])
         digest = hashlib.sha1((family + body + repr(self.params)).encode()).hexdigest()[:12]
         name = f"df_{family}_{digest}"
@@ -585,8 +607,541 @@ def gen_matmul(b: _Builder) -> DataflowProgram:
     return b.finish("matmul", ["matmul"])
 
 
+# ---------------------------------------------------------------------------- 7. the rest of the language
+# Loop bounds. Every form keeps its variable inside 0..N-1 (`range(M)`, innermost only, 0..M-1),
+# so any variable of the first kind indexes any axis of extent N; `{o}` is an enclosing variable.
+_TOP_BOUNDS = [("plain", "range({N})"), ("down", "range({N} - 1, -1, -1)"), ("step2", "range(0, {N}, 2)"),
+               ("down_step2", "range({N} - 1, 0, -2)"), ("from1", "range(1, {N})"), ("int_bound", "range({t})")]
+_TRI_BOUNDS = [("tri_incl", "range({o} + 1)"), ("tri", "range({o})"), ("skew_from", "range({o}, {N})"),
+               ("skew_after", "range({o} + 1, {N})"), ("tri_down", "range({o}, -1, -1)"),
+               ("skew_down", "range({N} - 1, {o}, -1)"), ("tri_step2", "range(0, {o} + 1, 2)")]
+
+
+class _Lang:
+    """One `language` program: the tensors it has, the loop variables and scalars in scope,
+    and what the nest being written writes (`live`).
+
+    Values stay finite by construction: a nest reads what it writes only through a function
+    bounded by 1 (`tanh(c)`, `c / (1.0 + abs(c))`), so no element or scalar is fed back into
+    itself with a gain; a product has at most one factor that an earlier nest wrote (which
+    may be large, but is fixed while this nest runs); `**` only raises an input (or a bounded
+    value); `x *= f` with |f| > 1 only where the target is written once per nest; every
+    divisor is a positive constant, a dim, `t`, `beta` or `1.0 + abs(e)`."""
+
+    def __init__(self, b: _Builder):
+        self.b, self.ch = b, b.ch
+        self.N = b.dim("N")
+        self.n_alloc = 0  # allocations go to the top of the body, in the order of first use
+        self.allocated: set = set()
+        self.c_param = None  # C is a parameter updated in place (True) or a zeros buffer
+        self.dirty: set = set()  # written so far: may be large
+        self.live: set = set()  # written by the nest being generated
+        self.targets: list = []  # what a statement of that nest may write
+        self.scope: list = []  # enclosing loops: (variable, "N" | "M", bound tag)
+        self.scalars: list = []  # scalars readable here
+        self.top: list = []  # scalars defined outside loops (returned)
+        self.fresh_n = 0
+
+    # -- names
+    def tg(self, tag: str, text: str) -> str:
+        self.b.tag(tag)
+        return text
+
+    def fresh(self, base: str) -> str:
+        self.fresh_n += 1
+        return f"{base}{self.fresh_n}"
+
+    def M(self) -> str:
+        return self.b.dim("M")
+
+    def t(self) -> str:
+        """The int parameter `t` (1 <= t <= N), passed like a dim: shapes["t"] is its value."""
+        if "t" not in self.b.params:
+            self.b.params["t"] = "int"
+            self.b.dims["t"] = self.ch.int(1, self.b.dims[self.N])
+        return "t"
+
+    def alloc(self, name: str, shape: str) -> str:
+        if name not in self.allocated:
+            self.allocated.add(name)
+            self.b.lines.insert(self.n_alloc, f"    {name} = zeros({shape})")
+            self.n_alloc += 1
+        return name
+
+    def A(self):
+        return self.b.tensor("A", self.N, self.N)
+
+    def B(self):
+        return self.b.tensor("B", self.N, self.M())
+
+    def x(self):
+        return self.b.tensor("x", self.N)
+
+    def h(self):
+        return self.b.tensor("h", 2)
+
+    def C(self):
+        if self.c_param is None:
+            self.c_param = self.ch.coin(0.5)
+        if self.c_param:
+            return self.b.tensor("C", self.N, self.N)
+        return self.alloc("C", f"({self.N}, {self.N})")
+
+    def y(self):
+        return self.alloc("y", f"({self.N},)")
+
+    def p(self):
+        return self.alloc("p", "(2,)")
+
+    def exists(self, name: str) -> bool:
+        return name in self.allocated or name in self.b.params
+
+    def written(self, name: str):
+        """`name` is written (and returned); a parameter written is updated in place."""
+        if name in self.b.params and name not in self.dirty:
+            self.b.tag("param_inplace")
+        self.dirty.add(name)
+        if name in self.allocated or name in self.b.params or name in self.top:
+            self.b.ret(name)
+
+    # -- indices
+    def nvars(self) -> list:
+        return [v for v in self.scope if v[1] == "N"]
+
+    def ix(self) -> str:
+        """An index into an axis of extent N: mostly a loop variable as it is."""
+        ch, N, nv = self.ch, self.N, self.nvars()
+        if nv and not ch.coin(0.45):
+            return ch.choice(nv)[0]
+        opts = [lambda: "0", lambda: self.tg("int_index", f"{self.t()} - 1")]
+        if nv:
+            opts += [lambda: self.tg("rev_index", f"{N} - 1 - {ch.choice(nv)[0]}"),
+                     lambda: self.tg("floordiv_index", f"{ch.choice(nv)[0]} // 2")]
+            tv = [v for v in nv if v[2] == "int_bound"]
+            if tv:
+                opts.append(lambda: self.tg("int_index", f"{self.t()} - 1 - {ch.choice(tv)[0]}"))
+        return _pick(self.ch, opts)
+
+    def mix(self) -> str:
+        """An index into an axis of extent M."""
+        mv = [v for v in self.scope if v[1] == "M"]
+        if mv and not self.ch.coin(0.3):
+            return mv[0][0]
+        return self.ch.choice(["0", f"{self.M()} - 1"])
+
+    def mod2(self) -> str:
+        """An index into an axis of extent 2."""
+        if self.scope and not self.ch.coin(0.3):
+            return self.tg("mod_index", f"{self.ch.choice(self.scope)[0]} % 2")
+        return self.ch.choice(["0", "1"])
+
+    # -- values: (text, big), big when it reads something an earlier nest wrote
+    def read(self, name: str, text: str) -> tuple:
+        if name in self.live:  # what this nest writes: bounded, so nothing feeds back with a gain
+            return self.ch.choice([f"tanh({text})", f"({text} / (1.0 + abs({text})))"]), False
+        return text, name in self.dirty
+
+    def leaf(self, big_ok: bool = True) -> tuple:
+        ch, N = self.ch, self.N
+        opts = [lambda: self.read("A", f"{self.A()}[{self.ix()}, {self.ix()}]"),
+                lambda: self.read("x", f"{self.x()}[{self.ix()}]"),
+                lambda: self.read("B", f"{self.B()}[{self.ix()}, {self.mix()}]"),
+                lambda: (f"{self.h()}[{self.mod2()}]", False),
+                lambda: (self.b.scalar("alpha"), False),
+                lambda: (self.tg("dim_value", ch.choice([f"(1.0 / {N})", f"{N} * 0.5"])), False),
+                lambda: (self.tg("int_value", self.t()), False)]
+        outs = [(n, f) for n, f in (("C", lambda: f"{self.C()}[{self.ix()}, {self.ix()}]"),
+                                    ("y", lambda: f"{self.y()}[{self.ix()}]"), ("p", lambda: f"{self.p()}[{self.mod2()}]"))
+                if self.exists(n) or n in self.live]
+        sc = [s for s in self.scalars if big_ok or s in self.live or s not in self.dirty]
+        if big_ok:
+            opts += [lambda n=n, f=f: self.read(n, f()) for n, f in outs]
+        else:  # only what this nest writes: read bounded
+            opts += [lambda n=n, f=f: self.read(n, f()) for n, f in outs if n in self.live]
+            opts[:3] = [lambda o=o: self._unbig(o) for o in opts[:3]]
+        if sc:
+            opts.append(lambda: self._scalar(sc))
+        return _pick(ch, opts)
+
+    def _scalar(self, names: list) -> tuple:
+        s = self.ch.choice(names)
+        return self.read(s, s)
+
+    def _unbig(self, opt) -> tuple:
+        text, big = opt()
+        return (f"tanh({text})", False) if big else (text, False)
+
+    def expr(self, d: int = 0, big_ok: bool = True) -> tuple:
+        ch = self.ch
+        if d >= 2 or not ch.coin(0.55):
+            return self.leaf(big_ok)
+        k = ch.choice(["add", "mul", "scale", "div", "safe_div", "pow", "max", "min", "abs", "ifexp", "relu", "tanh"])
+        self.b.tag("e_" + k)
+        a, ab = self.expr(d + 1, big_ok)
+        if k in ("add", "max", "min"):
+            c, cb = self.expr(d + 1, big_ok)
+            text = {"add": f"{a} {ch.choice(['+', '-'])} {c}", "max": f"max({a}, {c})",
+                    "min": f"min({a}, {c})"}[k]
+            return (f"({text})" if k == "add" and d else text), ab or cb
+        if k == "mul":
+            c, cb = self.expr(d + 1, big_ok=big_ok and not ab)
+            return (f"({a} * {c})" if d else f"{a} * {c}"), ab or cb
+        if k == "scale":
+            f = _pick(ch, [lambda: "0.5", lambda: self.b.scalar("alpha"), lambda: "2.0"])
+            return (f"({f} * {a})" if d else f"{f} * {a}"), ab
+        if k == "div":
+            c = ch.choice(["2.0", self.N, "4.0"])
+            if c == self.N:
+                self.b.tag("dim_value")
+            return (f"({a} / {c})" if d else f"{a} / {c}"), ab
+        if k == "safe_div":
+            c, _ = self.expr(d + 1)
+            return (f"({a} / (1.0 + abs({c})))" if d else f"{a} / (1.0 + abs({c}))"), ab
+        if k == "pow":
+            base, _ = self.leaf(big_ok=False)
+            return f"{base} ** {ch.choice([2, 3])}", False
+        if k == "abs":
+            return f"abs({a})", ab
+        if k == "relu":
+            return f"relu({a})", ab
+        if k == "tanh":
+            return f"tanh({a})", False
+        c, cb = self.expr(d + 1, big_ok)
+        text = f"{a} if {self.cond()} else {c}"
+        return (f"({text})" if d else text), ab or cb
+
+    # -- conditions
+    def vcond(self) -> str:
+        """A condition on loop variables (and dims, `t`)."""
+        ch, N, vs = self.ch, self.N, [v[0] for v in self.scope]
+        if len(vs) >= 2 and not ch.coin(0.3):
+            a, c = ch.choice(vs), ch.choice(vs)
+            if a == c:
+                a, c = vs[-2], vs[-1]
+            return ch.choice([f"{c} < {a}", f"{c} <= {a}", f"{a} == {c}", f"{a} != {c}", f"{a} + {c} < {N}",
+                              f"{c} > {a} and {a} % 2 == 0"])
+        a = ch.choice(vs)
+        return _pick(ch, [lambda: f"{a} > 0", lambda: f"{a} % 2 == 0", lambda: f"{a} < {N} - 1", lambda: f"not {a} == 0",
+                          lambda: self.tg("int_value", f"{a} < {self.t()}")])
+
+    def dcond(self) -> str:
+        """A condition on data."""
+        ch = self.ch
+        a, _ = self.leaf()
+        c = _pick(ch, [lambda: "0.0", lambda: self.leaf()[0], lambda: "0.5"])
+        return f"{a} {ch.choice(['>', '<', '>=', '<=', '!='])} {c}"
+
+    def cond(self) -> str:
+        kind = self.ch.choice(["data", "var", "both"] if self.scope else ["data"])
+        self.b.tag("cond_" + kind)
+        if kind == "data":
+            return self.dcond()
+        if kind == "var":
+            return self.vcond()
+        return f"{self.vcond()} {self.ch.choice(['and', 'or'])} {self.dcond()}"
+
+    # -- statements
+    def target(self, names: list | None = None) -> str:
+        name = self.ch.choice(names or self.targets)
+        text = {"C": lambda: f"{self.C()}[{self.ix()}, {self.ix()}]", "y": lambda: f"{self.y()}[{self.ix()}]",
+                "x": lambda: f"{self.x()}[{self.ix()}]", "p": lambda: f"{self.p()}[{self.mod2()}]"}.get(name, lambda: name)()
+        self.written(name)
+        return text
+
+    def once(self, tgt: str) -> bool:
+        """Whether `tgt` is written at most once per iteration of the nest (an element whose
+        index names every enclosing loop variable one-to-one)."""
+        if "[" not in tgt or "//" in tgt or "%" in tgt:
+            return False
+        return all(re.search(rf"\b{v}\b", tgt) for v, _, _ in self.scope)
+
+    def factor(self, tgt: str) -> str:
+        ch, N = self.ch, self.N
+        if self.once(tgt):
+            return _pick(ch, [lambda: "0.5", lambda: self.b.scalar("beta"), lambda: "2.0", lambda: self.b.scalar("alpha"),
+                              lambda: self.tg("dim_value", f"(1.0 / {N})"), lambda: self.tg("data_factor", self.leaf(False)[0])])
+        return ch.choice(["0.5", "0.75", self.tg("dim_value", f"(1.0 / {N})")])
+
+    def divisor(self, tgt: str) -> str:
+        ch, N = self.ch, self.N
+        opts = [lambda: "2.0", lambda: f"(1.0 + abs({self.expr(1)[0]}))", lambda: self.tg("dim_value", N)]
+        if self.once(tgt):
+            opts += [lambda: self.b.scalar("beta"), lambda: self.tg("int_value", self.t())]
+        return _pick(ch, opts)
+
+    def update(self) -> str:
+        """One assignment to a target of the nest."""
+        ch = self.ch
+        tgt = self.target()
+        op = ch.choice(["=", "+=", "-=", "*=", "/=", "self", "max"])
+        self.b.tag({"=": "assign", "+=": "add_assign", "-=": "sub_assign", "*=": "mul_assign", "/=": "div_assign",
+                    "self": "self_op", "max": "maxmin"}[op])
+        if op == "*=":
+            return f"{tgt} *= {self.factor(tgt)}"
+        if op == "/=":
+            return f"{tgt} /= {self.divisor(tgt)}"
+        if op == "self":  # x[i] = x[i] op e
+            return _pick(ch, [lambda: f"{tgt} = {tgt} + {self.expr()[0]}", lambda: f"{tgt} = {tgt} - {self.expr()[0]}",
+                              lambda: f"{tgt} = {self.expr(1)[0]} - {tgt}", lambda: f"{tgt} = {tgt} * {self.factor(tgt)}",
+                              lambda: f"{tgt} = {tgt} / {self.divisor(tgt)}",
+                              lambda: f"{tgt} = {tgt} * {self.factor(tgt)} + {self.expr(1)[0]}",
+                              lambda: f"{tgt} = {self.expr(1)[0]} + {tgt}"])
+        if op == "max":
+            e = self.expr(1)[0]
+            return ch.choice([f"{tgt} = max({tgt}, {e})", f"{tgt} = min({e}, {tgt})", f"{tgt} = max({e}, {tgt})",
+                              f"{tgt} = min({tgt}, {e})"])
+        return f"{tgt} {op} {self.expr()[0]}"
+
+    def stmt(self, depth: int):
+        ch, b = self.ch, self.b
+        kind = ch.choice(["update", "if_var", "if_data", "ifexp", "chained", "guarded"])
+        b.tag("s_" + kind)
+        if kind == "update" or (kind == "if_var" and not self.scope):
+            b.emit(depth, self.update())
+        elif kind in ("if_var", "if_data"):
+            b.emit(depth, f"if {self.vcond() if kind == 'if_var' else self.cond()}:")
+            b.emit(depth + 1, self.update())
+            if ch.coin(0.3):
+                b.emit(depth, f"elif {self.cond()}:")
+                b.emit(depth + 1, self.update())
+            if ch.coin(0.5):
+                b.emit(depth, "else:")
+                b.emit(depth + 1, self.update())
+        elif kind == "ifexp":
+            tgt = self.target()
+            e1, e2 = self.expr(1)[0], self.expr(1)[0]
+            b.emit(depth, f"{tgt} {ch.choice(['=', '+='])} {e1} if {self.cond()} else {e2}")
+        elif kind == "chained":  # `a = b = e`; with one target, a new scalar read by what follows
+            t1 = self.target()
+            t2 = self.target() if len(self.targets) > 1 and ch.coin(0.6) else None
+            e = self.expr()[0]
+            if t2 is None or t2 == t1:
+                t2 = self.fresh("w")
+                self.scalars.append(t2)
+                self.dirty.add(t2)
+            b.emit(depth, f"{t1} = {t2} = {e}" if ch.coin(0.5) else f"{t2} = {t1} = {e}")
+        else:  # guarded: in bounds only where the condition on the loop variable holds
+            nv = self.nvars()
+            if not nv:
+                b.emit(depth, self.update())
+                return
+            v = ch.choice(nv)[0]
+            down = ch.coin(0.5)
+            sh = f"{v} - 1" if not down else f"{v} + 1"
+            b.emit(depth, f"if {v} > 0:" if not down else f"if {v} < {self.N} - 1:")
+            rd = _pick(ch, [lambda: self.read("x", f"{self.x()}[{sh}]"),
+                            lambda: self.read("A", f"{self.A()}[{self.ix()}, {sh}]"),
+                            lambda: self.read("C", f"{self.C()}[{sh}, {self.ix()}]"),
+                            lambda: self.read("y", f"{self.y()}[{sh}]")])[0]
+            tgt = self.target()
+            b.emit(depth + 1, f"{tgt} {ch.choice(['=', '+=', '-='])} {rd} * {self.leaf(False)[0]}")
+
+    # -- sections
+    def bound(self, level: int, innermost: bool) -> tuple:
+        """(range text, domain, tag) of a loop at `level`."""
+        ch, N = self.ch, self.N
+        nv = self.nvars()
+        if nv and ch.coin(0.6):
+            o = nv[-1][0] if not ch.coin(0.3) else ch.choice(nv)[0]
+            tag, fmt = ch.choice(_TRI_BOUNDS)
+            return fmt.format(o=o, N=N), "N", tag
+        opts = list(_TOP_BOUNDS) + ([("M", None)] if innermost and level > 0 else [])
+        tag, fmt = ch.choice(opts)
+        if tag == "M":
+            self.B()  # M is bound by B's shape
+            return f"range({self.M()})", "M", "M"
+        return fmt.format(N=N, t=self.t() if tag == "int_bound" else None), "N", tag
+
+    def loops(self, level: int, depth: int):
+        ch, b = self.ch, self.b
+        v = "ijk"[level]
+        innermost = level == depth - 1
+        rng, dom, tag = self.bound(level, innermost)
+        b.tag("b_" + tag)
+        b.emit(level, f"for {v} in {rng}:")
+        self.scope.append((v, dom, tag))
+        n_sc = len(self.scalars)
+        if innermost:
+            for _ in range(ch.int(1, 3)):
+                self.stmt(level + 1)
+        else:
+            if ch.coin(0.3):
+                self.stmt(level + 1)
+            accs = []
+            if ch.coin(0.5):  # a scalar accumulated by the loops inside, then stored
+                accs = [self.fresh("acc")]
+                init = _pick(ch, [lambda: "0.0", lambda: "1.0", lambda: self.expr(1)[0]])
+                if init == "0.0" and ch.coin(0.3):
+                    accs.append(self.fresh("acc"))
+                    b.tag("chained")
+                b.tag("acc")
+                b.emit(level + 1, " = ".join(accs) + f" = {init}")
+                self.scalars += accs
+                self.targets += accs
+                self.live |= set(accs)
+            for _ in range(1 if not ch.coin(0.3) else 2):  # one inner loop, or two siblings
+                self.loops(level + 1, depth)
+            for a in accs:
+                self.targets.remove(a)
+                self.live.discard(a)
+                self.dirty.add(a)
+            if accs:
+                tgts = [t for t in self.targets if t not in self.scalars or t in self.top]
+                tgt = self.target(tgts)
+                val = " + ".join(ch.choice([a, f"{self.b.scalar('alpha')} * {a}", f"{a} * 0.5"]) for a in accs)
+                b.emit(level + 1, _pick(ch, [lambda: f"{tgt} = {val}", lambda: f"{tgt} += {val}",
+                                             lambda: f"{tgt} = {tgt} * {self.factor(tgt)} + {val}"]))
+            if ch.coin(0.3):
+                self.stmt(level + 1)
+        self.scope.pop()
+        del self.scalars[n_sc:]
+
+    def nest(self):
+        """A 1- to 3-deep nest with random bounds and statements writing 1 or 2 targets."""
+        ch, b = self.ch, self.b
+        pool = ["C", "y", "s", "x", "p"]
+        tgts = [ch.choice(pool)]
+        if ch.coin(0.4):
+            tgts.append(ch.choice(pool))
+        tgts = list(dict.fromkeys(tgts))
+        if "s" in tgts:
+            if ch.coin(0.3):
+                tgts.append("u")
+                b.tag("chained")
+                b.emit(0, "s = u = " + ch.choice(["0.0", "1.0"]))
+            elif "s" not in self.top or ch.coin(0.5):
+                b.emit(0, f"s = {_pick(ch, [lambda: '0.0', lambda: '-1.0', lambda: self.leaf()[0]])}")
+            for s in ("s", "u"):
+                if s in tgts and s not in self.top:
+                    self.top.append(s)
+                    self.scalars.append(s)
+        self.targets, self.live = list(tgts), set(tgts)
+        self.loops(0, ch.int(1, 3))
+        self.targets, self.live = [], set()
+
+    def template(self):
+        """PolyBench shapes (syrk, trmm, trisolv, lu, cholesky, symm) with their spellings varied;
+        pivots are kept away from 0 by `1.0 + abs(...)`."""
+        ch, b, N = self.ch, self.b, self.N
+        kind = ch.choice(["syrk", "trmm", "trisolv", "lu", "cholesky", "symm"])
+        b.tag("t_" + kind)
+        e = lambda d, s: b.emit(d, s)  # noqa: E731
+        if kind == "syrk":
+            C, B_ = self.C(), self.B()
+            M = self.M()
+            self.written("C")
+            jb = ch.choice(["range(i + 1)", "range(i)", f"range(i, {N})"])
+            scale = _pick(ch, [lambda: f"{C}[i, j] *= {b.scalar('beta')}",
+                               lambda: f"{C}[i, j] = {C}[i, j] * {b.scalar('beta')}", lambda: f"{C}[i, j] /= 2.0"])
+            upd = _pick(ch, [lambda: f"{C}[i, j] += {b.scalar('alpha')} * {B_}[i, k] * {B_}[j, k]",
+                             lambda: f"{C}[i, j] = {C}[i, j] + {B_}[j, k] * {b.scalar('alpha')} * {B_}[i, k]",
+                             lambda: f"{C}[i, j] -= {B_}[i, k] * {B_}[j, k] / {N}"])
+            form = ch.choice(["split", "acc", "mask"])
+            b.tag("syrk_" + form)
+            e(0, f"for i in range({N}):")
+            if form == "split":
+                e(1, f"for j in {jb}:")
+                e(2, scale)
+                e(1, f"for k in range({M}):")
+                e(2, f"for j in {jb}:")
+                e(3, upd)
+            elif form == "acc":
+                acc = self.fresh("acc")
+                e(1, f"for j in {jb}:")
+                e(2, f"{acc} = 0.0")
+                e(2, f"for k in range({M}):")
+                e(3, f"{acc} += {B_}[i, k] * {B_}[j, k]")
+                e(2, f"{C}[i, j] = {b.scalar('beta')} * {C}[i, j] + {b.scalar('alpha')} * {acc}")
+            else:
+                e(1, f"for j in range({N}):")
+                e(2, f"if {ch.choice(['j <= i', 'j < i', 'j >= i', 'i + j < ' + N])}:")
+                e(3, scale)
+                e(3, f"for k in range({M}):")
+                e(4, upd)
+        elif kind == "trmm":
+            T, W = (self.B(), self.M()) if ch.coin(0.5) else (self.C(), N)
+            A = self.A()
+            self.written(T)
+            kb = ch.choice([f"range(i + 1, {N})", "range(i)", f"range({N} - 1, i, -1)"])
+            e(0, f"for i in range({N}):")
+            e(1, f"for j in range({W}):")
+            e(2, f"for k in {kb}:")
+            e(3, ch.choice([f"{T}[i, j] += {A}[k, i] * {T}[k, j]", f"{T}[i, j] = {T}[i, j] + {A}[k, i] * {T}[k, j]"]))
+            e(2, _pick(ch, [lambda: f"{T}[i, j] = {b.scalar('alpha')} * {T}[i, j]",
+                            lambda: f"{T}[i, j] *= {b.scalar('alpha')}", lambda: f"{T}[i, j] /= 2.0"]))
+        elif kind == "trisolv":
+            A, X = self.A(), self.x()
+            T = self.y() if ch.coin(0.5) else X
+            self.written(T)
+            down = ch.coin(0.5)
+            e(0, f"for i in {f'range({N} - 1, -1, -1)' if down else f'range({N})'}:")
+            if T != X:
+                e(1, f"{T}[i] = {X}[i]")
+            e(1, f"for j in {f'range(i + 1, {N})' if down else 'range(i)'}:")
+            e(2, ch.choice([f"{T}[i] -= {A}[i, j] * {T}[j]", f"{T}[i] = {T}[i] - {T}[j] * {A}[i, j]"]))
+            e(1, ch.choice([f"{T}[i] = {T}[i] / (1.0 + abs({A}[i, i]))", f"{T}[i] /= (1.0 + abs({A}[i, i]))"]))
+        elif kind in ("lu", "cholesky"):
+            S = self.A() if ch.coin(0.5) else self.C()
+            self.written(S)
+            div = ch.choice([f"{S}[i, j] /= (1.0 + abs({S}[j, j]))", f"{S}[i, j] = {S}[i, j] / (1.0 + abs({S}[j, j]))"])
+            e(0, f"for i in range({N}):")
+            e(1, "for j in range(i):")
+            e(2, "for k in range(j):")
+            e(3, f"{S}[i, j] -= {S}[i, k] * {S}[k, j]" if kind == "lu" else f"{S}[i, j] -= {S}[i, k] * {S}[j, k]")
+            e(2, div)
+            if kind == "lu":
+                e(1, f"for j in range(i, {N}):")
+                e(2, "for k in range(i):")
+                e(3, f"{S}[i, j] -= {S}[i, k] * {S}[k, j]")
+            else:
+                e(1, "for k in range(i):")
+                e(2, ch.choice([f"{S}[i, i] -= {S}[i, k] * {S}[i, k]", f"{S}[i, i] = {S}[i, i] - {S}[i, k] ** 2"]))
+                e(1, f"{S}[i, i] = abs({S}[i, i]) + 1.0")
+        else:  # symm
+            A, B_ = self.A(), self.B()
+            M = self.M()
+            D = b.tensor("D", N, M)
+            self.written(D)
+            acc = self.fresh("acc")
+            al, be = b.scalar("alpha"), b.scalar("beta")
+            e(0, f"for i in range({N}):")
+            e(1, f"for j in range({M}):")
+            e(2, f"{acc} = 0.0")
+            e(2, "for k in range(i):")
+            e(3, f"{D}[k, j] += {al} * {B_}[i, j] * {A}[i, k]")
+            e(3, f"{acc} += {B_}[k, j] * {A}[i, k]")
+            e(2, f"{D}[i, j] = {be} * {D}[i, j] + {al} * {B_}[i, j] * {A}[i, i] + {al} * {acc}")
+
+    def tensor_call(self):
+        """A library call on what the loops wrote (or on A): `S @ B`, `relu(S) * alpha + S.T`."""
+        ch, b = self.ch, self.b
+        S = self.C() if self.exists("C") and ch.coin(0.6) else self.A()
+        E = self.fresh("E")
+        b.emit(0, f"{E} = " + _pick(ch, [lambda: f"{S} @ {self.B()}", lambda: f"relu({S}) * {b.scalar('alpha')} + {S}.T",
+                                          lambda: f"transpose({S}, (1, 0)) - {S} * 0.5"]))
+        b.ret(E)
+
+
+def gen_language(b: _Builder) -> DataflowProgram:
+    """Forms of DESIGN.md's language the other families do not write, mixed with theirs."""
+    ch = b.ch
+    L = _Lang(b)
+    for _ in range(ch.int(1, 3)):
+        sec = ch.choice(["nest"] * 10 + ["template"] * 7 + ["tensor_call"] * 3)
+        b.tag("sec_" + sec)
+        {"nest": L.nest, "template": L.template, "tensor_call": L.tensor_call}[sec]()
+    for s in L.top:
+        if s in L.dirty:
+            b.ret(s)
+    if not any(repr(L.N) in a for a in b.params.values()):
+        L.x()  # N must be bound by a parameter's shape
+    if not b.returns:
+        b.ret(L.x())
+    return b.finish("language")
+
+
 FAMILIES = {"scalar": gen_scalar, "multi_update": gen_multi_update, "multi_write": gen_multi_write,
-            "alias": gen_alias, "tensor_local": gen_tensor_local, "matmul": gen_matmul}
+            "alias": gen_alias, "tensor_local": gen_tensor_local, "matmul": gen_matmul, "language": gen_language}
 
 
 def generate(ch, family: str | None = None) -> DataflowProgram:
