@@ -751,7 +751,8 @@ class _Lang:
                 lambda: (self.tg("dim_value", ch.choice([f"(1.0 / {N})", f"{N} * 0.5"])), False),
                 lambda: (self.tg("int_value", self.t()), False)]
         outs = [(n, f) for n, f in (("C", lambda: f"{self.C()}[{self.ix()}, {self.ix()}]"),
-                                    ("y", lambda: f"{self.y()}[{self.ix()}]"), ("p", lambda: f"{self.p()}[{self.mod2()}]"))
+                                    ("y", lambda: f"{self.y()}[{self.ix()}]"),
+                                    ("p", lambda: f"{self.p()}[{self.mod2()}]"))
                 if self.exists(n) or n in self.live]
         sc = [s for s in self.scalars if big_ok or s in self.live or s not in self.dirty]
         if big_ok:
@@ -821,8 +822,8 @@ class _Lang:
             return ch.choice([f"{c} < {a}", f"{c} <= {a}", f"{a} == {c}", f"{a} != {c}", f"{a} + {c} < {N}",
                               f"{c} > {a} and {a} % 2 == 0"])
         a = ch.choice(vs)
-        return _pick(ch, [lambda: f"{a} > 0", lambda: f"{a} % 2 == 0", lambda: f"{a} < {N} - 1", lambda: f"not {a} == 0",
-                          lambda: self.tg("int_value", f"{a} < {self.t()}")])
+        return _pick(ch, [lambda: f"{a} > 0", lambda: f"{a} % 2 == 0", lambda: f"{a} < {N} - 1",
+                          lambda: f"not {a} == 0", lambda: self.tg("int_value", f"{a} < {self.t()}")])
 
     def dcond(self) -> str:
         """A condition on data."""
@@ -844,7 +845,8 @@ class _Lang:
     def target(self, names: list | None = None) -> str:
         name = self.ch.choice(names or self.targets)
         text = {"C": lambda: f"{self.C()}[{self.ix()}, {self.ix()}]", "y": lambda: f"{self.y()}[{self.ix()}]",
-                "x": lambda: f"{self.x()}[{self.ix()}]", "p": lambda: f"{self.p()}[{self.mod2()}]"}.get(name, lambda: name)()
+                "x": lambda: f"{self.x()}[{self.ix()}]",
+                "p": lambda: f"{self.p()}[{self.mod2()}]"}.get(name, lambda: name)()
         self.written(name)
         return text
 
@@ -858,8 +860,9 @@ class _Lang:
     def factor(self, tgt: str) -> str:
         ch, N = self.ch, self.N
         if self.once(tgt):
-            return _pick(ch, [lambda: "0.5", lambda: self.b.scalar("beta"), lambda: "2.0", lambda: self.b.scalar("alpha"),
-                              lambda: self.tg("dim_value", f"(1.0 / {N})"), lambda: self.tg("data_factor", self.leaf(False)[0])])
+            return _pick(ch, [lambda: "0.5", lambda: self.b.scalar("beta"), lambda: "2.0",
+                              lambda: self.b.scalar("alpha"), lambda: self.tg("dim_value", f"(1.0 / {N})"),
+                              lambda: self.tg("data_factor", self.leaf(False)[0])])
         return ch.choice(["0.5", "0.75", self.tg("dim_value", f"(1.0 / {N})")])
 
     def divisor(self, tgt: str) -> str:
@@ -882,7 +885,8 @@ class _Lang:
             return f"{tgt} /= {self.divisor(tgt)}"
         if op == "self":  # x[i] = x[i] op e
             return _pick(ch, [lambda: f"{tgt} = {tgt} + {self.expr()[0]}", lambda: f"{tgt} = {tgt} - {self.expr()[0]}",
-                              lambda: f"{tgt} = {self.expr(1)[0]} - {tgt}", lambda: f"{tgt} = {tgt} * {self.factor(tgt)}",
+                              lambda: f"{tgt} = {self.expr(1)[0]} - {tgt}",
+                              lambda: f"{tgt} = {tgt} * {self.factor(tgt)}",
                               lambda: f"{tgt} = {tgt} / {self.divisor(tgt)}",
                               lambda: f"{tgt} = {tgt} * {self.factor(tgt)} + {self.expr(1)[0]}",
                               lambda: f"{tgt} = {self.expr(1)[0]} + {tgt}"])
@@ -1117,7 +1121,8 @@ class _Lang:
         ch, b = self.ch, self.b
         S = self.C() if self.exists("C") and ch.coin(0.6) else self.A()
         E = self.fresh("E")
-        b.emit(0, f"{E} = " + _pick(ch, [lambda: f"{S} @ {self.B()}", lambda: f"relu({S}) * {b.scalar('alpha')} + {S}.T",
+        b.emit(0, f"{E} = " + _pick(ch, [lambda: f"{S} @ {self.B()}",
+                                          lambda: f"relu({S}) * {b.scalar('alpha')} + {S}.T",
                                           lambda: f"transpose({S}, (1, 0)) - {S} * 0.5"]))
         b.ret(E)
 

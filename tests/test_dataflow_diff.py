@@ -277,13 +277,48 @@ def trmm_then_syrk_size1(b: f32["N", "M"]):
                 C[i, j] += b[i, k] * b[j, k]
     return C
 """, {"N": 1, "M": 1}, None),
+    # language: the same runaway with rules=["inline"] alone: an element squared, then
+    # overwritten by its mirror `y[N - 1 - i]` (the same element at N=1). Fails today.
+    "square_then_mirror_size1": ("""
+@program
+def square_then_mirror_size1(x: f32["N"]):
+    y = zeros((N,))
+    for i in range(N):
+        y[i] = y[i] * y[i]
+        y[i] = y[N - 1 - i]
+    return y
+""", {"N": 1}, None),
+    # language: the same runaway at every size tried (N=1..4, M=1..5): a syrk accumulation
+    # over `range(i, N)`, then PolyBench's syrk (scale, then accumulate) on the result.
+    # Fails today.
+    "syrk_twice_skewed": ("""
+@program
+def syrk_twice_skewed(B: f32["N", "M"]):
+    C = zeros((N, N))
+    for i in range(N):
+        for k in range(M):
+            for j in range(i, N):
+                C[i, j] += B[i, k] * B[j, k]
+    for i in range(N):
+        for j in range(i, N):
+            C[i, j] *= 2.0
+        for k in range(M):
+            for j in range(i, N):
+                C[i, j] += B[i, k] * B[j, k]
+    return C
+""", {"N": 2, "M": 2}, None),
 }
 # FOUND cases that fail today: strict xfail, so that a fix shows up as XPASS (then drop the mark)
 FAILING = {
     "trmm_then_syrk_size1": "eqsat bug: optimize runs away in memory at N=1 "
                             "(tests/DIFF_FINDINGS.md, language campaign, finding L2)",
+    "square_then_mirror_size1": "eqsat bug: optimize runs away in memory at N=1 (rules=['inline'] too) "
+                                "(tests/DIFF_FINDINGS.md, language campaign, finding L2)",
+    "syrk_twice_skewed": "eqsat bug: optimize runs away in memory "
+                         "(tests/DIFF_FINDINGS.md, language campaign, finding L2)",
 }
-BOUNDED = {"trmm_then_syrk_size1"}  # checked in a child process: 60 s, 1000 MB resident
+# checked in a child process bounded in time and memory (see `_check_bounded`)
+BOUNDED = {"trmm_then_syrk_size1", "square_then_mirror_size1", "syrk_twice_skewed"}
 
 
 def _rss_mb(pid: int) -> float:
@@ -294,7 +329,7 @@ def _rss_mb(pid: int) -> float:
         return 0.0
 
 
-def _check_bounded(gp: DataflowProgram, directory: str, seconds: float = 60.0, mb: float = 1000.0):
+def _check_bounded(gp: DataflowProgram, directory: str, seconds: float = 60.0, mb: float = 800.0):
     """`check(gp, directory)` in a child process that is killed past `seconds` or `mb` MB
     resident: a program on which optimize runs away fails the test instead of taking the
     machine's memory (egglog cannot be interrupted from Python)."""
