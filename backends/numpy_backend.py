@@ -131,16 +131,23 @@ class Runner:
         nest = self.plan.lowered.nests[nid]
         term = self.plan.nest_terms[nid]
         tensors = [self.tensor(t) for t in unlist(term.args[2])]
-        names, scalars = [], []
+        inputs = self.nest_scalar_inputs(nid)
+        scalars = [_Eval(self, {}, 0).sc(s) for _, s in inputs]
+        outs = self.np.call(_nest_call(self.plan, nid, tuple(n for n, _ in inputs)), *tensors, *scalars)
+        self.nest_out[nid] = {name: self.np.call(operator.getitem, outs, i) if self._assigned(outs, i) else None
+                              for i, name in enumerate(nest.outputs)}
+
+    def nest_scalar_inputs(self, nid: int) -> list:
+        """(name, term) of each scalar nest `nid` takes, but a scalar an earlier nest never
+        assigned (its loop ran no iteration): the nest then sees no such name, as in Python."""
+        nest, term = self.plan.lowered.nests[nid], self.plan.nest_terms[nid]
+        out = []
         for name, s in zip(nest.scalar_inputs, unlist(term.args[3])):
             if s.op == "Sc.load" and s.args[0].op == "Ten.opaque" and \
                     self.nest_out[s.args[0].args[0]].get(s.args[0].args[1]) is None:
-                continue  # a scalar an earlier nest never assigned (its loop ran no iteration)
-            names.append(name)
-            scalars.append(_Eval(self, {}, 0).sc(s))
-        outs = self.np.call(_nest_call(self.plan, nid, tuple(names)), *tensors, *scalars)
-        self.nest_out[nid] = {name: self.np.call(operator.getitem, outs, i) if self._assigned(outs, i) else None
-                              for i, name in enumerate(nest.outputs)}
+                continue
+            out.append((name, s))
+        return out
 
     @staticmethod
     def _assigned(outs, i) -> bool:

@@ -20,7 +20,7 @@ import numpy as np
 
 from eqsat import lang
 from eqsat.args import bind_args, to_numpy
-from eqsat.terms import shape_list, unlist, walk
+from eqsat.terms import unlist, walk
 
 from . import numpy_backend
 from .triton_backend import _cache_dir, _ensure_triton, _kernels, source
@@ -143,36 +143,30 @@ class TritonCompiled:
         return t.detach().cpu().numpy()
 
 
-class _Env:
+class _TorchViews:
+    """The view operations `numpy_backend.Runner` uses, on torch tensors (device-resident)."""
+
+    @staticmethod
+    def transpose(x, perm):
+        return x.permute(*perm)
+
+    @staticmethod
+    def reshape(x, shape):
+        return x.reshape(shape)
+
+    @staticmethod
+    def call(fn, *args, **kw):
+        return fn(*args, **kw)
+
+
+class _Env(numpy_backend.Runner):
     """The tensors of one call: inputs, kernel outputs, nest outputs (all on the device),
-    and the views the plan reads them through."""
+    and the views the plan reads them through (the numpy runner's, as torch views)."""
 
     def __init__(self, compiled: TritonCompiled, inputs: dict, scalars: dict):
+        plan = compiled.plan
+        super().__init__(plan, [inputs.get(p.name) for p in plan.program.params], scalars, _TorchViews())
         self.c = compiled
-        self.inputs = inputs
-        self.scalars = scalars
-        self.values: dict = {}
-        self.nest_out: dict = {}
-
-    def tensor(self, n):
-        v = self.values.get(n)
-        if v is not None:
-            return v
-        op = n.op
-        if op == "Ten.input":
-            return self.inputs[n.args[0]]
-        if op == "Ten.transpose":
-            return self.tensor(n.args[0]).permute(*[int(p) for p in n.args[1].split()])
-        if op == "Ten.slice":
-            ix = n.args[1]
-            if ix.op != "Ix.lit":
-                raise RuntimeError("a slice with a variable index cannot be a view")
-            return self.tensor(n.args[0])[ix.args[0]]
-        if op == "Ten.reshape":
-            return self.tensor(n.args[0]).reshape(shape_list(n.args[1]))
-        if op == "Ten.opaque":
-            return self.nest_out[n.args[0]][n.args[1]]
-        raise RuntimeError(f"tensor {op} used before its kernel ran")
 
     def run_nest(self, nid: int):
         """A nest kept as written, on the host: its tensor inputs and the tensors its scalar
@@ -182,15 +176,11 @@ class _Env:
         term = plan.nest_terms[nid]
         tensors = [c._to_host(self.tensor(t)) for t in unlist(term.args[2])]
         host = numpy_backend.Runner(plan, [], {k: np.float32(v) for k, v in self.scalars.items()})
-        names, scalars = [], []
-        for name, s in zip(nest.scalar_inputs, unlist(term.args[3])):
-            if s.op == "Sc.load" and s.args[0].op == "Ten.opaque" and \
-                    self.nest_out[s.args[0].args[0]].get(s.args[0].args[1]) is None:
-                continue  # a scalar an earlier nest never assigned (its loop ran no iteration)
+        inputs = self.nest_scalar_inputs(nid)
+        for _, s in inputs:
             for x in walk(s):
                 if x.op == "Sc.load" and x.args[0] not in host.values:
                     host.values[x.args[0]] = c._to_host(self.tensor(x.args[0]))
-            names.append(name)
-            scalars.append(numpy_backend._Eval(host, {}, 0).sc(s))
-        outs = numpy_backend._nest_call(plan, nid, tuple(names))(*tensors, *scalars)
+        scalars = [numpy_backend._Eval(host, {}, 0).sc(s) for _, s in inputs]
+        outs = numpy_backend._nest_call(plan, nid, tuple(n for n, _ in inputs))(*tensors, *scalars)
         self.nest_out[nid] = {name: None if v is None else c._to_device(v) for name, v in zip(nest.outputs, outs)}
