@@ -123,17 +123,6 @@ def _key(source, label: str):
     return ("object", id(source), label)
 
 
-def _args(prog, rng):
-    out = []
-    for p in prog.params:
-        if p.shape is None:
-            out.append(np.float32(rng.uniform(0.5, 1.5)))
-        else:
-            shape = tuple(DIMS[d] if isinstance(d, str) else d for d in p.shape)
-            out.append(rng.standard_normal(shape).astype(np.float32))
-    return out
-
-
 def check(user_sources: list, builtin: list) -> None:
     """Raise UnsoundRule if adding any of `user_sources` ((label, ruleset source) pairs, as
     `optimize(rules=...)` accepts them) to the `builtin` family names breaks a probe."""
@@ -152,7 +141,7 @@ def check(user_sources: list, builtin: list) -> None:
         err = None
         rng = np.random.default_rng(0)
         for prog in _probes():
-            args = _args(prog, rng)
+            args = _program_args(prog, DIMS, rng)
             want = np.asarray(reference(prog, *args), dtype=np.float64)
             try:
                 plan = optimize(prog, DIMS, rules=list(builtin) + [source], _checked=True,
