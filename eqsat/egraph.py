@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from egglog import EGraph, Ruleset, back_off, run
+from egglog import EGraph, Ruleset, back_off, bindings, run
 from egglog.egraph import to_runtime_expr
 
 from . import sorts as S
@@ -27,7 +27,7 @@ class SaturationReport:
     build_seconds: float = 0.0
     per_iteration_nodes: list = field(default_factory=list)
     # one entry per call into egglog: {"round": rounds done, "nodes", "seconds",
-    # "matches": {rule name: matches}} (a call runs one round, or a chunk of them)
+    # "matches": {rule name: matches}} (its family step and support steps)
     rounds: list = field(default_factory=list)
     rule_matches: dict = field(default_factory=dict)  # rule name -> matches over the whole run
 
@@ -194,11 +194,21 @@ def build(lowered, opaque_shapes: dict, eg: EGraph | None = None) -> tuple[EGrap
     return eg, b, roots
 
 
-INF_GROWTH = float("inf")
+_SIZE_SPAN = None
 
 
 def node_count(eg: EGraph) -> int:
-    return sum(n for _, n in eg.all_function_sizes())
+    """E-nodes in the e-graph's constructor and fact tables (egglog's own tables, and
+    global `let` bindings, not counted). Direct, without egglog-python's callables, since it
+    runs between every step of saturation."""
+    global _SIZE_SPAN
+    if _SIZE_SPAN is None:
+        from egglog.egraph_state import span
+
+        _SIZE_SPAN = span(1)
+    (out,) = eg._egraph.run_program(bindings.PrintSize(_SIZE_SPAN, None))
+    known = eg._state.egg_fn_to_callable_refs
+    return sum(n for name, n in out.sizes if name in known)
 
 
 _SCHEDULES: dict = {}  # key -> (the rule sets it was built from, schedule)
@@ -227,93 +237,135 @@ def _key(families, support, limits) -> tuple:
 
 
 def _schedules(families, support, limits) -> list:
-    """[(key, support to saturation), (key, one round: every family, then the facts)]."""
-    key = _key(families, support, limits)
+    """[(key, schedule)]: one step of the support rules, and every family once (back-off
+    scheduled)."""
+    out = [(("support", id(support)), _schedule(("support", id(support)), lambda: run(support)))]
+    if families:
+        key = ("rewrites",) + _key(families, support, limits)
 
-    def build_round():
-        sched = None
-        for r in families:
-            step = run(r, scheduler=back_off(match_limit=limits.match_limit, ban_length=limits.ban_length))
-            sched = step if sched is None else sched + step
-        # support rules only derive facts, but on a cyclic e-graph explicit substitution can
-        # keep producing new terms: their "saturation" is bounded too, so no call can hang
-        facts = run(support) * limits.support_rounds
-        return facts if sched is None else sched + facts
+        def rewrites():
+            sched = None
+            for r in families:
+                step = run(r, scheduler=back_off(match_limit=limits.match_limit, ban_length=limits.ban_length))
+                sched = step if sched is None else sched + step
+            return sched
 
-    first = ("support", id(support), limits.support_rounds)
-    return [(first, _schedule(first, lambda: run(support) * limits.support_rounds)),
-            (("round",) + key, _schedule(("round",) + key, build_round))]
+        out.append((key, _schedule(key, rewrites)))
+    return out
+
+
+class _Budget:
+    """The limits checked between calls into egglog. One call is never interrupted, so
+    each check also asks whether the next call, growing as the last one did, would pass a
+    limit, and stops before it."""
+
+    def __init__(self, eg: EGraph, limits: Limits, rep: SaturationReport):
+        self.eg, self.limits, self.rep = eg, limits, rep
+        self.t0 = time.perf_counter()
+        self.rss_start = resident_mb()
+
+    def over(self, before: int, seconds: float) -> str | None:
+        """After a call that took the e-graph from `before` e-nodes to `rep.nodes` in
+        `seconds`: the reason to stop now, or None."""
+        lim, nodes = self.limits, self.rep.nodes
+        growth = max(nodes / max(before, 1), 1.0)
+        if nodes > lim.nodes:
+            return f"node limit ({nodes} > {lim.nodes} e-nodes)"
+        rss = resident_mb()
+        if rss > lim.memory_mb or (rss - self.rss_start) * growth + self.rss_start > lim.memory_mb:
+            return (f"memory limit ({rss:.0f} MB resident, growing {growth:.1f}x a step; "
+                    f"limit {lim.memory_mb:g} MB)")
+        if nodes * growth > lim.nodes * 2:
+            return (f"node limit (at {nodes} e-nodes, growing {growth:.1f}x a step, the next "
+                    f"step would pass {lim.nodes})")
+        elapsed = time.perf_counter() - self.t0
+        if elapsed > lim.seconds:
+            return f"time limit ({lim.seconds:g} s)"
+        # extraction takes time too (~extract_seconds_per_node each e-node): stop while the
+        # whole of optimize() can still end within twice the time limit
+        next_nodes = nodes * growth
+        if elapsed + seconds * growth + next_nodes * lim.extract_seconds_per_node > lim.seconds * 2:
+            return (f"time limit (after {elapsed:.2f} s, the next step and extracting its "
+                    f"~{int(next_nodes)} e-nodes would pass twice {lim.seconds:g} s)")
+        if elapsed + seconds * growth > lim.seconds * 1.5:
+            return (f"time limit (after {elapsed:.2f} s the next step, growing {growth:.1f}x, would "
+                    f"pass {lim.seconds:g} s)")
+        return None
+
+
+def _run(eg: EGraph, sched, rep: SaturationReport, matches: dict | None):
+    """One call into egglog: (its report, e-nodes before, seconds it took)."""
+    before, t = rep.nodes, time.perf_counter()
+    report = eg.run(sched)
+    seconds = time.perf_counter() - t
+    rep.nodes = node_count(eg)
+    if matches is not None:
+        for k, v in report.num_matches_per_rule.items():
+            matches[k] = matches.get(k, 0) + v
+    return report, before, seconds
+
+
+def _support_steps(eg, step, rep, budget: _Budget, matches) -> tuple[str | None, bool]:
+    """The support rules one step at a time, up to `support_rounds` steps or their
+    fixpoint, checking the limits after each: (the reason to stop, or None; whether the
+    fixpoint was reached)."""
+    for _ in range(budget.limits.support_rounds):
+        report, before, seconds = _run(eg, step, rep, matches)
+        if not report.updated:  # (a step can merge classes, or set facts, adding no e-node)
+            return None, True
+        why = budget.over(before, seconds)
+        if why:
+            return why, False
+    return None, False
 
 
 def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names=None) -> SaturationReport:
-    """Run `support` to saturation, then every family once (back-off scheduled), repeatedly.
+    """Run `support` to its fixpoint, then every family once (back-off scheduled) and the
+    support rules again, repeatedly.
 
     Stops at saturation or at the first limit reached; the e-graph then holds the best
     forms found so far, and the report says why it stopped. `names` (a
     `provenance.RuleTable`) names the rules in the report's match counts.
+
+    Every family step and every support step is its own call into egglog (a call costs
+    ~0.2 ms), and the limits are checked, and the next step's growth predicted, after each:
+    one call cannot be interrupted, and on a cyclic e-graph explicit substitution can double
+    the e-graph in each support step (tests/DIFF_FINDINGS.md, L2), so no call may hold more
+    than one step. Back-off bans therefore last one round.
     """
     rep = SaturationReport()
-    t0 = time.perf_counter()
-    rss_start = resident_mb()
-    (_, first), (_, one) = _schedules(families, support, limits)
-    eg.run(first)
+    budget = _Budget(eg, limits, rep)
+    (_, step), *rest = _schedules(families, support, limits)
     rep.nodes = node_count(eg)
-    if not families:
-        rep.nodes = node_count(eg)
-        rep.seconds = time.perf_counter() - t0
+    why, fixpoint_before = _support_steps(eg, step, rep, budget, None)
+    if why or not rest:
+        rep.stop_reason = why or "saturated"
+        rep.seconds = time.perf_counter() - budget.t0
         return rep
-    key = _key(families, support, limits)
-    # Each eg.run() call costs ~15 ms of Python-side schedule processing, so rounds run in
-    # chunks while growth is tame, and one at a time when the e-graph grows fast or nears a
-    # limit (so a limit is never overshot by more than one round).
+    rewrites = rest[0][1]
     rep.stop_reason = f"iteration limit ({limits.iterations})"
-    growth = INF_GROWTH  # the first round runs alone: its growth decides the chunk size
     while rep.iterations < limits.iterations:
-        tame = growth < 1.25 and rep.nodes * 2 < limits.nodes and time.perf_counter() - t0 < limits.seconds / 4
-        n = limits.chunk if tame else 1
-        n = min(n, limits.iterations - rep.iterations)
-        t_call = time.perf_counter()
-        report = eg.run(_schedule(("rounds", n) + key, lambda: one * n))
-        t_call = (time.perf_counter() - t_call) / n
-        rep.iterations += n
-        before, rep.nodes = rep.nodes, node_count(eg)
-        growth = rep.nodes / max(before, 1)
+        start, t_round = rep.nodes, time.perf_counter()
+        matches: dict = {}
+        report, before, seconds = _run(eg, rewrites, rep, matches)
+        why, fixpoint = budget.over(before, seconds), False
+        if not why:
+            why, fixpoint = _support_steps(eg, step, rep, budget, matches)
+        rep.iterations += 1
         rep.per_iteration_nodes.append(rep.nodes)
         if names is not None:
-            rep.record(n, t_call * n, names.counts(report.num_matches_per_rule))
+            rep.record(1, time.perf_counter() - t_round, names.counts(matches))
+        if why:
+            rep.stop_reason = why
+            break
         # egglog reports `updated` when rules matched, even if nothing new came of it; a
-        # round that adds no e-node is a fixpoint for these rules
-        if not report.updated or rep.nodes == before:
+        # round that adds no e-node is a fixpoint for these rules, and so is one whose
+        # rewrites changed nothing after the support rules had reached theirs
+        if rep.nodes == start or (not report.updated and fixpoint_before):
             rep.stop_reason = "saturated"
             break
-        if rep.nodes > limits.nodes:
-            rep.stop_reason = f"node limit ({rep.nodes} > {limits.nodes} e-nodes)"
-            break
-        rss = resident_mb()
-        if rss > limits.memory_mb or (rss - rss_start) * growth + rss_start > limits.memory_mb:
-            rep.stop_reason = (f"memory limit ({rss:.0f} MB resident, growing {growth:.1f}x a round; "
-                               f"limit {limits.memory_mb:g} MB)")
-            break
-        if rep.nodes * growth > limits.nodes * 2:
-            rep.stop_reason = (f"node limit (at {rep.nodes} e-nodes, growing {growth:.1f}x a round, the next "
-                               f"round would pass {limits.nodes})")
-            break
-        elapsed = time.perf_counter() - t0
-        if elapsed > limits.seconds:
-            rep.stop_reason = f"time limit ({limits.seconds:g} s)"
-            break
-        # extraction takes time too (~extract_seconds_per_node each e-node): stop while the
-        # whole of optimize() can still end within twice the time limit
-        next_nodes = rep.nodes * max(growth, 1.0)
-        if elapsed + t_call * max(growth, 1.0) + next_nodes * limits.extract_seconds_per_node > limits.seconds * 2:
-            rep.stop_reason = (f"time limit (after {elapsed:.2f} s, the next round and extracting its "
-                               f"~{int(next_nodes)} e-nodes would pass twice {limits.seconds:g} s)")
-            break
-        if elapsed + t_call * max(growth, 1.0) > limits.seconds * 1.5:
-            rep.stop_reason = (f"time limit (after {elapsed:.2f} s the next round, growing {growth:.1f}x, would "
-                               f"pass {limits.seconds:g} s)")
-            break
-    rep.seconds = time.perf_counter() - t0
+        fixpoint_before = fixpoint
+    rep.seconds = time.perf_counter() - budget.t0
     return rep
 
 

@@ -22,7 +22,6 @@ class Limits:
     seconds:     wall-clock budget for saturation
     match_limit: back-off scheduler: a rule matching more often than this in a round is
                  banned for `ban_length` rounds (keeps x*y = y*x from exploding)
-    chunk:       rounds run per call into egglog while growth is tame (see egraph.saturate)
     support_rounds: at most this many rounds of the fact rules between rewrite rounds
     memory_mb:   stop saturating once the process's resident memory passes this (default:
                  half the machine's memory); `inf` for no bound
@@ -37,7 +36,6 @@ class Limits:
     seconds: float = field(default_factory=lambda: _env("EQSAT_SECONDS", 10.0, float))
     match_limit: int = field(default_factory=lambda: _env("EQSAT_MATCH_LIMIT", 2_000, int))
     ban_length: int = field(default_factory=lambda: _env("EQSAT_BAN_LENGTH", 3, int))
-    chunk: int = field(default_factory=lambda: _env("EQSAT_CHUNK", 6, int))
     support_rounds: int = field(default_factory=lambda: _env("EQSAT_SUPPORT_ROUNDS", 40, int))
     memory_mb: float = field(default_factory=lambda: _env("EQSAT_MEMORY_MB", _half_of_memory(), float))
     extract_seconds_per_node: float = 3e-5  # measured: bench/stress_bench.py, 2-core VM

@@ -70,7 +70,7 @@ def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
     dims = {"M": 4, "N": 3, "K": 5}
     plan = eqsat.optimize(prog, dims, limits=eqsat.Limits(memory_mb=1.0))  # any process is above 1 MB
     assert plan.report.stop_reason.startswith("memory limit"), plan.report.stop_reason
-    assert plan.report.iterations == 1
+    assert plan.report.iterations <= 1  # stopped at the first check: during the first support steps, or after one round
     args = random_args(prog, dims, 0)
     assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
 
