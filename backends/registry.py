@@ -20,6 +20,7 @@ class Backend:
     compile: Callable  # plan -> runner: runner(args) -> outputs; runner.how: str
     source: Callable  # plan -> str
     about: str = ""
+    measures: Callable = lambda: False  # () -> whether a timing on it means something here
 
 
 _BACKENDS: dict = {}
@@ -62,8 +63,22 @@ def _triton_source(plan) -> str:
     return source(plan)
 
 
+def _on_a_gpu() -> bool:
+    """Triton timings mean something on a CUDA device only (not in the interpreter)."""
+    import os
+
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
 register(Backend("numpy", _numpy_compile, _numpy_source,
                  "BLAS matmuls with epilogues in place, vectorized elementwise and reduction kernels, "
-                 "kept loops compiled by numba; one straight-line function per plan"))
+                 "kept loops compiled by numba; one straight-line function per plan", measures=lambda: True))
 register(Backend("triton", _triton_compile, _triton_source,
-                 "generated Triton kernels (the interpreter without a GPU), intermediates on the device"))
+                 "generated Triton kernels (the interpreter without a GPU), intermediates on the device",
+                 measures=_on_a_gpu))

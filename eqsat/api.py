@@ -32,7 +32,8 @@ ILP_AUTO_NODES = 2000  # extract="auto" solves the exact program up to this many
 
 
 def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Limits | None = None,
-             extract: str = "auto", _checked: bool = False, _keep_extractor: bool = False) -> "Plan":
+             extract: str = "auto", candidates: int = 1, _checked: bool = False,
+             _keep_extractor: bool = False) -> "Plan":
     """Find the cheapest equivalent form of `prog` at these sizes and return it as a Plan.
 
     rules:  None for every family in `eqsat.rules.FAMILIES`; otherwise a list of family
@@ -48,6 +49,11 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
             written) is priced by the one cost model and the cheapest is returned, so a
             plan is never rated costlier than the program as written; `plan.extraction`
             gives each candidate's price and which won.
+    candidates: keep this many distinct plans (different kernels: fusion, layout, launches),
+            cheapest first, as `plan.candidates` (`plan` itself first; see
+            `eqsat/candidates.py`). `plan.compiled(backend)` then runs each once where a
+            timing means something (numpy on this CPU; triton on a CUDA device) and keeps
+            the fastest; `plan.tuning` gives the modeled and the measured rank of each.
     """
     check_program(prog, "optimize()")
     # terms of a long chain of layers are deep; Python 3.11 recursion does not use the C
@@ -58,6 +64,8 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     check_dims(prog, shapes)
     if extract not in ("auto", "greedy", "ilp"):
         raise ArgumentError(f"extract must be 'auto', 'greedy' or 'ilp', got {extract!r}")
+    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
+        raise ArgumentError(f"candidates must be a whole number of plans, at least 1, got {candidates!r}")
     shapes = dict(shapes)
     limits = Limits() if limits is None else limits
     if not isinstance(limits, Limits):
@@ -108,7 +116,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     ext = Extractor(graph, lambda shape: Model(TARGETS[target], shape, nest_work.__getitem__,
                                                lambda cid: items.get(cid, ITEM)))
     root_classes = [graph.outputs[i] for i in range(len(lowered.roots))]
-    candidates = {"greedy": ext.decode_roots(root_classes)}
+    forms = {"greedy": ext.decode_roots(root_classes)}
     ilp_stats = None
     tensors = sum(len(ns) for ns in graph.classes.values() if ns[0].sort == "Ten")
     if extract == "ilp" or (extract == "auto" and tensors <= ILP_AUTO_NODES):
@@ -120,16 +128,16 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
         if sol["choice"]:
             ext.override = sol["choice"]
             try:
-                candidates["ilp"] = [ext.decode(c, {}) for c in root_classes]
+                forms["ilp"] = [ext.decode(c, {}) for c in root_classes]
             except ExtractionCycle:  # through a scalar the program did not see: keep greedy's
                 ilp_stats["status"] += " (its choice closed a cycle; not used)"
-    candidates["as written"] = lowered.roots
+    forms["as written"] = lowered.roots
     costing = plan_costing(target, lowered, input_items(prog))
     # every candidate priced by the one cost model; the cheapest wins, on a tie the exact
     # extraction's, then greedy's (the program as written only when it is strictly cheaper)
-    prices = {k: costing.total(r) for k, r in candidates.items()}
+    prices = {k: costing.total(r) for k, r in forms.items()}
     chosen = min([k for k in ("ilp", "greedy", "as written") if k in prices], key=prices.__getitem__)
-    roots = candidates[chosen]
+    roots = forms[chosen]
     if chosen != "ilp":
         ext.override = {}
     extract_seconds = time.perf_counter() - t2
@@ -137,8 +145,16 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     view = explain.egraph_view(ext, root_classes, lowered.roots if chosen != "as written" else None,
                                _rule_table(families), report.rule_matches)
     t = lap("explain", t)
-    plan = Plan(prog, shapes, target, lowered, roots, report, [n for n, _, _ in families], costing)
-    lap("plan", t)
+    names = [n for n, _, _ in families]
+    plan = Plan(prog, shapes, target, lowered, roots, report, names, costing)
+    t = lap("plan", t)
+    if candidates > 1:
+        from . import candidates as cands
+
+        plan.alternatives = cands.distinct(
+            ext, root_classes, plan, lambda r: Plan(prog, shapes, target, lowered, r, report, names, costing),
+            candidates, seconds=min(2.0, limits.seconds / 4))
+        lap("candidates", t)
     plan.phases = phases
     plan.extract_seconds = extract_seconds
     plan.extract_method = extract
@@ -286,6 +302,8 @@ class Plan:
         # nest id -> (compiled runner or None, how it runs): filled by the numpy backend on the
         # first run (kept loops compile once per plan; see backends/loops.py)
         self.loop_runners: dict = {}
+        self.alternatives: list = []  # optimize(candidates=k): the next cheapest distinct plans
+        self.tuning: list | None = None  # their modeled and measured ranks, once compiled
         self.cost = self.costing.total(roots)
         self.baseline_cost = self.costing.total(lowered.roots)
         self.nest_terms = {}
@@ -314,12 +332,22 @@ class Plan:
                 raise ArgumentError(f"this plan was optimized for {d}={self.dims.get(d)}, but the arguments "
                                     f"have {d}={n}; call optimize() again for these sizes")
 
+    @property
+    def candidates(self) -> list:
+        """This plan, then the distinct plans `optimize(candidates=k)` kept, cheapest first."""
+        return [self, *self.alternatives]
+
     def compiled(self, backend: str = "numpy"):
         """The runner of this plan on a backend, built on first use and kept. numpy: the
         kernels traced into one straight-line function, kept loops compiled by numba
         (`backends/numpy_compiled.py`). triton: the kernels generated and loaded once,
         intermediates kept on the device (`backends/triton_compiled.py`). `.how` says how
-        it runs (and why, where it falls back)."""
+        it runs (and why, where it falls back).
+
+        With `optimize(candidates=k)`, where the backend's timings mean something here
+        (numpy on this CPU, triton on a CUDA device), every candidate is run on random
+        arguments and the fastest one's runner is kept (`runner.plan` is that candidate;
+        `self.tuning` ranks them by model and by measurement). Elsewhere this plan's."""
         from eqsat.backends import registry
 
         runners = self.__dict__.setdefault("_runners", {})
@@ -327,10 +355,27 @@ class Plan:
         if c is None:
             impl = registry.get(backend)
             t0 = time.perf_counter()
-            c = impl.compile(self)
+            chosen = self
+            if self.alternatives and impl.measures():
+                from . import candidates
+                from .cli import random_args
+
+                i, self.tuning = candidates.fastest(self.candidates, backend, random_args(self.program, self.dims))
+                chosen = self.candidates[i]
+            c = chosen._compile_one(backend)
             self.compile_seconds = time.perf_counter() - t0
             runners[backend] = c
         return c
+
+    def _compile_one(self, backend: str):
+        """This plan's own runner on a backend (kept: a candidate compiled for timing is
+        not compiled again)."""
+        from eqsat.backends import registry
+
+        own = self.__dict__.setdefault("_own_runners", {})
+        if backend not in own:
+            own[backend] = registry.get(backend).compile(self)
+        return own[backend]
 
     def source(self, backend: str = "numpy") -> str:
         """The code this plan runs on a backend (numpy: its straight-line function; triton:
