@@ -22,6 +22,8 @@ import hashlib
 import importlib.util
 import os
 import sys
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +32,12 @@ from eqsat import lang
 
 COMPILE_MIN_OPS = 200_000
 _LIB = None  # the compiled library functions, built once per process
-_MODULES: dict = {}  # source hash -> compiled nest function (shared by every plan in the process)
+# source hash -> compiled nest function, shared by every plan in the process; the least
+# recently used are dropped past MAX_MODULES (a service optimizing ever new programs
+# must not keep every nest it ever compiled; a dropped one reloads from the disk cache)
+_MODULES: "OrderedDict[str, object]" = OrderedDict()
+MAX_MODULES = 256
+_MODULES_LOCK = threading.Lock()
 
 
 def policy() -> str:
@@ -81,7 +88,10 @@ def build(plan, nest):
         return None, "interpreted (numba is not installed)"
     src, names, params = _source(plan, nest)
     key = hashlib.sha256(src.encode()).hexdigest()[:20]
-    fn = _MODULES.get(key)
+    with _MODULES_LOCK:
+        fn = _MODULES.get(key)
+        if fn is not None:
+            _MODULES.move_to_end(key)
     if fn is None:
         path = cache_dir() / f"nest_{key}.py"
         if not path.exists():
@@ -98,7 +108,11 @@ def build(plan, nest):
             fn(*[_example(plan, nest, p) for p in params])  # compile now, so failures show here
         except Exception as e:  # noqa: BLE001 - any failure: run interpreted, and say why
             return None, f"interpreted (numba: {type(e).__name__}: {str(e).splitlines()[0][:120]})"
-        _MODULES[key] = fn
+        with _MODULES_LOCK:
+            _MODULES[key] = fn
+            while len(_MODULES) > MAX_MODULES:
+                old, _ = _MODULES.popitem(last=False)
+                sys.modules.pop(f"eqsat_nest_{old}", None)
     return CompiledNest(fn, params, list(nest.outputs)), "compiled (numba)"
 
 

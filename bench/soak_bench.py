@@ -19,7 +19,7 @@ Counted, and targets:
                unsendable, but is being dropped on another thread". Target 0.
   resident     VmRSS from /proc/self/status (resource's peak RSS where /proc is missing),
                read after `gc.collect()` at the end of the warm-up (the first 10% of the
-               calls), after every `--every` calls, at the end, and once more after the
+               calls, and at least two passes over the programs), after every `--every` calls, at the end, and once more after the
                pool has shut down (its threads, and their thread-local e-graphs, gone).
                Target: under 50 MB growth from the end of the warm-up to the end. The
                peak (VmHWM) is shown beside it: one program whose saturation blows up
@@ -198,7 +198,9 @@ def main():
     sys.unraisablehook = tally.on_unraisable
     threading.excepthook = tally.on_thread_exception
 
-    warmup = max(1, a.calls // 10)
+    # warm-up: the first 10% of the calls, and at least two passes over the programs (a
+    # program's first calls compile its kernels and nests, kept for the process, per thread)
+    warmup = min(a.calls, max(1, a.calls // 10, 2 * len(programs)))
     marks = sorted({warmup, a.calls, *range(a.every, a.calls, a.every)})
     rows: list = []
 

@@ -15,7 +15,7 @@ from .args import bind_args, check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
 from .extract import ExtractionCycle, Extractor, Graph
-from .limits import Limits
+from .limits import Limits, give_back_memory
 from .lower import lower
 from .plan import Kernel, describe, form_kernels, input_items, plan_costing
 from .terms import show, walk
@@ -167,6 +167,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
         plan._extractor = (ext, root_classes)
     plan.egraph_nodes = graph.n_nodes()
     plan.optimize_seconds = time.perf_counter() - t0
+    give_back_memory()  # what the e-graph held goes back to the system, not to an idle arena
     return plan
 
 

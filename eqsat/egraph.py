@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import threading
 import time
@@ -139,39 +140,68 @@ RENEW_CALLS = 32
 RENEW_NODES = 200_000
 
 
+class _Prepared:
+    """One thread's prepared e-graph, and how much work it has done. Closed on the thread
+    that made it: when it is renewed, and when the thread ends (its thread-local slot is
+    cleared on that thread)."""
+
+    def __init__(self):
+        self.eg = EGraph()
+        _declare(self.eg)
+        self.ready: set = set()
+        self.calls = self.nodes = 0
+
+    def close(self) -> None:
+        """Free the engine's e-graph here and now. egglog-python leaves copies of its state
+        in reference cycles (closures of its schedule processing) that also point at the
+        engine's e-graph; were the last of them freed by a collection on another thread,
+        egglog would refuse ("unsendable") and the e-graph would never be freed. So: hold
+        the engine's e-graph, detach every state we can reach, collect the cycles on this
+        thread, then let go of it."""
+        eg, self.eg = self.eg, None
+        if eg is None:
+            return
+        engine = getattr(getattr(eg, "_state", None), "egraph", None)
+        release(eg)
+        del eg
+        gc.collect()
+        del engine
+
+    def __del__(self):
+        self.close()
+
+
 @contextlib.contextmanager
 def session(families: list, support: Ruleset, limits: Limits):
     """An e-graph to optimize one program in: this thread's prepared e-graph (sorts declared,
     rule sets and schedules registered once per thread), pushed, and popped afterwards, so
     a second optimize() pays only for its own terms and rules."""
     st = _LOCAL.__dict__
-    eg = st.get("eg")
-    if eg is None:
-        eg = st["eg"] = EGraph()
-        _declare(eg)
-        st["ready"] = set()
-        st["calls"] = st["nodes"] = 0
+    prep = st.get("prep")
+    if prep is None:
+        prep = st["prep"] = _Prepared()
+    eg = prep.eg
     for key, sched in _schedules(families, support, limits):
-        if key not in st["ready"]:  # register its rule sets on the empty base: nothing matches
+        if key not in prep.ready:  # register its rule sets on the empty base: nothing matches
             eg.run(sched)
-            st["ready"].add(key)
+            prep.ready.add(key)
     eg.push()
+    ok = False
     try:
         yield eg
-        st["nodes"] += node_count(eg)
-    except BaseException:
-        st.pop("eg", None)  # after an error inside egglog, start the next call from a fresh e-graph
-        raise
+        prep.nodes += node_count(eg)
+        ok = True
     finally:
+        prep.calls += 1
         try:
             eg.pop()
-        except Exception:  # noqa: BLE001 - already dropped above; the original error matters
-            st.pop("eg", None)
-        st["calls"] += 1
-        if st.get("eg") is eg and (st["calls"] >= RENEW_CALLS or st["nodes"] >= RENEW_NODES):
-            st.pop("eg")
-        if st.get("eg") is not eg:
-            release(eg)  # on this thread, now
+        except Exception:  # noqa: BLE001 - the original error matters; this e-graph is done
+            ok = False
+        del eg
+        # after an error inside egglog, the next call starts from a fresh e-graph
+        if not ok or prep.calls >= RENEW_CALLS or prep.nodes >= RENEW_NODES:
+            st.pop("prep", None)
+            prep.close()
 
 
 def build(lowered, opaque_shapes: dict, eg: EGraph | None = None) -> tuple[EGraph, Builder, list]:
