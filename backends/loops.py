@@ -113,18 +113,25 @@ def build(plan, nest):
             while len(_MODULES) > MAX_MODULES:
                 old, _ = _MODULES.popitem(last=False)
                 sys.modules.pop(f"eqsat_nest_{old}", None)
-    return CompiledNest(fn, params, list(nest.outputs)), "compiled (numba)"
+    return CompiledNest(fn, params, list(nest.outputs), in_place(nest)), "compiled (numba)"
 
 
 class CompiledNest:
-    """A nest compiled by numba: `fn(*params)` returns its outputs in order; called with
-    the interpreter's namespace it returns them by name."""
+    """A nest compiled by numba: `fn(*params)` returns the outputs it does not update in
+    place (`returned`, in order); a tensor parameter it writes is updated in its argument
+    (the caller passes a copy), and returning it too would cost a boxing of the array on
+    every call, a few microseconds that dominated small nests. Called with the
+    interpreter's namespace it returns every output by name."""
 
-    def __init__(self, fn, params: list, outputs: list):
+    def __init__(self, fn, params: list, outputs: list, in_place: set):
         self.fn, self.params, self.outputs = fn, params, outputs
+        self.returned = [o for o in outputs if o not in in_place]
 
     def __call__(self, ns: dict) -> dict:
-        return dict(zip(self.outputs, self.fn(*[ns[p] for p in self.params])))
+        args = [ns[p] for p in self.params]
+        out = {o: ns[o] for o in self.outputs if o not in self.returned}
+        out.update(zip(self.returned, self.fn(*args)))
+        return out
 
 
 def _source(plan, nest):
@@ -148,12 +155,18 @@ def _source(plan, nest):
             lines.append(f"{name} = None  # bound to the compiled {canon} on load")
         elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
             lines.append(f"{name} = {obj!r}")
-    outs = ", ".join(nest.outputs)
+    outs = "".join(f"{o}, " for o in nest.outputs if o not in in_place(nest))
     body = ast.unparse(node)
     lines += ["", "", '@numba.njit(cache=True, error_model="numpy")', f"def nest({', '.join(params)}):"]
     lines += ["    " + line for line in body.splitlines()]
-    lines.append(f"    return ({outs},)")
+    lines.append(f"    return ({outs})")
     return "\n".join(lines) + "\n", lib_names, params
+
+
+def in_place(nest) -> set:
+    """The outputs a compiled nest updates in its arguments: its tensor inputs (scalars are
+    values, and a tensor it allocates is new)."""
+    return set(nest.outputs) & set(nest.tensor_inputs)
 
 
 def _example(plan, nest, name):

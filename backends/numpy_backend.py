@@ -177,9 +177,11 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
 
     def run(*values):
         if fast:  # the compiled function takes the values themselves: no namespace to build
+            fn, where = fast
             args = [np.array(v, dtype=np.float32, copy=True) if copy else v for v, copy in zip(values, copied)]
             args += [np.float32(v) for v in values[n_tensors:]]
-            return tuple(np.asarray(v, dtype=np.float32) for v in fast[0](*args))
+            got = fn(*args)
+            return tuple(np.asarray(args[i] if i >= 0 else got[-1 - i], dtype=np.float32) for i in where)
         runner = plan.loop_runners.get(nid)
         if runner is None:
             from eqsat.backends import loops
@@ -187,7 +189,10 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
             runner = plan.loop_runners[nid] = loops.build(plan, nest)
         compiled = runner[0]
         if direct and compiled is not None and compiled.params == positional:
-            fast.append(compiled.fn)
+            # each output: its argument's index (updated in place), or -1 - its index in
+            # what the function returns
+            fast.extend([compiled.fn, [positional.index(o) if o not in compiled.returned
+                                       else -1 - compiled.returned.index(o) for o in nest.outputs]])
             return run(*values)
         ns = dict(base)
         for name, v, copy in zip(nest.tensor_inputs, values, copied):
