@@ -99,6 +99,10 @@ class RuleTable:
                     right = ", ".join(sorted(heads)) or (rhs[0][0] if rhs and rhs[0] else "facts")
                     name = f"{family}.{i}: {left} -> {right}"
                 self.info[decl] = RuleInfo(name, family, heads, builds, lhs[0] if lhs else None)
+        self._building: dict = {}  # op -> the rules that build it (asked once per chosen e-node)
+        for info in self.info.values():
+            for op in info.builds:
+                self._building.setdefault(op, []).append(info)
 
     def name(self, decl) -> str:
         info = self.info.get(decl)
@@ -119,8 +123,8 @@ class RuleTable:
         the node's e-class) is given, such a rule must find its left-hand op there. Rules
         with `op` at the head, when any fired, else rules that build it inside a term."""
         heads, inner = [], []
-        for info in self.info.values():
-            if not fired.get(info.name) or op not in info.builds:
+        for info in self._building.get(op, ()):
+            if not fired.get(info.name):
                 continue
             if op in info.heads:
                 if class_ops is None or info.lhs is None or info.lhs not in self._constructors \
