@@ -132,12 +132,13 @@ def shape_text(shape) -> str:
 _LOCAL = threading.local()  # this thread's prepared e-graph (e-graphs cannot cross threads)
 
 # egglog keeps part of each pushed-and-popped call's work in the e-graph it was pushed
-# on (about 30-100 KB a call on corpus programs, more on big ones), and frees it only when
+# on (about 0.5 KB an e-node: 30-100 KB a call on corpus programs, tens of MB on big
+# ones; with 8 threads a 200k-node budget let resident memory reach 1.3 GB), and frees it only when
 # that e-graph is dropped. So a prepared e-graph is replaced after this many calls, or
 # after this many e-nodes of work, whichever comes first: preparing one costs ~0.2 s,
 # ~6 ms a call spread over 32 calls, and resident memory stays flat (bench/soak_bench.py).
 RENEW_CALLS = 32
-RENEW_NODES = 200_000
+RENEW_NODES = 20_000
 
 
 class _Prepared:
