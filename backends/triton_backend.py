@@ -4,7 +4,8 @@ backend), as it has no parallel form.
 
 - matmul kernels are tiled (BLOCK_M x BLOCK_N output tiles, a K loop of `tl.dot`), batched
   over a third grid axis; the epilogue is evaluated on the accumulator tile in registers
-  and stored once (nothing else is written);
+  and stored once (nothing else is written); the tile sizes are `tuning.DEFAULT` without a
+  GPU, and tuned per shape on one (`backends/tuning.py`);
 - elementwise and reduction kernels cover the output with 1-D blocks; a reduction is a
   loop inside the kernel.
 
@@ -22,8 +23,10 @@ import re
 from eqsat.plan import fused_prologue
 from eqsat.terms import Node, unlist, walk
 
+from .tuning import DEFAULT
+
 BLOCK = 128
-BM, BN, BK = 64, 64, 32
+BM, BN, BK = DEFAULT.block_m, DEFAULT.block_n, DEFAULT.block_k  # matmul tiles without tuning (tuning.py)
 
 _BIN = {"Sc.add": "({} + {})", "Sc.sub": "({} - {})", "Sc.mul": "({} * {})", "Sc.div": "({} / {})",
         # Python's builtin max/min: `b if b > a else a` (a NaN in b keeps a)
@@ -162,7 +165,11 @@ def _params(term: Node) -> list:
 
 
 class Kernel:
-    """One generated kernel: its source, its argument list, its grid."""
+    """One generated kernel: its source, its argument list, its grid. `grid` and `meta` are
+    the default launch; a matmul kernel's `gemm_size` = (M, N, batch) lets a tuned config
+    (`backends/tuning.py`) compute its own grid. Elementwise kernels: `gemm_size` is None."""
+
+    gemm_size = None
 
     def __init__(self, k, plan, precision: str):
         self.k = k
@@ -268,8 +275,9 @@ class Kernel:
             f"    tl.store(out + {ob}rm[:, None] * {N} + rn[None, :], "
             f"{val} + tl.zeros((BLOCK_M, BLOCK_N), tl.float32), mask=mask)"]
         self.source = "\n".join(lines)
-        self.grid = (max(1, -(-M // BM)), max(1, -(-N // BN)), batch)
-        self.meta = {"BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": BK}
+        self.gemm_size = (M, N, batch)
+        self.grid = DEFAULT.grid(M, N, batch)
+        self.meta = DEFAULT.meta
 
 
 def _kernels(plan, precision: str = "ieee") -> list:
@@ -348,8 +356,9 @@ def _contiguous(shape) -> tuple:
 
 
 def ptx(plan, kernel: int = 0, arch: int = 90, precision: str = "tf32") -> str:
-    """PTX of one generated kernel, compiled ahead of time for sm_<arch> (no GPU needed),
-    specialized the way Triton's launcher specializes a launch with this plan's tensors:
+    """PTX of one generated kernel, compiled ahead of time for sm_<arch> (no GPU needed) with
+    the default tile (`tuning.DEFAULT`: nothing is tuned without a GPU), specialized the way
+    Triton's launcher specializes a launch with this plan's tensors:
     a stride of 1 becomes the constant 1, another stride stays an argument, with the hint
     "divisible by 16" only where it is (an element stride; so a row of a contiguous tensor
     starts 16-byte aligned when the row length is a multiple of 4 floats), and pointers

@@ -10,6 +10,10 @@ kind: torch tensors on the device for torch inputs, numpy arrays for numpy input
 A loop nest kept as written has no Triton kernel yet: it runs on the host (compiled by
 numba like the numpy backend's), its inputs copied to the host and its outputs back.
 `how` says so; those are the only transfers between kernels.
+
+Matmul kernels launch with `tuning.DEFAULT`'s tile without a GPU; on a CUDA device the
+first call tunes each one's config for its shape (`backends/tuning.py`, kept in `tuner`
+for the life of this runner). `configs` says what each used and why.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from eqsat import lang
 from eqsat.args import bind_args, to_numpy
 from eqsat.terms import unlist, walk
 
-from . import numpy_backend
+from . import numpy_backend, tuning
 from .triton_backend import _cache_dir, _ensure_triton, _kernels, source
 
 _STATE = threading.local()  # `launching`: inside a kernel launch (the interpreter's own copies)
@@ -51,9 +55,19 @@ class TritonCompiled:
         self.steps = [("loop", k, None) if k.kind == "loop" else ("kernel", gen[k.name], ns[k.name])
                       for k in plan.kernels]
         host = [k.nest for k in plan.kernels if k.kind == "loop"]
+        self.tuner = tuning.Tuner()
+        tiles = (f"matmul tiles tuned per shape on the first call ({len(self.tuner.configs)} configs; see .configs)"
+                 if self.tuner.on else f"matmul tiles {tuning.DEFAULT} (the default, not tuned)")
         self.how = "triton kernels, intermediates on the device" + (
             f"; loop nest(s) {', '.join(f'#{n}' for n in host)} run on the host (their inputs and outputs "
-            f"cross to and from the device)" if host else "")
+            f"cross to and from the device)" if host else "") + (
+            f"; {tiles}" if any(g.gemm_size for kind, g, _ in self.steps if kind == "kernel") else "")
+
+    @property
+    def configs(self) -> dict:
+        """Matmul kernel name -> `tuning.Choice`: the tile config its launches use (the
+        default until a call on a GPU tunes it), whether it was tuned, why, the timings."""
+        return {g.name: self.tuner.choice(g.name) for kind, g, _ in self.steps if kind == "kernel" and g.gemm_size}
 
     # ------------------------------------------------------------------ a call
     def __call__(self, args):
@@ -89,7 +103,10 @@ class TritonCompiled:
             out = torch.empty(g.shape, dtype=torch.float32, device=self.device)
             _STATE.launching = True
             try:
-                fn[g.grid](out, *call, **g.meta)
+                if g.gemm_size and self.tuner.on:
+                    self._launch_tuned(g, fn, out, call)
+                else:  # no GPU: the default tile, launched as it always was
+                    fn[g.grid](out, *call, **g.meta)
             finally:
                 _STATE.launching = False
             env.values[g.k.term] = out
@@ -108,6 +125,13 @@ class TritonCompiled:
             if dtype is not lang.f32:  # computed in f32, returned in the declared dtype
                 outs[i] = outs[i].to(self._torch_dtype(dtype)) if as_torch else lang.as_dtype(outs[i], dtype)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _launch_tuned(self, g, fn, out, call):
+        """Launch a matmul kernel with its config for this shape, tuned on first use (the
+        timed launches each write all of `out`; the chosen config then writes it once more)."""
+        key = (g.name, g.shape, tuple(str(a.dtype) for a in call if isinstance(a, self.torch.Tensor)), self.precision)
+        cfg = self.tuner.config(key, lambda c: fn[c.grid(*g.gemm_size)](out, *call, **c.launch))
+        fn[cfg.grid(*g.gemm_size)](out, *call, **cfg.launch)
 
     def _torch_dtype(self, dtype):
         return {"f16": self.torch.float16, "bf16": self.torch.bfloat16}[dtype.name]

@@ -80,3 +80,36 @@ def sum{n}({params}) -> f32["M"]:
     return {terms}
 '''
     return load_source(src, f"sum{n}")
+
+
+def elementwise_chain(n: int):
+    """`n` elementwise layers written at tensor level, cycling through three forms
+    (relu(h * 0.9 + 0.1); h * 1.05 - 0.05; h + b * 0.01): each output depends on the
+    whole chain, and the values stay near 1 however long it is (the map contracts)."""
+    forms = ("relu({h} * 0.9 + 0.1)", "{h} * 1.05 - 0.05", "{h} + b * 0.01")
+    body = "\n".join(f"    h = {forms[i % 3].format(h='x' if i == 0 else 'h')}" for i in range(n))
+    src = f'''
+@program
+def chain{n}(x: f32["M", "D"], b: f32["D"]) -> f32["M", "D"]:
+{body}
+    return h
+'''
+    return load_source(src, f"chain{n}")
+
+
+def long_body(n: int):
+    """One reduction loop whose body has `n` `acc +=` statements (products of a and b
+    scaled by a constant), the build-step stress case of tests/test_limits.py, larger."""
+    terms = "\n".join(f"            acc += a[i, {k % 4}] * b[{k % 4}, j] * {1.0 + k / 64}" for k in range(n))
+    src = f'''
+@program
+def body{n}(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+{terms}
+            c[i, j] = acc
+    return c
+'''
+    return load_source(src, f"body{n}")
