@@ -359,7 +359,7 @@ class Plan:
             chosen = self
             if self.alternatives and impl.measures():
                 from . import candidates
-                from .cli import random_args
+                from .args import random_args
 
                 i, self.tuning = candidates.fastest(self.candidates, backend, random_args(self.program, self.dims))
                 chosen = self.candidates[i]

@@ -99,3 +99,19 @@ def check_dims(prog, dims: dict) -> None:
             continue  # an integer parameter may be negative
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
             raise ArgumentError(f"dimension {d!r} must be a non-negative int, got {v!r}")
+
+
+def random_args(prog, dims: dict, seed: int = 0) -> list:
+    """Arguments for `prog` at `dims`: standard normal f32 tensors, scalars in [0.5, 1.5),
+    int parameters their dimension's value (the CLI's check runs, candidates' timings)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in prog.params:
+        if p.dtype is int:
+            out.append(dims[p.name])
+        elif p.shape is None:
+            out.append(float(rng.uniform(0.5, 1.5)))
+        else:
+            out.append(rng.standard_normal([dims[d] if isinstance(d, str) else d for d in p.shape])
+                       .astype(np.float32))
+    return out

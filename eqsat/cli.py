@@ -30,6 +30,8 @@ import traceback
 
 import numpy as np
 
+from .args import random_args
+
 MAX_SIZE = 2**62
 MAX_CHECK_ELEMENTS = 2**28  # inputs up to 1 GiB of f32 are made and run by the check
 RECIPE = "eqsat-plan-recipe"
@@ -245,20 +247,6 @@ def progress(text: str, delay: float = 1.0):
 
 
 # ------------------------------------------------------------------ optimize
-def random_args(prog, dims: dict, seed: int = 0) -> list:
-    rng = np.random.default_rng(seed)
-    out = []
-    for p in prog.params:
-        if p.dtype is int:
-            out.append(dims[p.name])
-        elif p.shape is None:
-            out.append(float(rng.uniform(0.5, 1.5)))
-        else:
-            out.append(rng.standard_normal([dims[d] if isinstance(d, str) else d for d in p.shape])
-                       .astype(np.float32))
-    return out
-
-
 def _rel_err(got, want) -> float:
     got_t, want_t = (got, want) if isinstance(want, tuple) else ((got,), (want,))
     if not isinstance(got_t, tuple) or len(got_t) != len(want_t):

@@ -290,8 +290,8 @@ class _Budget:
     each check also asks whether the next call, growing as the last one did, would pass a
     limit, and stops before it."""
 
-    def __init__(self, eg: EGraph, limits: Limits, rep: SaturationReport):
-        self.eg, self.limits, self.rep = eg, limits, rep
+    def __init__(self, limits: Limits, rep: SaturationReport):
+        self.limits, self.rep = limits, rep
         self.t0 = time.perf_counter()
         self.rss_start = resident_mb()
 
@@ -365,7 +365,7 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names
     than one step. Back-off bans therefore last one round.
     """
     rep = SaturationReport()
-    budget = _Budget(eg, limits, rep)
+    budget = _Budget(limits, rep)
     (_, step), *rest = _schedules(families, support, limits)
     rep.nodes = node_count(eg)
     why, fixpoint_before = _support_steps(eg, step, rep, budget, None)
