@@ -309,7 +309,14 @@ class NestFlow:
                 eqs.append(f"M{wleaf.path.index(f)} = L{sink_path.index(f)}")
             rel = rel.intersect(self._union([f"{{ {self._space_of(sink_acc)}[{', '.join(svars)}] -> "
                                              f"S{wleaf.sid}[{', '.join(wvars)}] : {' and '.join(eqs)} }}"]))
-        return self._last(rel, wleaf)
+        out = self._last(rel, wleaf)
+        prev = src.prev
+        if prev is not None and all(f in sink_path for f in prev.free):
+            # a guarded store (a loop widened to its hull) writes part of the elements; the
+            # rest keep the value before it
+            rest = self.claim(prev, sink_acc, sink_path, nfree_sink)
+            out = out.union(rest.subtract_domain(out.domain()))
+        return out
 
     def _last(self, rel, wleaf) -> isl.UnionMap:
         """Per sink instance, the source instance that runs last (downward loops flipped)."""
@@ -378,6 +385,7 @@ class Source:
     stmt: object
     name: str
     free: tuple
+    prev: "Source | None" = None  # a guarded store's: the elements it does not write keep this value
 
 
 def _reads(s):

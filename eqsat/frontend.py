@@ -313,6 +313,8 @@ class _Parser:
             step = _const_int(st)
         v = n.target.id
         self.check_name(n.target, v, "loop variable")
+        if v.startswith("eqsat_"):
+            raise self.err(n.target, f"{v!r}: names starting with 'eqsat_' are reserved for eqsat's temporaries")
         if v in self.sym or v in self.loopvars:
             raise self.err(n.target, f"loop variable {v!r} shadows another name")
         self.loopvars.add(v)

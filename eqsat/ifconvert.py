@@ -31,18 +31,26 @@ import copy
 from itertools import count
 
 from .bounds import leaving_axis, loop_values
-from .ir import Assign, Bin, BoolOp, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_names
+from .ir import Assign, Bin, BoolOp, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_eval, ie_names
 
 
 def ifconvert(s, dims: dict, shapes: dict, path: tuple = ()):
-    """A copy of statement `s` with every convertible `if` inside loops predicated."""
+    """A copy of statement `s` with every convertible `if` inside loops predicated, loops
+    that cover part of the axis they store along widened to all of it, and stores along a
+    diagonal or at a fixed index made total (module doc)."""
+    return _convert(_total_stores(s, shapes, path), dims, shapes, path)
+
+
+def _convert(s, dims: dict, shapes: dict, path: tuple):
     if isinstance(s, For):
         widened = _widen(s, dims, shapes, path)
+        if widened is None:
+            widened = _widen_to_axis(s, dims, shapes, path)
         if widened is not None:
             return widened
         body = []
         for b in s.body:
-            out = ifconvert(b, dims, shapes, path + (s,))
+            out = _convert(b, dims, shapes, path + (s,))
             body.extend(out if isinstance(out, list) else [out])
         new = copy.copy(s)
         new.body = body
@@ -53,6 +61,92 @@ def ifconvert(s, dims: dict, shapes: dict, path: tuple = ()):
     return s
 
 
+_AXES = count()  # names of the loops that make a store total (reserved prefix, as below)
+
+
+def _total_stores(s, shapes: dict, path: tuple):
+    """A copy of `s` where a store that writes one element along some axis (a diagonal,
+    `c[i, i] = 1.0`, or a fixed index, `c[0, j] = x[j]` or `c[N - 1, N - 1] = 1.0` outside any
+    loop) writes the whole axis instead, its old value where the original did not write:
+
+        c[i, i] = v   ->   for w in range(N): c[i, w] = v if w == i else c[i, w]
+
+    The same program (the extra stores write back what they read), but every store is now
+    indexed by loop variables on every axis, which the lowering needs."""
+    if isinstance(s, For):
+        new = copy.copy(s)
+        new.body = [_total_stores(b, shapes, path + (s,)) for b in s.body]
+        return new
+    if isinstance(s, If):
+        new = copy.copy(s)
+        new.body = [_total_stores(b, shapes, path) for b in s.body]
+        new.orelse = [_total_stores(b, shapes, path) for b in s.orelse]
+        return new
+    if isinstance(s, Store):
+        return _scatter(s, shapes, path) or s
+    return s
+
+
+def _scatter(s: Store, shapes: dict, path: tuple):
+    shape = shapes.get(s.buf)
+    if shape is None or len(s.idx) != len(shape):
+        return None
+    loopvars = {f.var for f in path if isinstance(f, For)}
+    seen, masked = set(), []
+    for pos, ie in enumerate(s.idx):
+        if ie[0] == "name" and ie[1] in loopvars and ie[1] not in seen:
+            seen.add(ie[1])
+        elif ie[0] == "name" and ie[1] in loopvars or not ie_names(ie) & loopvars:
+            masked.append(pos)  # a loop variable already indexing another axis, or a fixed index
+        else:
+            return None  # shifted or split by a loop variable: another form
+    if not masked:
+        return None
+    idx, conds, axes = list(s.idx), [], []
+    for pos in masked:
+        w = f"eqsat_w{next(_AXES)}"
+        axes.append((w, shape[pos]))
+        conds.append(Compare(s.loc, "==", Dim(s.loc, w), _value(s.idx[pos], s.loc)))
+        idx[pos] = ("name", w)
+    cond = conds[0] if len(conds) == 1 else BoolOp(s.loc, "and", tuple(conds))
+    out = [_guard(Store(s.loc, s.buf, tuple(idx), s.value, aug=s.aug, aug_op=s.aug_op), cond, True)]
+    for w, n in reversed(axes):
+        out = [For(s.loc, w, ("int", 0), ("int", n), out, node=None, step=1)]
+    return out[0]
+
+
+def _widen_to_axis(f: For, dims, shapes, path):
+    """A loop over part of the axis it stores along (`for i in range(M - 1): c[i, ...] = ...`),
+    run over the whole axis with its body under `lo <= i < hi`, then predicated: the
+    store's tensor is then a value over its whole axis. None where the body is not
+    predicable or the loop stores along axes of different sizes."""
+    if f.step != 1 or (ie_names(f.lo) | ie_names(f.hi)) - set(dims):
+        return None
+    sizes = set()
+    _store_axes(f.body, f.var, shapes, sizes)
+    if len(sizes) != 1:
+        return None
+    n = sizes.pop()
+    lo, hi = ie_eval(f.lo, dims), ie_eval(f.hi, dims)
+    if not 0 <= lo < hi <= n or (lo, hi) == (0, n):
+        return None
+    conds = []
+    if lo > 0:
+        conds.append(Compare(f.loc, ">=", Dim(f.loc, f.var), Const(f.loc, float(lo))))
+    if hi < n:
+        conds.append(Compare(f.loc, "<", Dim(f.loc, f.var), Const(f.loc, float(hi))))
+    return _masked_loop(f, 0, n, conds, dims, shapes, path)
+
+
+def _store_axes(stmts, var, shapes, sizes: set):
+    """The sizes of the axes that stores in `stmts` index with plain `var`."""
+    for b in stmts:
+        if isinstance(b, Store) and b.buf in shapes and len(b.idx) == len(shapes[b.buf]):
+            sizes |= {shapes[b.buf][pos] for pos, ie in enumerate(b.idx) if ie == ("name", var)}
+        elif isinstance(b, (For, If)):
+            _store_axes(list(b.body) + list(getattr(b, "orelse", [])), var, shapes, sizes)
+
+
 _TEMPS = count()  # names of hoisted conditions: isl needs plain names; the front end refuses this prefix
 _PREFIX = "eqsat_if_"
 
@@ -61,8 +155,8 @@ def _widen(f: For, dims, shapes, path):
     """A loop whose bounds depend on enclosing loops (`for j in range(i + 1)`: a triangular
     nest), run over the constant hull of its bounds with its body under the bound's
     condition (`for j in range(N): if j < i + 1: ...`), then predicated: the masked form
-    the rules lift. None where the body is not predicable (loops inside, or an index out
-    of bounds on the hull), or the bounds are constant already."""
+    the rules lift (a loop inside is predicated in turn). None where the body is not
+    predicable (an index out of bounds on the hull), or the bounds are constant already."""
     if f.step != 1 or not (ie_names(f.lo) | ie_names(f.hi)) - set(dims):
         return None
     ranges = _ranges(path, dims)
@@ -70,16 +164,31 @@ def _widen(f: For, dims, shapes, path):
         lo, last = loop_values(f, ranges, dims)  # the hull: every value the loop may take
     except KeyError:
         return None
-    if last < lo or any(not isinstance(b, (Assign, Store, If)) for b in f.body):
+    if last < lo:
         return None
     hi = last + 1
-    # the bound's condition: only the sides that depend on enclosing loops (a constant side
-    # is the hull's own)
+    # where the loop stores along an axis that holds the hull, it runs over the whole axis
+    # (values outside the hull fail the bound's condition)
+    sizes = set()
+    _store_axes(f.body, f.var, shapes, sizes)
+    n = sizes.pop() if len(sizes) == 1 else None
+    if n is not None and 0 <= lo and hi <= n:
+        lo, hi = 0, n
+    # the bound's condition: the sides that depend on enclosing loops, and a constant side
+    # narrower than the range run
     conds = []
-    if ie_names(f.lo) - set(dims):
+    if ie_names(f.lo) - set(dims) or ie_eval(f.lo, dims) > lo:
         conds.append(Compare(f.loc, ">=", Dim(f.loc, f.var), _value(f.lo, f.loc)))
-    if ie_names(f.hi) - set(dims):
+    if ie_names(f.hi) - set(dims) or ie_eval(f.hi, dims) < hi:
         conds.append(Compare(f.loc, "<", Dim(f.loc, f.var), _value(f.hi, f.loc)))
+    return _masked_loop(f, lo, hi, conds, dims, shapes, path)
+
+
+def _masked_loop(f: For, lo: int, hi: int, conds: list, dims, shapes, path):
+    """Loop `f` run over [lo, hi) with its body under the conjunction of `conds`, predicated;
+    the dataflow analysis keeps f's own bounds (the extra iterations are no-ops)."""
+    if any(not isinstance(b, (Assign, Store, If, For)) for b in f.body):
+        return None
     cond = conds[0] if len(conds) == 1 else BoolOp(f.loc, "and", tuple(conds))
     hull = For(f.loc, f.var, ("int", lo), ("int", hi), [If(f.loc, cond, list(f.body), [], node=None)],
                node=f.node, step=1)
@@ -112,7 +221,10 @@ def _ranges(path, dims) -> dict:
 
 
 def _predicated(s: If, dims, shapes, path):
-    """The branches of `s` as one list of predicated statements, or None."""
+    """The branches of `s` as one list of predicated statements, or None. A scalar local to
+    the branches (set before it is read in each, mentioned nowhere else in the nest) gets a
+    temporary's name and is computed unguarded: only guarded statements read it."""
+    s = _localized(s, path)
     stmts = []  # (statement, holds) or (statement, None) for an unconditional one
     for branch, holds in ((s.body, True), (s.orelse, False)):
         for b in branch:
@@ -121,22 +233,141 @@ def _predicated(s: If, dims, shapes, path):
                 if inner is None:
                     return None
                 stmts += [(x, holds if not _is_temp(x) else None) for x in inner]
-            elif isinstance(b, (Assign, Store)) and not (isinstance(b, Store) and len(b.idx) != len(shapes.get(b.buf, ()))):
+            elif isinstance(b, For):
                 stmts.append((b, holds))
+            elif isinstance(b, (Assign, Store)) and not (isinstance(b, Store) and len(b.idx) != len(shapes.get(b.buf, ()))):
+                stmts.append((b, None if _is_temp(b) else holds))
             else:
                 return None
     for x, _ in stmts:
-        if not _inside(x, dims, shapes, path):
+        if not isinstance(x, For) and not _inside(x, dims, shapes, path):
             return None
     cond, head = s.cond, []
     # each predicated statement evaluates the condition again: if a statement before the
-    # last writes what it reads, the condition is evaluated once, into a temporary, first
+    # last writes what it reads (or a loop writes it: its later iterations would see it),
+    # the condition is evaluated once, into a temporary, first
     reads = _names(s.cond)
-    if any((x.name if isinstance(x, Assign) else x.buf) in reads for x, _ in stmts[:-1]):
+    if (any(_written(x) & reads for x, _ in stmts[:-1])
+            or any(isinstance(x, For) and _written(x) & reads for x, _ in stmts)):
         tmp = f"{_PREFIX}{next(_TEMPS)}"
         head = [Assign(s.loc, tmp, Select(s.loc, copy.deepcopy(s.cond), Const(s.loc, 1.0), Const(s.loc, 0.0)))]
         cond = Compare(s.loc, ">", Ref(s.loc, tmp), Const(s.loc, 0.5))
-    return head + [x if holds is None else _guard(x, cond, holds) for x, holds in stmts]
+    out = list(head)
+    for x, holds in stmts:
+        if holds is None:
+            out.append(x)
+        elif isinstance(x, For):
+            loop = _guard_loop(x, cond, holds, dims, shapes, path)
+            if loop is None:
+                return None
+            out.append(loop)
+        else:
+            out.append(_guard(x, cond, holds))
+    return out
+
+
+def _localized(s: If, path) -> If:
+    """`s` with each scalar local to its branches renamed to a fresh temporary: in every
+    branch that mentions it, its first mention is a plain assignment at the branch's top
+    level, and nothing else in the nest (the condition included) mentions it. Its value on
+    entry to a branch is then never read, so computing it where the branch is not taken
+    changes nothing the guarded statements read. (After the nest, the program reads it
+    from the nest as written: the converted nest no longer writes it.)"""
+    inside = {id(s)} | {id(b) for b in s.body + s.orelse}  # a hull's `if` is new: its statements are not
+    outside = _mentions(path[0], skip=inside) if path else set()
+    outside |= _names(s.cond)
+    mapping = {}
+    for branch in (s.body, s.orelse):
+        killed, seen = set(), set()
+        for b in branch:
+            if (isinstance(b, Assign) and not b.aug and b.value.ty is None and b.name not in seen
+                    and b.name not in _names(b.value) and not _is_temp(b)):
+                killed.add(b.name)
+            seen |= _mentions(b)
+        for name in killed - outside:
+            mapping[name] = mapping.get(name) or f"{_PREFIX}{name}_{next(_TEMPS)}"
+        for name in seen - killed:
+            mapping.pop(name, None)  # another branch reads it before setting it
+            outside.add(name)
+    if not mapping:
+        return s
+    new = copy.copy(s)
+    new.body = [_rename(b, mapping) for b in s.body]
+    new.orelse = [_rename(b, mapping) for b in s.orelse]
+    return new
+
+
+def _mentions(x, skip=frozenset()) -> set:
+    """Scalar names statement `x` reads or assigns (a loop or if: anywhere inside, except
+    in the statements whose ids are in `skip`)."""
+    if id(x) in skip:
+        return set()
+    if isinstance(x, Assign):
+        return {x.name} | _names(x.value)
+    if isinstance(x, Store):
+        return _names(x.value)
+    out = _names(x.cond) if isinstance(x, If) else set()
+    for b in list(getattr(x, "body", [])) + list(getattr(x, "orelse", [])):
+        out |= _mentions(b, skip)
+    return out
+
+
+def _rename(x, mapping: dict):
+    """A copy of statement `x` with the scalars in `mapping` renamed."""
+    x = copy.copy(x)
+    if isinstance(x, Assign):
+        x.name = mapping.get(x.name, x.name)
+    if isinstance(x, (Assign, Store)):
+        x.value = _rename_expr(x.value, mapping)
+    if isinstance(x, If):
+        x.cond = _rename_expr(x.cond, mapping)
+        x.orelse = [_rename(b, mapping) for b in x.orelse]
+    if isinstance(x, (For, If)):
+        x.body = [_rename(b, mapping) for b in x.body]
+    return x
+
+
+def _rename_expr(e, mapping: dict):
+    e = copy.deepcopy(e)
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Ref) and n.name in mapping:
+            n.name = mapping[n.name]
+        stack.extend(n.children())
+    return e
+
+
+def _guard_loop(f: For, cond, holds: bool, dims, shapes, path):
+    """Loop `f` run only where `cond` is `holds`: the same loop with the condition moved
+    inside it (`if c: for k: s` is `for k: if c: s`, since nothing in the loop writes what
+    `c` reads: the caller hoisted it otherwise), its body then predicated; a loop whose
+    bounds depend on enclosing loops is widened to its hull. None where it cannot be."""
+    c = copy.deepcopy(cond)
+    loop = copy.copy(f)
+    loop.body = [If(f.loc, c, list(f.body), [], node=None) if holds else If(f.loc, c, [], list(f.body), node=None)]
+    if (ie_names(f.lo) | ie_names(f.hi)) - set(dims):
+        return _widen(loop, dims, shapes, path)
+    widened = _widen_to_axis(loop, dims, shapes, path)
+    if widened is not None:
+        return widened
+    flat = _predicated(loop.body[0], dims, shapes, path + (loop,))
+    if flat is None:
+        return None
+    loop.body = flat
+    return loop
+
+
+def _written(x) -> set:
+    """The names statement `x` assigns or stores into (a loop: anywhere in its body)."""
+    if isinstance(x, Assign):
+        return {x.name}
+    if isinstance(x, Store):
+        return {x.buf}
+    out = set()
+    for b in list(getattr(x, "body", [])) + list(getattr(x, "orelse", [])):
+        out |= _written(b)
+    return out
 
 
 def _is_temp(x) -> bool:
@@ -162,7 +393,7 @@ def _guard(x, cond, holds: bool):
     cur = Index(x.loc, x.buf, tuple(x.idx), ty=None)
     new = Bin(x.loc, x.aug_op, cur, x.value, ty=x.value.ty) if x.aug else x.value
     val = Select(x.loc, c, new, old, ty=x.value.ty) if holds else Select(x.loc, c, old, new, ty=x.value.ty)
-    return Store(x.loc, x.buf, tuple(x.idx), val)
+    return Store(x.loc, x.buf, tuple(x.idx), val, guarded=True)
 
 
 def _names(e) -> set:

@@ -155,6 +155,7 @@ class Store(Stmt):
     value: Expr
     aug: bool = False
     aug_op: str = "+"
+    guarded: bool = False  # made by if-conversion: `v if c else buf[idx]`, the old value where c fails
 
 
 @dataclass(eq=False)

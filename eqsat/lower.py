@@ -64,7 +64,7 @@ def _select(cond, value, a: Node, b: Node) -> Node:
     nest them (`a if c1 and c2 else b` = `(a if c2 else b) if c1 else b`). `value(x)` lowers
     an operand of a comparison."""
     if isinstance(cond, Compare) and cond.op in _CMPS:
-        return Node("Sc.select", cond.op, value(cond.a), value(cond.b), a, b)
+        return T.select(cond.op, value(cond.a), value(cond.b), a, b)
     if isinstance(cond, BoolOp):
         if cond.op == "not":
             return _select(cond.args[0], value, b, a)
@@ -687,7 +687,9 @@ class _NestRun:
         t = T.compute(axes, val)
         t = Node("Ten.reshape", t, T.shp(shape)) if split else t
         free = tuple(f for f in self.open if f not in used)
-        self.cur[buf] = (t, Source(s, buf, free))
+        before = self.cur.get(buf)
+        prev = before[1] if getattr(s, "guarded", False) and before is not None else None
+        self.cur[buf] = (t, Source(s, buf, free, prev))
 
     # ---------------------------------------------------------------- loops
     def loop(self, f: For):
@@ -725,7 +727,8 @@ class _NestRun:
                     continue
                 term, src = entry
                 if trip(f, self.low.dims) > 0 and not fvars & set(T.walk(term)):
-                    table[name] = (term, Source(src.stmt, src.name, tuple(x for x in src.free if x is not f)))
+                    table[name] = (term, Source(src.stmt, src.name, tuple(x for x in src.free if x is not f),
+                                                src.prev))
                 else:
                     table[name] = None
 

@@ -127,8 +127,14 @@ def compute(pairs, body: Node) -> Node:
     return Node("Ten.compute", dims(pairs), body)
 
 
+_FOLD = {"Sc.add": lambda x, y: x + y, "Sc.sub": lambda x, y: x - y, "Sc.mul": lambda x, y: x * y}
+
+
 def binop(op: str, a: Node, b: Node) -> Node:
-    """A scalar binary op with the foldings the lowering may do for free: 0 + x, x * 1."""
+    """A scalar binary op with the foldings the lowering may do for free: 0 + x, x * 1, and
+    + - * of two literals (Python's own float arithmetic, which `reference` does there too)."""
+    if a.op == "Sc.lit" and b.op == "Sc.lit" and op in _FOLD:
+        return lit(_FOLD[op](a.args[0], b.args[0]))
     if op == "Sc.add":
         if a is lit(0.0):
             return b
@@ -137,6 +143,49 @@ def binop(op: str, a: Node, b: Node) -> Node:
     if op == "Sc.sub" and b is lit(0.0):
         return a
     return Node(op, a, b)
+
+
+_NEGATED = {"<": ">=", ">=": "<", "<=": ">", ">": "<=", "==": "!=", "!=": "=="}
+
+
+def select(cmp: str, l: Node, r: Node, a: Node, b: Node) -> Node:
+    """`a if l cmp r else b`, with the foldings that need no assumption: inside a branch, a
+    select on the same condition is the side the condition takes there (on its negation too
+    where both sides are index values or literals, which are never NaN), and equal branches
+    are that branch. (A triangular nest widened to its hull guards every statement with one
+    mask; without this the masks nest in each other.)"""
+    neg = _NEGATED[cmp] if _never_nan(l) and _never_nan(r) else None
+    a, b = _assume(a, cmp, neg, l, r, True), _assume(b, cmp, neg, l, r, False)
+    if a is b:
+        return a
+    return Node("Sc.select", cmp, l, r, a, b)
+
+
+def _never_nan(n: Node) -> bool:
+    return n.op in ("Sc.idx", "Sc.lit") and not (n.op == "Sc.lit" and n.args[0] != n.args[0])
+
+
+def _assume(n: Node, cmp: str, neg, l: Node, r: Node, holds: bool) -> Node:
+    """Scalar term `n` where `l cmp r` is known to be `holds`: every select on that condition
+    (or on `neg`, its negation) replaced by its side. Tensors read inside are left alone."""
+    memo: dict = {}
+    stack = [(n, False)]
+    while stack:
+        x, ready = stack.pop()
+        if x in memo:
+            continue
+        kids = [a for a in x.args if isinstance(a, Node) and a.op.startswith("Sc.")] if x.op != "Sc.load" else []
+        if not ready:
+            stack.append((x, True))
+            stack.extend((k, False) for k in kids if k not in memo)
+            continue
+        if x.op == "Sc.select" and x.args[1] is l and x.args[2] is r and x.args[0] in (cmp, neg):
+            memo[x] = memo[x.args[3] if (x.args[0] == cmp) == holds else x.args[4]]
+        elif kids:
+            memo[x] = Node(x.op, *[memo[a] if isinstance(a, Node) and a in memo else a for a in x.args])
+        else:
+            memo[x] = x
+    return memo[n]
 
 
 # ------------------------------------------------------------------ list views

@@ -16,8 +16,10 @@ Preconditions:
     0 + x == x == x + 0                          (a zero initialization, `c = 0` then `c += ...`)
     sum[v] (x if m else 0) == (sum[v] x) if m else 0
                                                  where the mask m compares index values that
-                                                 do not mention v (a triangular nest made a
-                                                 masked form: `j <= i` under a sum over k)
+                                                 do not mention v, or literals (a triangular
+                                                 nest made a masked form: `j <= i` under a
+                                                 sum over k; a loop over part of an axis,
+                                                 `i < 27`)
 
 Before:  acc += alpha * a[i, k] * b[k, j]       (or  acc -= a[i, k] * b[k, j],  a[i, k] * (b[k, j] * 0.5))
 After:   y = alpha * (a @ b)                     (or  y = -(a @ b)): a matmul and an epilogue
@@ -32,17 +34,19 @@ from egglog import String, f64, i64, ne, rewrite, rule, ruleset, union, eq
 from eqsat.sorts import Ix, Sc, Var
 
 
-def _index_values(v, w, u, k):
-    """Index-value operands of a mask that do not mention `v`: (pattern, guards) pairs."""
+def _index_values(v, w, u, k, c):
+    """Index-value operands of a mask that do not mention `v`, and literals: (pattern,
+    guards) pairs."""
     return [(Sc.idx(Ix.v(w)), [ne(w).to(v)]),
             (Sc.idx(Ix.add(Ix.v(w), Ix.lit(k))), [ne(w).to(v)]),
             (Sc.idx(Ix.add(Ix.lit(k), Ix.v(w))), [ne(w).to(v)]),
-            (Sc.idx(Ix.lit(k)), [])]
+            (Sc.idx(Ix.lit(k)), []),
+            (Sc.lit(c), [])]
 
 
 @ruleset
 def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u: Var, k: i64, k2: i64,
-            cmp: String):
+            cmp: String, c1: f64, c2: f64):
     # sum[v] -x -> -(sum[v] x)
     yield rewrite(Sc.red("sum", v, n, Sc.fn("neg", x))).to(Sc.fn("neg", Sc.red("sum", v, n, x)))
     # sum[v] (x + y) -> sum[v] x + sum[v] y, and for x - y
@@ -58,8 +62,8 @@ def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u:
             yield rewrite(Sc.red("sum", v, n, prod)).to(Sc.red("sum", v, n, Sc.mul(s, Sc.mul(x, y))))
     # sum[v] (x if m else 0) -> (sum[v] x) if m else 0, for a mask of index values free of v
     zero = Sc.lit(0.0)
-    for lhs, g1 in _index_values(v, w, u, k):
-        for rhs, g2 in _index_values(v, u, w, k2):
+    for lhs, g1 in _index_values(v, w, u, k, c1):
+        for rhs, g2 in _index_values(v, u, w, k2, c2):
             for then_x in (True, False):
                 sel = Sc.select(cmp, lhs, rhs, x, zero) if then_x else Sc.select(cmp, lhs, rhs, zero, x)
                 out = Sc.select(cmp, lhs, rhs, Sc.red("sum", v, n, x), zero) if then_x else \

@@ -236,3 +236,89 @@ def upper(alpha: f32, A: f32["M", "M"], B: f32["M", "N"]) -> f32["M", "N"]:
     for backend in ("numpy", "triton"):
         got = plan.run(1.5, A, B, backend=backend)
         assert np.allclose(got, want, rtol=1e-5, atol=1e-5), (backend, got, want)
+
+
+# Stores that write part of a tensor: along a diagonal, at a fixed index (also outside any
+# loop), from a loop over part of the axis, from a triangular nest with a loop inside, or
+# under a data-dependent `if` around a loop. Each becomes a total store under a mask
+# (eqsat/ifconvert.py) and is lifted; each runs on both backends against `reference`.
+PARTIAL = {
+    "diagonal_and_corner": '''
+@program
+def p(a: f32["N", "N"]) -> f32["N", "N"]:
+    c = empty((N, N))
+    for i in range(N):
+        for j in range(N):
+            c[i, j] = a[i, j] * 3.0
+    for i in range(N - 1):
+        c[i, i] = 1.0
+    c[N - 1, 0] = 2.0
+    return c
+''',
+    "boundary_rows": '''
+@program
+def p(a: f32["M", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for i in range(1, M - 1):
+        for j in range(N):
+            c[i, j] = a[i, j] + 1.0
+    for j in range(N):
+        c[0, j] = a[0, j]
+    return c
+''',
+    "gram_upper_mirrored": '''
+@program
+def p(a: f32["K", "N"]) -> f32["N", "N"]:
+    c = empty((N, N))
+    for i in range(N):
+        for j in range(i, N):
+            s = 0.0
+            for k in range(K):
+                s += a[k, i] * a[k, j]
+            c[i, j] = s * 0.5
+            c[j, i] = s * 0.5
+    return c
+''',
+    "if_around_a_loop": '''
+@program
+def p(x: f32["M", "N"], g: f32["M"]) -> f32["M"]:
+    out = zeros((M,))
+    for i in range(M):
+        if g[i] > 0.0:
+            for j in range(N):
+                out[i] += x[i, j]
+        else:
+            out[i] = -1.0
+    return out
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(PARTIAL))
+def test_partial_store_is_lifted(tmp_program, name):
+    prog = tmp_program(PARTIAL[name])
+    plan = eqsat.optimize(prog, D)
+    assert "loop" not in [k.kind for k in plan.kernels], plan
+    _check(plan, prog)
+
+
+def test_triangle_with_inner_loop_is_one_matmul(tmp_program):
+    prog = tmp_program(PARTIAL["gram_upper_mirrored"])
+    plan = eqsat.optimize(prog, D)
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
+
+
+def test_shifted_store_stays_a_loop(tmp_program):
+    """`c[i + 1] = ...` over i writes along a shifted axis: not made total (a different
+    form), kept as written and still correct."""
+    prog = tmp_program('''
+@program
+def p(a: f32["N"]) -> f32["N"]:
+    c = zeros((N,))
+    for i in range(N - 1):
+        c[i + 1] = a[i] * 2.0
+    return c
+''')
+    plan = eqsat.optimize(prog, D)
+    assert any(k.kind == "loop" for k in plan.kernels), plan
+    _check(plan, prog)
