@@ -21,7 +21,10 @@ A kernel costs ``max(flops / peak, bytes / bandwidth, latency) + launch``:
   operations (one thread; on the CPU target one core, compiled), each `loop_op_time`, its
   bytes at the `loop_bandwidth` one thread reaches, plus one launch per library call
   inside it. So a sum over 2^24 elements written as a loop costs what a sequential loop
-  costs, and lifting it into a parallel reduction kernel pays;
+  costs, and lifting it into a parallel reduction kernel pays. On a GPU target the backend
+  runs a kept nest on the host (compiled, as on the CPU target), so it is charged the
+  host's loop rates plus its tensors' trip across the link (`host_link` bytes/s, and
+  `host_latency` for each direction);
 - views (`transpose`, `slice`, inputs) cost nothing.
 
 Costs are seconds as floats. A tensor used twice is paid for once: every cost carries
@@ -57,13 +60,19 @@ class Target:
     # body one operation at a time, each a pass over a temporary (two operands read, one
     # result written: 12 bytes an element), and a reduction over its whole broadcast space
     pass_bytes: float = 0.0
+    # where kept loop nests run on a host across a link (a GPU target: the Triton backend
+    # runs them on the CPU, compiled): the link's bytes/s and one copy's latency; 0 where
+    # they run beside the data (the CPU target)
+    host_link: float = 0.0
+    host_latency: float = 0.0
 
 
 TARGETS = {
     # H100 SXM datasheet: 67 TF FP32, 495 TF TF32 dense, 3.35 TB/s HBM3
-    "h100": Target("h100", 67e12, 495e12, 3.35e12, 4e-6),
-    # A100 SXM 80GB: 19.5 TF FP32, 156 TF TF32 dense, 2.04 TB/s HBM2e
-    "a100": Target("a100", 19.5e12, 156e12, 2.04e12, 4e-6),
+    # (PCIe 5.0 x16: ~25 GB/s in practice, ~10 us a copy)
+    "h100": Target("h100", 67e12, 495e12, 3.35e12, 4e-6, host_link=25e9, host_latency=1e-5),
+    # A100 SXM 80GB: 19.5 TF FP32, 156 TF TF32 dense, 2.04 TB/s HBM2e (PCIe 4.0 x16)
+    "a100": Target("a100", 19.5e12, 156e12, 2.04e12, 4e-6, host_link=12.5e9, host_latency=1e-5),
     # a 2-core x86 machine running numpy: no tensor cores; BLAS reaches ~the SIMT peak
     # kept loops on the CPU run compiled on one core: ~1 ns an operation, ~5 GB/s
     "cpu": Target("cpu", 100e9, 100e9, 20e9, 2e-6, loop_op_time=1e-9, loop_bandwidth=5e9,
@@ -137,8 +146,27 @@ def matmul_latency(t: Target, k: int) -> float:
     return math.ceil(k / t.tile_k) * t.load_latency
 
 
+def loop_rates(t: Target) -> Target:
+    """The target whose loop rates a kept nest runs at: the host's where `t` has one."""
+    return TARGETS["cpu"] if t.host_link else t
+
+
+def loop_terms(t: Target, work: dict) -> dict:
+    """The terms of a kept nest's cost, in seconds: its sequential chain's compute and
+    memory (at the rates of where it runs) and, on a target with a host, the copies of
+    what it reads and writes across the link."""
+    r = loop_rates(t)
+    terms = {"compute": work["ops"] * r.loop_op_time, "memory": work["bytes"] / r.loop_bandwidth}
+    if t.host_link:
+        terms["link"] = work.get("io_bytes", 0) / t.host_link + 2 * t.host_latency
+    return terms
+
+
 def loop_time(t: Target, work: dict) -> float:
-    scalar = max(work["ops"] * t.loop_op_time, work["bytes"] / t.loop_bandwidth)
+    """A kept nest: max(compute, memory) of its chain, plus the link, its library calls,
+    one launch."""
+    terms = loop_terms(t, work)
+    scalar = max(terms["compute"], terms["memory"]) + terms.get("link", 0.0)
     return scalar + work["lib_flops"] / t.tc_flops + work["lib_calls"] * t.launch + t.launch
 
 

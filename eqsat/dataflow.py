@@ -251,6 +251,29 @@ class NestFlow:
                     return False
         return True
 
+    def order_edges(self) -> set:
+        """(a, b) leaf ids where some instance of leaf a runs before an instance of leaf b
+        that touches the same tensor location, one of the two writing it: a dependence
+        that any distribution of the nest must keep in that order. (Scalars are not
+        modeled here; the caller keeps the leaves that share one together.)"""
+        acc_r, acc_w = {}, {}
+        for leaf in self.leaves:
+            acc_w[leaf.sid] = self._union([a for _, a in self._leaf_accesses(leaf, _writes(leaf.stmt))])
+            acc_r[leaf.sid] = self._union([a for _, a in self._leaf_accesses(
+                leaf, [(n, idx) for _, n, idx in _reads(leaf.stmt)])])
+        sched = self._union(self._sched)
+        before = sched.lex_lt_union_map(sched)
+        edges = set()
+        for a in self.leaves:
+            for b in self.leaves[a.sid + 1:]:
+                wa, ra, wb, rb = acc_w[a.sid], acc_r[a.sid], acc_w[b.sid], acc_r[b.sid]
+                conflict = wb.apply_range(wa.union(ra).reverse()).union(rb.apply_range(wa.reverse()))  # b -> a
+                if not conflict.intersect(before).is_empty():
+                    edges.add((b.sid, a.sid))
+                if not conflict.reverse().intersect(before).is_empty():
+                    edges.add((a.sid, b.sid))
+        return edges
+
     # ------------------------------------------------------------------ interchange
     def reorder_legal(self, band: list, perm: list) -> bool:
         """Whether running the perfectly nested loops `band` (ir.For objects of this nest,
@@ -312,8 +335,8 @@ class NestFlow:
         out = self._last(rel, wleaf)
         prev = src.prev
         if prev is not None and all(f in sink_path for f in prev.free):
-            # a guarded store (a loop widened to its hull) writes part of the elements; the
-            # rest keep the value before it
+            # a guarded store (a loop widened to its hull) writes part of the elements, a
+            # reduction over a range that may be empty none: the rest keep the value before
             rest = self.claim(prev, sink_acc, sink_path, nfree_sink)
             out = out.union(rest.subtract_domain(out.domain()))
         return out
@@ -385,7 +408,8 @@ class Source:
     stmt: object
     name: str
     free: tuple
-    prev: "Source | None" = None  # a guarded store's: the elements it does not write keep this value
+    prev: "Source | None" = None  # where `stmt` has no instance (a guarded store's element, an
+    # empty reduction range), the value is this one's (an accumulation's start)
 
 
 def _reads(s):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import math
 import weakref
 from dataclasses import dataclass, field
 from itertools import count
@@ -318,10 +319,11 @@ class _Lowerer:
                           for n, t in functional.items()}
         except NotFunctional as why:
             reason = str(why)
-            if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) and _distributable(s, self):
-                # no functional form as a whole: distribute the loops over the statements
-                # (fission, proven legal by dataflow) and lower each part on its own
-                for part in _distribute(s):
+            parts = _fission(s, self) if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) else None
+            if parts:
+                # no functional form as a whole: distribute the loops over groups of
+                # statements (fission, proven legal by dataflow) and lower each on its own
+                for part in parts:
                     part.views = getattr(s, "views", {})
                     self.nest(part)
                 return
@@ -339,7 +341,12 @@ class _Lowerer:
         outputs = sorted(writes) + sorted(swrites)
         code = compile(ast.fix_missing_locations(ast.Module(body=[s.node], type_ignores=[])),
                        self.prog.file, "exec")
-        nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), nest_work(s, self.dims), code=code,
+        work = nest_work(s, self.dims)
+        # what crosses to a host that runs the nest (cost.loop_time on a GPU target): the
+        # tensors it reads and the ones it writes
+        work["io_bytes"] = 4 * sum(math.prod(self.shapes[n]) for n in tensor_in) + \
+            4 * sum(math.prod(self.shapes[n]) for n in writes if n in self.shapes)
+        nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), work, code=code,
                     views=views,
                     out_shapes={n: self.shapes.get(n, ()) if n not in swrites else () for n in outputs})
         self.nests[nid] = nest
@@ -373,32 +380,84 @@ def _reorder_check(s, low):
     return ok
 
 
-def _distributable(s, low) -> bool:
-    if not _one_to_one(s) or _scalar_flows_between_leaves(s, low):
-        return False
-    try:
-        return NestFlow(s, low.dims, low.shapes, set()).distributable()
-    except isl.Error:
-        return False
+def _fission(s, low) -> list | None:
+    """Nest `s` as several nests, one per group of its leaf statements, each group inside
+    copies of its enclosing loops; None where it stays one.
 
-
-def _scalar_flows_between_leaves(s, low) -> bool:
-    """A scalar one leaf statement writes and another reads: the dataflow of distribution
-    models tensors only, and a part would not see the other's scalar (a loop-private
-    `acc = 0.0` read by the next statement of the same iteration)."""
+    Groups are the strongly connected components of the order the nest must keep: an
+    edge a -> b where an instance of leaf a runs before a conflicting instance of leaf b
+    (same tensor location, one writing; exact, by isl), and both ways between leaves that
+    share a scalar the nest writes or a tensor it allocates or binds (the dataflow of
+    distribution models tensor elements only). Groups run in an order that keeps every
+    edge (textual order where free), each with its leaves in their own order, so every
+    dependent pair of instances runs in its original order: the same program
+    (Kennedy and Allen's loop distribution, over the whole nest at once)."""
+    if not _one_to_one(s):
+        return None
     leaves = _leaves(s)
-    written: dict = {}
-    for leaf in leaves:
+    try:
+        flow = NestFlow(s, low.dims, low.shapes, set())
+        edges = flow.order_edges()
+    except (isl.Error, Conditional):
+        return None
+    sid = {id(leaf.stmt): leaf.sid for leaf in flow.leaves}
+    if sorted(sid.get(id(x), -1) for x in leaves) != list(range(len(leaves))):
+        return None  # leaves the analysis does not model one to one
+    n = len(leaves)
+    idx = [sid[id(x)] for x in leaves]  # textual position -> leaf id (the same order)
+    reach = [[False] * n for _ in range(n)]
+    for a, b in edges:
+        reach[a][b] = True
+    local = set()  # scalars written and tensors allocated or bound inside the nest
+    touched = []
+    for x in leaves:
         reads, writes, swrites = set(), set(), set()
-        _scan(leaf, reads, writes, swrites, set())
-        for name in swrites:
-            written.setdefault(name, set()).add(id(leaf))
-    for leaf in leaves:
-        reads, writes, swrites = set(), set(), set()
-        _scan(leaf, reads, writes, swrites, set())
-        if any(name in written and written[name] != {id(leaf)} for name in reads if name not in low.shapes):
-            return True
-    return False
+        _scan(x, reads, writes, swrites, set())
+        touched.append(reads | writes | swrites)
+        local |= swrites | ({x.name} if isinstance(x, (Alloc, Assign)) else set())
+    for a in range(n):
+        for b in range(n):
+            if a != b and touched[a] & touched[b] & local:
+                reach[idx[a]][idx[b]] = reach[idx[b]][idx[a]] = True
+    for k in range(n):  # transitive closure (a nest has few leaves)
+        for a in range(n):
+            if reach[a][k]:
+                for b in range(n):
+                    if reach[k][b]:
+                        reach[a][b] = True
+    comp = {}
+    for a in range(n):
+        comp[a] = min([a] + [b for b in range(n) if reach[a][b] and reach[b][a]])
+    groups: dict = {}
+    for a in range(n):
+        groups.setdefault(comp[a], []).append(a)
+    if len(groups) < 2:
+        return None
+    order, left = [], dict(groups)
+    while left:  # the first group (textually) that no other group left must precede
+        head = min(g for g in left if not any(reach[b][g] and not reach[g][b] for h in left if h != g
+                                               for b in left[h]))
+        order.append(left.pop(head))
+    keep_of = {a: id(x) for a, x in zip(idx, leaves)}
+    return [_restrict(s, {keep_of[a] for a in g}) for g in order]
+
+
+def _restrict(s, keep: set):
+    """A copy of nest `s` holding only the leaf statements whose ids are in `keep` (and the
+    loops around them), its source cut the same way; None if none is left."""
+    if not isinstance(s, For):
+        return s if id(s) in keep else None
+    body, nodes = [], []
+    for b, nb in zip(s.body, s.node.body):
+        r = _restrict(b, keep)
+        if r is not None:
+            body.append(r)
+            nodes.append(r.node if isinstance(r, For) else nb)
+    if not body:
+        return None
+    node = copy.copy(s.node)
+    node.body = nodes
+    return For(s.loc, s.var, s.lo, s.hi, body, node=node, step=s.step)
 
 
 def _one_to_one(s) -> bool:
@@ -417,19 +476,6 @@ def _leaves(s) -> list:
     if isinstance(s, For):
         return [x for b in s.body for x in _leaves(b)]
     return [s]
-
-
-def _distribute(s) -> list:
-    """One nest per leaf statement, each inside copies of its enclosing loops, in order."""
-    if not isinstance(s, For):
-        return [s]
-    out = []
-    for b in s.body:
-        for part in _distribute(b):
-            node = copy.copy(s.node)
-            node.body = [part.node]
-            out.append(For(s.loc, s.var, s.lo, s.hi, [part], node=node, step=s.step))
-    return out
 
 
 def _sub(s) -> list:
@@ -756,11 +802,12 @@ class _NestRun:
                 total = T.binop("Sc.add", init, term)
                 self.define(s, name, idx, [], total, loops=outer + bound_loops)
                 src = self.cur[name][1]
-                self.cur[name] = (self.cur[name][0], Source(s, name, tuple(x for x in src.free if x in outer)))
+                self.cur[name] = (self.cur[name][0], Source(s, name, tuple(x for x in src.free if x in outer),
+                                                            init_src))
             else:
                 init = init_term if init_term is not None else self.low.env[name]
                 total = T.binop("Sc.add", init, term) if op == "sum" else Node(f"Sc.{op}", init, term)
-                self.scal[name] = (total, Source(s, name, tuple(outer)))
+                self.scal[name] = (total, Source(s, name, tuple(outer), init_src))
 
     def _reduce(self, s, red: list, accs, contrib, bound=()):
         if isinstance(s, For):

@@ -266,7 +266,9 @@ def model_html(d: dict) -> str:
             f"{p['bandwidth']:.3g} B/s, launch {p['launch'] * 1e6:.1f} us, load latency "
             f"{p['load_latency'] * 1e9:.0f} ns ({p['loads_in_flight']} in flight), matmul K-tile {p['tile_k']}. "
             "Loop nests kept as written run as one sequential chain: "
-            f"{p['loop_op_time'] * 1e9:.3g} ns an operation, {p['loop_bandwidth']:.3g} B/s.</p>")
+            f"{p['loop_op_time'] * 1e9:.3g} ns an operation, {p['loop_bandwidth']:.3g} B/s"
+            + (f", on the host: what they read and write crosses a {p['host_link']:.3g} B/s link, "
+               f"{p['host_latency'] * 1e6:.0f} us a copy each way" if p.get("host_link") else "") + ".</p>")
     return section("model", "The cost model", text)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import re
 
+from .cost import loop_rates, loop_terms
 from .terms import Node
 
 VIEW_OPS = ("Ten.transpose", "Ten.slice", "Ten.reshape")
@@ -82,7 +83,8 @@ def extraction(plan) -> dict | None:
 def peaks(plan) -> dict:
     t = plan.costing.model.t
     return {"simt_flops": t.simt_flops, "tc_flops": t.tc_flops, "bandwidth": t.bandwidth, "launch": t.launch,
-            "loop_op_time": t.loop_op_time, "loop_bandwidth": t.loop_bandwidth,
+            "loop_op_time": loop_rates(t).loop_op_time, "loop_bandwidth": loop_rates(t).loop_bandwidth,
+            "host_link": t.host_link, "host_latency": t.host_latency,
             "load_latency": t.load_latency, "loads_in_flight": t.loads_in_flight, "tile_k": t.tile_k}
 
 
@@ -140,12 +142,18 @@ def roofline(plan, k) -> dict:
     t = plan.costing.model.t
     if k.kind == "loop":
         work = plan.lowered.nests[k.nest].work
-        terms = {"compute": work["ops"] * t.loop_op_time, "memory": work["bytes"] / t.loop_bandwidth}
+        terms = loop_terms(t, work)
+        rates = loop_rates(t)
         library = work["lib_flops"] / t.tc_flops + work["lib_calls"] * t.launch
+        formula = "max(ops x loop_op_time, bytes / loop_bandwidth) + library calls + launch"
+        if "link" in terms:
+            formula = ("max(ops x loop_op_time, bytes / loop_bandwidth) on the host + bytes in and out / "
+                       "host_link + 2 host_latency + library calls + launch")
         return {"terms": terms, "binds": max(terms, key=terms.get), "launch": t.launch, "library": library,
-                "formula": "max(ops x loop_op_time, bytes / loop_bandwidth) + library calls + launch",
-                "roofs": [{"name": "one thread", "flops": 1.0 / t.loop_op_time}],
-                "bandwidth": t.loop_bandwidth, "flops": k.flops, "bytes": k.bytes, "cost": k.cost}
+                "formula": formula,
+                "roofs": [{"name": "one thread" + (" (host)" if "link" in terms else ""),
+                           "flops": 1.0 / rates.loop_op_time}],
+                "bandwidth": rates.loop_bandwidth, "flops": k.flops, "bytes": k.bytes, "cost": k.cost}
     tc = tensor_core_flops(plan, k)
     compute = tc / t.tc_flops + (k.flops - tc) / t.simt_flops
     terms = {"compute": compute, "memory": k.bytes / t.bandwidth}

@@ -1145,8 +1145,540 @@ def gen_language(b: _Builder) -> DataflowProgram:
     return b.finish("language")
 
 
+# ---------------------------------------------------------------------------- 8. partial stores
+# Constant sub-ranges of an axis: (range text, values excluded at the bottom, at the top, tag).
+# `{n}` is the axis's dim; every form stays inside 0..n-1 (and is empty for small n).
+_SUB = [("range(1, {n})", 1, 0, "from1"), ("range({n} - 1)", 0, 1, "to_n1"), ("range(1, {n} - 1)", 1, 1, "inner"),
+        ("range(2, {n})", 2, 0, "from2"), ("range(0, {n} - 2)", 0, 2, "to_n2"),
+        ("range({n} - 2, -1, -1)", 0, 1, "down_to_n1"), ("range({n} - 1, 0, -1)", 1, 0, "down_from1"),
+        ("range(1, {n}, 2)", 1, 0, "step2_from1")]
+# Bounds on an enclosing variable o (values lo..hi of o give the new variable's exclusions).
+_TRI = [("range({o}, {n})", "lo", 0, "skew_from"), ("range({o} + 1, {n})", "lo", 1, "skew_after"),
+        ("range({o} + 1)", "hi", 0, "tri_incl"), ("range({o})", "hi", 1, "tri"),
+        ("range({n} - 1, {o}, -1)", "lo", 1, "skew_down"), ("range({o}, -1, -1)", "hi", 0, "tri_down")]
+
+
+class _Part:
+    """One `partial` program: stores that write part of a tensor's axis. Loop variables are
+    (name, dim, lo, hi): the variable stays within lo..dim-1-hi, so `v - d` (d <= lo) and
+    `v + d` (d <= hi) index its axis in bounds; a loop run over its whole axis (as the
+    lowering widens it) reads those out of bounds, which it must not do.
+
+    Values stay finite as in `_Lang`: what the section being written writes (`live`) is read
+    only through a function bounded by 1, a product has at most one factor written before
+    (`dirty`), and every divisor is a positive constant, a dim or `1.0 + abs(e)`."""
+
+    BUFS = {"c": ("N", "N"), "r": ("N", "M"), "v": ("N",), "e": ("N", "N", "N")}
+
+    def __init__(self, b: _Builder):
+        self.b, self.ch = b, b.ch
+        self.L = _Lang(b)  # the parameters A, B, x, alpha and the dim N are shared with `language` sections
+        self.N = self.L.N
+        self.scope: list = []  # (name, dim, lo, hi)
+        self.live: set = set()
+        self.scalars: list = []  # scalars readable here
+        self.n = 0
+
+    # -- names
+    def fresh(self, base: str) -> str:
+        self.n += 1
+        return f"{base}{self.n}"
+
+    def dim(self, d: str) -> str:
+        return self.N if d == "N" else self.b.dim(d)
+
+    def buf(self, name: str) -> str:
+        """A local buffer (zeros or empty: both are zero-filled), allocated at the top."""
+        L = self.L
+        if name not in L.allocated:
+            shape = ", ".join(self.dim(d) for d in self.BUFS[name])
+            L.allocated.add(name)
+            kind = self.ch.choice(["zeros", "empty"])
+            self.b.lines.insert(L.n_alloc, f"    {name} = {kind}(({shape}{',' if len(self.BUFS[name]) == 1 else ''}))")
+            L.n_alloc += 1
+        return name
+
+    def written(self, name: str):
+        self.L.written(name)
+        self.live.add(name)
+
+    def W(self) -> str:
+        return self.b.tensor("W", self.b.dim("K"), self.N)
+
+    def g(self) -> str:
+        return self.b.tensor("g", self.N)
+
+    # -- loops
+    def push(self, depth: int, dom: str, kind: str, name: str | None = None) -> tuple:
+        """Emit `for v in ...:` over axis `dom` (kind: full, sub, tri) and open its scope."""
+        ch = self.ch
+        n = self.dim(dom)
+        name = name or next(v for v in "ijlmkpq" if v not in [s[0] for s in self.scope])
+        encl = [s for s in self.scope if s[1] == dom]
+        if kind == "tri" and not encl:
+            kind = "sub"
+        if kind == "full":
+            rng, lo, hi, tag = f"range({n})", 0, 0, "full"
+        elif kind == "sub":
+            fmt, lo, hi, tag = ch.choice(_SUB)
+            rng = fmt.format(n=n)
+        else:
+            o = encl[-1] if ch.coin(0.7) else ch.choice(encl)
+            fmt, side, d, tag = ch.choice(_TRI)
+            rng = fmt.format(o=o[0], n=n)
+            lo, hi = (o[2] + d, 0) if side == "lo" else (0, o[3] + d)
+        self.b.tag(f"{dom}_{tag}")
+        self.b.emit(depth, f"for {name} in {rng}:")
+        v = (name, dom, lo, hi)
+        self.scope.append(v)
+        return v
+
+    def pop(self):
+        self.scope.pop()
+
+    def kind(self, p_sub: float = 0.5) -> str:
+        return "sub" if self.ch.coin(p_sub) else ("tri" if self.scope and self.ch.coin(0.4) else "full")
+
+    # -- indices
+    def ix(self, dom: str, shift: bool = True) -> str:
+        """An index into an axis of size `dom`: a loop variable (maybe shifted within its
+        bounds, or reversed), or a fixed index."""
+        ch, n = self.ch, self.dim(dom)
+        vs = [v for v in self.scope if v[1] == dom]
+        if vs and ch.coin(0.7):
+            name, _, lo, hi = ch.choice(vs)
+            opts = [lambda: name]
+            if shift and lo:
+                opts.append(lambda: self.tg("shift_read", f"{name} - {ch.int(1, min(lo, 2))}"))
+            if shift and hi:
+                opts.append(lambda: self.tg("shift_read", f"{name} + {ch.int(1, min(hi, 2))}"))
+            opts.append(lambda: f"{n} - 1 - {name}")
+            return name if ch.coin(0.5) else _pick(ch, opts)
+        return self.fixed(dom)
+
+    def fixed(self, dom: str) -> str:
+        n = self.dim(dom)
+        return self.ch.choice(["0", f"{n} - 1", "0", f"{n} - 1", f"{n} // 2"])
+
+    def tg(self, tag: str, text: str) -> str:
+        self.b.tag(tag)
+        return text
+
+    # -- values: (text, big)
+    def read(self, name: str, text: str) -> tuple:
+        if name in self.live:
+            return self.ch.choice([f"tanh({text})", f"({text} / (1.0 + abs({text})))", f"0.5 * tanh({text})"]), False
+        return text, name in self.L.dirty
+
+    def leaf(self, big_ok: bool = True) -> tuple:
+        ch, L = self.ch, self.L
+        opts = [lambda: self.read("A", f"{L.A()}[{self.ix('N')}, {self.ix('N')}]"),
+                lambda: self.read("x", f"{L.x()}[{self.ix('N')}]"),
+                lambda: (f"{self.g()}[{self.ix('N')}]", False),
+                lambda: self.read("B", f"{L.B()}[{self.ix('N')}, {self.ix('M')}]"),
+                lambda: (f"{self.W()}[{self.ix('K')}, {self.ix('N')}]", False),
+                lambda: (self.b.scalar("alpha"), False),
+                lambda: (ch.choice(["0.5", "1.0", "2.0", "-1.0"]), False)]
+        for name in ("c", "r", "v", "e"):
+            if name in L.allocated and (name in L.dirty or name in self.live):
+                dims = self.BUFS[name]
+                opts.append(lambda name=name, dims=dims: self.read(
+                    name, f"{name}[{', '.join(self.ix(d) for d in dims)}]"))
+        if "C" in L.dirty and L.exists("C"):
+            opts.append(lambda: self.read("C", f"C[{self.ix('N')}, {self.ix('N')}]"))
+        if self.scalars:
+            opts.append(lambda: (ch.choice(self.scalars), False))
+        text, big = _pick(ch, opts)
+        if big and not big_ok:
+            return f"tanh({text})", False
+        return text, big
+
+    def expr(self, d: int = 0, big_ok: bool = True) -> tuple:
+        ch = self.ch
+        if d >= 2 or not ch.coin(0.5):
+            return self.leaf(big_ok)
+        k = ch.choice(["add", "mul", "scale", "max", "relu", "tanh", "safe_div", "ifexp"])
+        self.b.tag("e_" + k)
+        a, ab = self.expr(d + 1, big_ok)
+        par = (lambda t: f"({t})") if d else (lambda t: t)
+        if k == "add":
+            c, cb = self.expr(d + 1, big_ok)
+            return par(f"{a} {ch.choice(['+', '-'])} {c}"), ab or cb
+        if k == "mul":
+            c, cb = self.expr(d + 1, big_ok and not ab)
+            return par(f"{a} * {c}"), ab or cb
+        if k == "scale":
+            return par(f"{ch.choice(['0.5', '2.0', self.b.scalar('alpha')])} * {a}"), ab
+        if k == "max":
+            c, cb = self.expr(d + 1, big_ok)
+            return f"{ch.choice(['max', 'min'])}({a}, {c})", ab or cb
+        if k in ("relu", "tanh"):
+            return f"{k}({a})", ab and k == "relu"
+        if k == "safe_div":
+            c, _ = self.expr(d + 1)
+            return par(f"{a} / (1.0 + abs({c}))"), ab
+        c, cb = self.expr(d + 1, big_ok)
+        return par(f"{a} if {self.dcond()} else {c}"), ab or cb
+
+    def dcond(self) -> str:
+        a, _ = self.leaf()
+        c = _pick(self.ch, [lambda: "0.0", lambda: self.leaf()[0], lambda: "0.5"])
+        return f"{a} {self.ch.choice(['>', '<', '>=', '<=', '!='])} {c}"
+
+    def vcond(self) -> str:
+        vs = [v[0] for v in self.scope]
+        if len(vs) >= 2 and self.ch.coin(0.5):
+            a, c = vs[-2], vs[-1]
+            return self.ch.choice([f"{c} < {a}", f"{a} == {c}", f"{c} != {a}"])
+        a = self.ch.choice(vs)
+        return self.ch.choice([f"{a} > 0", f"{a} % 2 == 0", f"{a} < {self.N} - 1"])
+
+    def cond(self) -> str:
+        if self.scope and self.ch.coin(0.3):
+            return f"{self.vcond()} {self.ch.choice(['and', 'or'])} {self.dcond()}"
+        return self.dcond()
+
+    def store(self, depth: int, tgt: str, name: str):
+        """One statement writing element `tgt` of buffer `name`."""
+        ch = self.ch
+        self.written(name)
+        op = ch.choice(["=", "=", "+=", "-=", "*=", "max", "decay"])
+        self.b.tag("st_" + op)
+        if op == "*=":
+            self.b.emit(depth, f"{tgt} *= {ch.choice(['0.5', '0.75'])}")  # no gain: it may run 125 times
+        elif op == "max":
+            self.b.emit(depth, f"{tgt} = {ch.choice(['max', 'min'])}({tgt}, {self.expr(1)[0]})")
+        elif op == "decay":
+            self.b.emit(depth, f"{tgt} = 0.5 * {tgt} + {self.expr(1)[0]}")
+        else:
+            self.b.emit(depth, f"{tgt} {op} {self.expr()[0]}")
+
+    def target(self, name: str, idx: list) -> str:
+        return f"{self.buf(name)}[{', '.join(idx)}]"
+
+    # -- sections
+    def partial_loop(self):
+        """Loops over constant sub-ranges of the axes they store along (either side, any
+        level), plain stores at the loop variables, maybe a store shifted by one
+        (`c[i + 1, j]`, a near miss: another form) and reads shifted within the sub-range."""
+        ch = self.ch
+        name = ch.choice(["c", "r", "v", "v", "e"])
+        dims = self.BUFS[name]
+        order = list(range(len(dims)))
+        if len(dims) > 1 and ch.coin(0.3):
+            order = ch.perm(order)
+            self.b.tag("loops_permuted")
+        vs, subs = [None] * len(dims), 0
+        for depth, ax in enumerate(order):
+            kind = self.kind(0.5 if depth == 0 else 0.35)
+            if depth == len(dims) - 1 and not subs:
+                kind = "sub"  # at least one loop over part of its axis
+            subs += kind == "sub"
+            vs[ax] = self.push(depth, dims[ax], kind)
+        depth = len(dims)
+        for _ in range(ch.int(1, 3)):
+            idx = [v[0] for v in vs]
+            if ch.coin(0.2):  # near miss: stored along a shifted axis
+                ax = ch.choice(range(len(dims)))
+                _, _, lo, hi = vs[ax]
+                if hi:
+                    idx[ax] = f"{idx[ax]} + 1"
+                elif lo:
+                    idx[ax] = f"{idx[ax]} - 1"
+                self.b.tag("shift_store")
+            if ch.coin(0.2):
+                self.b.emit(depth, f"if {self.cond()}:")
+                self.store(depth + 1, self.target(name, idx), name)
+                if ch.coin(0.5):
+                    self.b.emit(depth, "else:")
+                    self.store(depth + 1, self.target(name, idx), name)
+            else:
+                self.store(depth, self.target(name, idx), name)
+        for _ in dims:
+            self.pop()
+
+    def diagonal(self):
+        """Stores along a diagonal of `c` (2-D) or `e` (3-D), maybe with a fixed index, over
+        whole or partial ranges, maybe inside a loop the index does not name (a reduction)."""
+        ch = self.ch
+        name = ch.choice(["c", "c", "e"])
+        v = self.push(0, "N", self.kind(0.4))
+        depth = 1
+        extra = None
+        if name == "e" or ch.coin(0.3):
+            extra = self.push(1, ch.choice(["N", "N", "K"]), self.kind(0.3))
+            depth = 2
+        i = v[0]
+        if name == "c":
+            idx = [i, i]
+        else:
+            k = extra[0] if extra and extra[1] == "N" else None
+            forms = [[i, i, i], [i, i, self.fixed("N")], [self.fixed("N"), i, i], [i, self.fixed("N"), i]]
+            if k:
+                forms += [[i, i, k], [i, k, i], [k, i, i]]
+            idx = ch.choice(forms)
+        self.b.tag("diag_" + name)
+        for _ in range(ch.int(1, 2)):
+            self.store(depth, self.target(name, idx), name)
+        for _ in range(depth):
+            self.pop()
+
+    def fixed_index(self):
+        """Stores at a fixed index along an axis: inside a loop over the other axes
+        (`c[0, j] = x[j]`, all iterations writing one element `v[0] += x[i]`), or as lone
+        statements outside any loop (`c[N - 1, 0] = 2.0`, a parameter element `x[0] = ...`)."""
+        ch = self.ch
+        if ch.coin(0.45):  # lone top-level statements
+            self.b.tag("fixed_top")
+            for _ in range(ch.int(1, 3)):
+                name = ch.choice(["c", "r", "v", "e", "x"])
+                if name == "x":
+                    self.b.tag("param_elem")
+                    self.store(0, f"{self.L.x()}[{self.fixed('N')}]", "x")
+                else:
+                    self.store(0, self.target(name, [self.fixed(d) for d in self.BUFS[name]]), name)
+            return
+        self.b.tag("fixed_loop")
+        name = ch.choice(["c", "r", "v", "e"])
+        dims = self.BUFS[name]
+        nloop = ch.int(1, max(1, len(dims) - 1)) if len(dims) > 1 else 1
+        vs = []
+        for depth in range(nloop):
+            dom = ch.choice(dims) if ch.coin(0.8) else "K"
+            vs.append(self.push(depth, dom, self.kind(0.3)))
+        idx, free = [], list(vs)
+        for d in dims:
+            fit = [v for v in free if v[1] == d]
+            if fit and ch.coin(0.7):
+                idx.append(fit[0][0])
+                free.remove(fit[0])
+            else:
+                idx.append(self.fixed(d))
+        for _ in range(ch.int(1, 2)):
+            self.store(nloop, self.target(name, idx), name)
+        for _ in vs:
+            self.pop()
+
+    def triangle(self):
+        """Covariance-shaped: a triangular nest whose body holds an inner reduction loop into a
+        scalar (or into the element), then the element and its mirror stored, maybe the
+        diagonal set after the inner loop over j (correlation). Near misses: the scalar
+        returned after the nest (set before it), the inner loop under an `if`."""
+        ch, b, N = self.ch, self.b, self.N
+        c = self.buf("c")
+        Wn = self.W()
+        K = b.dim("K")
+        sq = self.fresh("sq")
+        after = ch.coin(0.2)
+        if after:  # read after the nest: defined on every path
+            b.tag("scalar_after_nest")
+            b.emit(0, f"{sq} = 0.0")
+        i = self.push(0, "N", "full" if ch.coin(0.6) else "sub")[0]
+        j = self.push(1, "N", "tri")[0]
+        direct = ch.coin(0.25)
+        depth = 2
+        if not direct:
+            b.emit(2, f"{sq} = " + _pick(ch, [lambda: "0.0", lambda: "0.0", lambda: f"0.5 * tanh({c}[{i}, {j}])",
+                                                lambda: self.expr(1, big_ok=False)[0]]))
+            self.scalars.append(sq)
+        if ch.coin(0.25):
+            b.tag("tri_if_loop")
+            b.emit(2, f"if {self.cond()}:")
+            depth = 3
+        k = self.push(depth, "K", "full" if ch.coin(0.75) else "sub", name="k")[0]
+        prod = _pick(ch, [lambda: f"{Wn}[{k}, {i}] * {Wn}[{k}, {j}]",
+                          lambda: f"({Wn}[{k}, {i}] - {self.L.x()}[{i}]) * ({Wn}[{k}, {j}] - {self.L.x()}[{j}])",
+                          lambda: f"{Wn}[{k}, {j}] * {Wn}[{k}, {i}] * {b.scalar('alpha')}"])
+        if direct:
+            self.written("c")
+            b.emit(depth + 1, f"{c}[{i}, {j}] {ch.choice(['+=', '-='])} {prod}")
+        else:
+            b.emit(depth + 1, ch.choice([f"{sq} += {prod}", f"{sq} = {sq} + {prod}", f"{sq} = max({sq}, {prod})",
+                                         f"{sq} -= {prod}"]))
+        self.pop()
+        if not direct:
+            if ch.coin(0.5):
+                b.emit(2, ch.choice([f"{sq} = {sq} / {K}", f"{sq} /= (1.0 + {K})", f"{sq} *= 0.5"]))
+            self.written("c")
+            b.emit(2, f"{c}[{i}, {j}] = " + ch.choice([sq, f"{sq} * 0.5", f"{sq} + {c}[{i}, {j}] * 0.5"]))
+        if ch.coin(0.7):
+            b.tag("mirrored")
+            b.emit(2, f"{c}[{j}, {i}] = " + ch.choice([f"{c}[{i}, {j}]"] + ([sq, f"{sq} * 2.0"] if not direct else [])))
+        self.pop()
+        if ch.coin(0.35):
+            b.tag("tri_diag")
+            b.emit(1, f"{c}[{i}, {i}] = " + ch.choice(["1.0", f"{c}[{i}, {i}] + 1.0", self.expr(1, big_ok=False)[0]]))
+        self.pop()
+        if ch.coin(0.2):
+            b.tag("corner")
+            b.emit(0, f"{c}[{N} - 1, {N} - 1] = 1.0")
+        if after:
+            b.ret(sq)
+        if sq in self.scalars:
+            self.scalars.remove(sq)
+
+    def if_loop(self):
+        """A data-dependent `if` around a loop (maybe with elif/else, a loop in the else), inside
+        a loop over rows or at the top; the condition may read what the loop writes."""
+        ch, b = self.ch, self.b
+        top = ch.coin(0.2)
+        depth = 0
+        if not top:
+            self.push(0, "N", self.kind(0.3))
+            depth = 1
+        else:
+            b.tag("if_top")
+        name = ch.choice(["c", "r", "v"])
+        self.buf(name)
+        self.live.add(name)  # the condition may read what the branch writes
+        b.emit(depth, f"if {self.cond()}:")
+        self.branch(depth + 1, name)
+        if ch.coin(0.25):
+            b.tag("elif")
+            b.emit(depth, f"elif {self.cond()}:")
+            self.branch(depth + 1, ch.choice(["c", "r", "v"]))
+        if ch.coin(0.75):
+            b.emit(depth, "else:")
+            if ch.coin(0.5):
+                self.branch(depth + 1, ch.choice(["c", "r", "v"]))
+            else:
+                nm = ch.choice(["c", "r", "v"])
+                self.store(depth + 1, self.target(nm, [self.ix(d, shift=False) if self.scope else self.fixed(d)
+                                                       for d in self.BUFS[nm]]), nm)
+        if not top:
+            self.pop()
+
+    def branch(self, depth: int, name: str):
+        """The body of a branch: maybe a branch-local scalar, then a loop storing into `name`."""
+        ch, b = self.ch, self.b
+        q = None
+        if ch.coin(0.3):
+            q = self.fresh("q")
+            b.emit(depth, f"{q} = {self.expr(1, big_ok=False)[0]}")
+            b.tag("branch_scalar")
+        if q:
+            self.scalars.append(q)
+        dims = self.BUFS[name]
+        outer = [v for v in self.scope]
+        # index the first axis by the enclosing row where there is one, loop over the rest
+        inner_dom = dims[-1] if len(dims) > 1 or not outer else ch.choice(["N", "K"])
+        if ch.coin(0.2):  # the loop under a second `if`
+            b.tag("nested_if_loop")
+            b.emit(depth, f"if {self.cond()}:")
+            depth += 1
+        v = self.push(depth, inner_dom, self.kind(0.35))
+        idx = []
+        for d in dims:
+            cands = [s for s in self.scope if s[1] == d and s[0] not in idx]
+            idx.append(cands[0][0] if cands and ch.coin(0.85) else self.fixed(d))
+        if v[0] not in idx:
+            b.tag("branch_reduction")
+        self.store(depth + 1, self.target(name, idx), name)
+        if ch.coin(0.3):
+            self.store(depth + 1, self.target(name, idx), name)
+        self.pop()
+        if q:
+            self.scalars.remove(q)
+
+    def branch_local(self):
+        """Scalars local to the branches of an `if` in a loop body, computed unguarded by the
+        lowering; near misses: the scalar read after the nest, read before it is set in a
+        branch, read by the condition, updated with `+=` first, or read after the `if`."""
+        ch, b = self.ch, self.b
+        t = self.fresh("bl")
+        miss = ch.choice(["none", "none", "none", "after_nest", "read_first", "in_cond", "aug_first", "after_if"])
+        b.tag("bl_" + miss)
+        if miss != "none":
+            b.emit(0, f"{t} = {ch.choice(['0.0', '1.0', self.b.scalar('alpha')])}")
+        nl = ch.int(1, 2)
+        for d in range(nl):
+            self.push(d, "N", self.kind(0.35))
+        name = ch.choice(["c", "v", "r"])
+        dims = self.BUFS[name]
+        idx = []
+        for dd in dims:
+            cands = [s for s in self.scope if s[1] == dd and s[0] not in idx]
+            idx.append(cands[0][0] if cands else self.fixed(dd))
+        tgt = self.target(name, idx)
+        depth = nl
+        cond = self.cond()
+        if miss == "in_cond":
+            cond = f"{t} {ch.choice(['>', '<'])} {ch.choice(['0.0', self.leaf()[0]])}"
+        b.emit(depth, f"if {cond}:")
+        if miss == "aug_first":
+            b.emit(depth + 1, f"{t} += {self.expr(1, big_ok=False)[0]}")
+        else:
+            b.emit(depth + 1, f"{t} = {self.expr(1, big_ok=False)[0]}")
+        if ch.coin(0.3):  # an `if` inside the branch updating the local
+            b.tag("bl_nested_if")
+            b.emit(depth + 1, f"if {self.cond()}:")
+            b.emit(depth + 2, ch.choice([f"{t} = {self.expr(1, big_ok=False)[0]}", f"{t} += {self.leaf(False)[0]}",
+                                         f"{t} = max({t}, {self.leaf(False)[0]})"]))
+        self.written(name)
+        b.emit(depth + 1, f"{tgt} {ch.choice(['=', '+='])} " + ch.choice([t, f"{t} * 2.0", f"{t} * {t}",
+                                                                       f"{t} + {self.expr(1)[0]}"]))
+        if ch.coin(0.3):
+            b.emit(depth + 1, f"{t} = 0.5 * {t}")
+            b.emit(depth + 1, f"{tgt} -= {t}")
+        if ch.coin(0.7):
+            b.emit(depth, "else:")
+            if miss == "read_first":
+                b.emit(depth + 1, f"{tgt} = tanh({t})")
+            if ch.coin(0.7):
+                b.emit(depth + 1, f"{t} = {self.expr(1, big_ok=False)[0]}")
+                b.emit(depth + 1, f"{tgt} = {t} - 1.0")
+            else:
+                self.store(depth + 1, tgt, name)
+        if miss == "after_if":
+            b.emit(depth, f"{tgt} += tanh({t})")
+        for _ in range(nl):
+            self.pop()
+        if miss == "after_nest":
+            if ch.coin(0.5):
+                b.ret(t)
+            else:
+                vv = self.buf("v")
+                self.written("v")
+                b.emit(0, f"{vv}[0] = {t}")
+
+    def section(self):
+        ch = self.ch
+        kind = ch.choice(["partial_loop"] * 4 + ["diagonal"] * 2 + ["fixed_index"] * 2 + ["triangle"] * 3
+                         + ["if_loop"] * 3 + ["branch_local"] * 3 + ["language"] * 2)
+        self.b.tag("sec_" + kind)
+        self.live = set()
+        if kind == "language":  # a section of the `language` family, mixed in
+            L = self.L
+            _pick(ch, [L.nest, L.template, L.tensor_call])
+            L.targets, L.live = [], set()
+        else:
+            getattr(self, kind)()
+        self.live = set()
+
+
+def gen_partial(b: _Builder) -> DataflowProgram:
+    """Partial stores that the lowering makes total under a mask, mixed with `language` sections."""
+    ch = b.ch
+    P = _Part(b)
+    for _ in range(ch.int(1, 3)):
+        P.section()
+    for s in P.L.top:
+        if s in P.L.dirty:
+            b.ret(s)
+    if not any(repr(P.N) in a for a in b.params.values()):
+        P.L.x()
+    if "K" in b.dims and "W" not in b.params:  # a loop over K that reads no W: K is bound by W's shape
+        P.W()
+    if "M" in b.dims and "B" not in b.params:
+        P.L.B()
+    if not b.returns:
+        b.ret(P.L.x())
+    return b.finish("partial")
+
+
 FAMILIES = {"scalar": gen_scalar, "multi_update": gen_multi_update, "multi_write": gen_multi_write,
-            "alias": gen_alias, "tensor_local": gen_tensor_local, "matmul": gen_matmul, "language": gen_language}
+            "alias": gen_alias, "tensor_local": gen_tensor_local, "matmul": gen_matmul, "language": gen_language,
+            "partial": gen_partial}
 
 
 def generate(ch, family: str | None = None) -> DataflowProgram:

@@ -101,7 +101,7 @@ LIFTABLE = [n for n in KERNELS if load(n)[0].LIFTABLE]
 
 # liftable kernels whose plan still keeps a loop nest (xfail until lifted); every other
 # liftable kernel must have none (a regression fails)
-STILL_LOOPS = {"symm"}
+STILL_LOOPS: set = set()
 
 
 @pytest.mark.parametrize("name", [_param(n, [pytest.mark.xfail(
