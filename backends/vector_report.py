@@ -10,7 +10,12 @@ sizes eqsat bakes into the kernel (extents, the output's row length) are constan
 an access gets width w when (1) one of its block axes walks a stride-1 axis of the
 tensor, (2) every other stride is provably a multiple of w (a constant, or an argument
 with the divisible-by-16 hint), and (3) the mask along that axis changes only at
-multiples of w (the extent is a multiple of w). `report(plan)` says which held for each
+multiples of w (the extent is a multiple of w). A matmul kernel adds two limits of the
+layouts Triton picks on tensor cores: (4) on sm_90 wgmma reads tf32 operand tiles K-major
+from shared memory, so a tile contiguous along M or N is copied in 4 bytes at a time; (5)
+an epilogue vector loaded once per tile (`bias[j]`, `c[i]`) takes the accumulator's MMA
+layout, where a thread holds 2 adjacent columns (a row vector: 8-byte loads at most) and
+rows 8 apart (a column vector: scalar loads). `report(plan)` says which held for each
 access; with `ptx=True` it also counts the vector instructions in the kernel's sm_90 PTX
 compiled the same way (`triton_backend.ptx`), the ground truth on a GPU.
 """
@@ -51,15 +56,19 @@ def _width(strides: tuple, walked: list, extents: dict) -> tuple:
         return None, 1, "no block axis walks a stride-1 axis (each element is its own access)"
     axis = unit[-1]
     others = [strides[a] for a in range(len(strides)) if a != axis]
+    ext, short = extents.get(axis), ""
     for w in (4, 2):
         bad = [s for s in others if s % w or (s != 1 and s % 16)]
         if bad:
             continue
-        ext = extents.get(axis)
-        if ext is not None and ext % w:
-            return axis, 1, f"extent {ext} along axis {axis} is not a multiple of {w} (the mask breaks runs)"
-        return axis, w, (f"stride 1 on axis {axis}; other strides {others} are multiples of 16 elements"
-                         if others else f"stride 1 on axis {axis}; 16-byte aligned base")
+        if ext is not None and ext % w:  # the mask changes within a run of w: try a narrower one
+            short = f"extent {ext} along axis {axis} is not a multiple of {w} (the mask breaks runs)"
+            continue
+        why = (f"stride 1 on axis {axis}; other strides {others} are multiples of 16 elements" if others
+               else f"stride 1 on axis {axis}; 16-byte aligned base")
+        return axis, w, why + (f"; {short}" if short else "")
+    if short:
+        return axis, 1, short
     bad = [s for s in others if s != 1 and s % 16]
     return axis, 1, (f"stride 1 on axis {axis}, but stride(s) {bad} are not multiples of 16 elements, so the "
                      f"launcher gives no alignment hint and each row may start anywhere")
@@ -94,6 +103,24 @@ def report(plan, ptx: bool = False, arch: int = 90) -> list:
                 walked = _walked_axes(term, t)
                 extents = {a: shape[a] for a in walked}
             axis, w, why = _width(strides, walked, extents) if strides else (None, 1, "strides unknown")
+            if role in ("operand a", "operand b") and w > 1 and arch >= 90:
+                k_axis = len(shape) - (1 if role == "operand a" else 2)
+                if axis != k_axis:
+                    w, why = 1, (f"contiguous along axis {axis}, not along K (axis {k_axis}): sm_90's wgmma reads "
+                                 f"tf32 operands K-major from shared memory, so the tile is copied there 4 bytes "
+                                 f"at a time (cp.async of 4 B)")
+            elif role == "epilogue read" and term.op == "Ten.fused" and len(unlist(term.args[0])) == 2 and w > 1:
+                # a load indexed by one tile axis only is a vector loaded once per tile
+                # (triton_backend._Gen.vectors), in the accumulator's MMA layout sliced
+                # along the other axis: a thread holds 2 adjacent columns, rows 8 apart
+                vi, vj = (v for v, _ in unlist(term.args[0]))
+                used = _loop_vars(term, t)
+                if used == {vj} and w > 2:
+                    w, why = 2, (f"{why}; a row vector loaded once per tile takes the accumulator's layout, where "
+                                 f"each thread holds 2 adjacent columns (8-byte loads)")
+                elif used == {vi}:
+                    w, why = 1, (f"a column vector loaded once per tile takes the accumulator's layout, where a "
+                                 f"thread's rows are 8 apart (each element its own load)")
             rows.append(Access(gk.name, role, names.get(t) or _short(t), shape, strides, axis, w, why))
         out_shape = tuple(gk.shape)
         n = out_shape[-1]
@@ -134,6 +161,12 @@ def _walked_axes(term, t) -> list:
                 if any(y.op == "Ix.v" for y in walk(ix)) and a not in out:
                     out.append(a)
     return sorted(out)
+
+
+def _loop_vars(term, t) -> set:
+    """The loop variables that the loads of `t` in `term` index with."""
+    return {y.args[0] for x in walk(term) if x.op == "Sc.load" and x.args[0] is t
+            for ix in unlist(x.args[1]) for y in walk(ix) if y.op == "Ix.v"}
 
 
 def _contig(shape) -> tuple:
