@@ -311,7 +311,7 @@ class _Lowerer:
     # ------------------------------------------------------------ nests
     def nest(self, s):
         _declare_shapes(s, self)  # tensors allocated or bound inside the nest
-        functional, reason = None, ""
+        functional, reason, parts = None, "", None
         try:
             merged = unsplit(s, self.dims, self.fresh, _reorder_check(s, self))
             functional = _NestRun(self, ifconvert(merged, self.dims, self.shapes)).run()
@@ -320,13 +320,32 @@ class _Lowerer:
         except NotFunctional as why:
             reason = str(why)
             parts = _fission(s, self) if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) else None
-            if parts:
-                # no functional form as a whole: distribute the loops over groups of
-                # statements (fission, proven legal by dataflow) and lower each on its own
-                for part in parts:
-                    part.views = getattr(s, "views", {})
-                    self.nest(part)
-                return
+        opaque, swrites = self._as_written(s, reason)
+        if parts:
+            # no functional form as a whole: distribute the loops over groups of statements
+            # (fission, proven legal by dataflow) and lower each on its own; the nest as
+            # written stays an alternative in each output's e-class (one compiled loop may
+            # beat a copy kernel and a smaller loop)
+            for part in parts:
+                part.views = getattr(s, "views", {})
+                self.nest(part)
+            functional = {n: self.env[n] for n in opaque if n in self.env}
+            functional = {n: (t.args[0] if n in swrites and t.op == "Sc.load" and t.args[0].op == "Ten.opaque"
+                              else t) for n, t in functional.items()}
+        for n, o in opaque.items():
+            got = functional.get(n) if functional is not None else None
+            if n in swrites:
+                self.env[n] = T.load(o, [])
+                if got is not None:
+                    self.unions.append((o, got if got.op == "Ten.opaque" else T.compute([], got)))
+            else:
+                self.env[n] = o
+                if got is not None:
+                    self.unions.append((o, got))
+
+    def _as_written(self, s, reason: str):
+        """Nest `s` as a `loop` kernel run as written: ({output: its Ten.opaque term}, the
+        scalar outputs). The environment is not updated here."""
         nid = len(self.nests)
         reads, writes, swrites = set(), set(), set()
         _scan(s, reads, writes, swrites, set())
@@ -352,17 +371,8 @@ class _Lowerer:
         self.nests[nid] = nest
         tin = T.tens([self.env[n] for n in tensor_in])
         sin = T.scs([self.env[n] for n in scalar_in])
-        opaque = {n: Node("Ten.opaque", nid, n, tin, sin) for n in outputs}
         nest.reason = reason
-        for n in outputs:
-            if n in swrites:
-                self.env[n] = T.load(opaque[n], [])
-                if functional is not None and functional.get(n) is not None:
-                    self.unions.append((opaque[n], T.compute([], functional[n])))
-            else:
-                self.env[n] = opaque[n]
-                if functional is not None and functional.get(n) is not None:
-                    self.unions.append((opaque[n], functional[n]))
+        return {n: Node("Ten.opaque", nid, n, tin, sin) for n in outputs}, swrites
 
 
 def _reorder_check(s, low):

@@ -17,7 +17,7 @@ D = {"M": 6, "N": 7, "K": 5}
 CASES = {
     # the later statement feeds the earlier one across iterations: its group runs first and
     # is lifted (the earlier one, a read shifted out of the axis on its first iteration,
-    # stays a loop)
+    # stays a loop); the nest as written, one loop, stays an alternative and may be chosen
     "reordered": ('''
 @program
 def p(x: f32["N"], a: f32["N"], b: f32["N"]) -> f32["N"]:
@@ -100,7 +100,9 @@ def test_grouped_fission(tmp_program, name):
     elif expect == "loop":
         assert "loop" in kinds, plan
     elif expect == "pointwise first":
-        assert kinds[0] == "pointwise", plan
+        assert plan.why_not("pointwise").found, plan
+    if expect is not None and len(plan.lowered.nests) > 1:  # split: the whole nest is an alternative
+        assert plan.why_not("loop").found, plan
     for seed in (1, 2):
         args = _args(prog, seed)
         before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
