@@ -15,7 +15,23 @@ each statement of a branch, in order, is the same program when:
 
 A loop whose bounds depend on enclosing loops (a triangular nest, `for j in range(i + 1)`)
 whose body is predicable runs over the constant hull of its bounds with the body under
-the bound's condition, which is then predicated the same way (a masked form).
+the bound's condition, which is then predicated the same way (a masked form); where it
+stores along an axis that holds the hull, over that whole axis. A loop with constant
+bounds over part of the axis it stores along (`for i in range(M - 1)`) runs over the whole
+axis the same way. A loop inside a branch is predicated in turn (`if c: for k: s` is
+`for k: if c: s`, the condition hoisted first when the loop writes what it reads).
+
+Stores along a diagonal or at a fixed index (`c[i, i] = 1.0`, `c[N - 1, 0] = x` also
+outside any loop) first become total stores over the axes they fix (`for w: c[i, w] =
+1.0 if w == i else c[i, w]`), so every store is indexed by plain loop variables.
+
+A scalar local to a branch (set before it is read in every branch that mentions it, and
+mentioned nowhere else in the nest) is renamed to a temporary and computed unguarded:
+only guarded statements read it, so its value where the branch is not taken is unused.
+
+The dataflow analysis keeps a widened loop's own bounds (the extra instances are no-ops),
+and a guarded store claims "this statement where it writes, the value before elsewhere"
+(`dataflow.Source.prev`); isl checks every claim on the converted nest.
 
 Then `if c: s1; s2 else: s3` is `s1'; s2'; s3'` with `x = v` turned into
 `x = v if c else x` (the else branch: `x = x if c else v`) and a store alike, and an
