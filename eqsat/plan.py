@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .cost import ITEM, TARGETS, Model, TenInfo
-from .terms import Node, shape_list, show, show_var, unlist, walk
+from .terms import Node, shape_list, show, show_var, unlist, walk_body
 
 KERNEL_OPS = ("Ten.compute", "Ten.matmul", "Ten.fused")
 EPILOGUE_NAME = {"Sc.add": "add", "Sc.sub": "sub", "Sc.mul": "mul", "Sc.div": "div", "Sc.max": "max",
@@ -157,7 +157,7 @@ def input_items(program) -> dict:
 # ------------------------------------------------------------------ kernels
 def epilogue_ops(body: Node, mm: Node) -> list:
     ops: list = []
-    for x in walk(body):
+    for x in walk_body(body):
         if x.op in EPILOGUE_NAME:
             name = EPILOGUE_NAME[x.op]
         elif x.op == "Sc.fn":
@@ -178,7 +178,7 @@ def prologue_parts(t: Node):
         p = [int(x) for x in t.args[1].split()]
         perm = p if perm is None else [p[a] for a in perm]
         t = t.args[0]
-    if t.op != "Ten.compute" or any(x.op == "Sc.red" for x in walk(t.args[1])):
+    if t.op != "Ten.compute" or any(x.op == "Sc.red" for x in walk_body(t.args[1])):
         return None
     return t, perm if perm is not None else list(range(len(unlist(t.args[0]))))
 
@@ -202,7 +202,7 @@ def tensor_deps(n: Node) -> list:
     """Tensors a kernel (or view) reads, in a stable order."""
     out = []
     if n.op in ("Ten.compute", "Ten.fused"):
-        for x in walk(n.args[1]):
+        for x in walk_body(n.args[1]):
             if x.op == "Sc.load":
                 out.append(x.args[0])
         if n.op == "Ten.fused":
@@ -210,7 +210,7 @@ def tensor_deps(n: Node) -> list:
     elif n.op == "Ten.opaque":
         out.extend(unlist(n.args[2]))
         for s in unlist(n.args[3]):
-            out.extend(x.args[0] for x in walk(s) if x.op == "Sc.load")
+            out.extend(x.args[0] for x in walk_body(s) if x.op == "Sc.load")
     else:
         out.extend(a for a in n.args if isinstance(a, Node) and a.sort == "Ten")
     return out
@@ -242,7 +242,7 @@ def form_kernels(roots: list, costing: TermCost, nests: dict) -> list:
             # product is a kernel of its own only if the epilogue also reads it elsewhere
             for op_ in n.args[2].args:
                 visit_operand(op_)
-            for x in walk(n.args[1]):
+            for x in walk_body(n.args[1]):
                 if x.op == "Sc.load":
                     visit(x.args[0])
         elif n.op == "Ten.matmul":
@@ -270,7 +270,7 @@ def form_kernels(roots: list, costing: TermCost, nests: dict) -> list:
         elif n.op == "Ten.fused":
             kind, epi, pro = "matmul", epilogue_ops(n.args[1], n.args[2]), prologue_ops(n.args[2], costing)
         else:
-            kind = "reduction" if any(x.op == "Sc.red" for x in walk(n.args[1])) else "pointwise"
+            kind = "reduction" if any(x.op == "Sc.red" for x in walk_body(n.args[1])) else "pointwise"
             epi = []
         kernels.append(Kernel(f"k{k}_{kind}", kind, epi, n, cost=info.own, flops=info.flops, bytes=info.bytes,
                               prologue=pro))

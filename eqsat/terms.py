@@ -223,6 +223,20 @@ def walk(n: Node, seen=None):
         stack.extend(a for a in x.args if isinstance(a, Node))
 
 
+def walk_body(n: Node):
+    """Every node of a kernel body reachable from `n`, each once, without entering the
+    tensors it loads (`Sc.load`'s tensor is another kernel or an input, not this body)."""
+    seen = set()
+    stack = [n]
+    while stack:
+        x = stack.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        yield x
+        stack.extend(a for a in x.args if isinstance(a, Node) and a.sort not in ("Ten", "Tens"))
+
+
 # ------------------------------------------------------------------ printing
 def postorder(n: Node, known=()):
     """Every node reachable from `n`, each once, children before parents (no recursion:
