@@ -65,6 +65,18 @@ def context() -> isl.Context:
     return ctx
 
 
+_PARSE_CACHE_SIZE = 4096
+
+
+def _parse_cache() -> dict:
+    """This thread's parsed isl maps by their text (for this thread's context only)."""
+    cache = getattr(_THREAD, "parsed", None)
+    if cache is None:
+        context()
+        cache = _THREAD.parsed = {}
+    return cache
+
+
 class NestFlow:
     """The nest's statements, accesses and schedule as isl objects, and the claim checks."""
 
@@ -202,10 +214,26 @@ class NestFlow:
         return acc, sched
 
     def _union(self, strs) -> isl.UnionMap:
-        out = isl.UnionMap.read_from_str(self.ctx, "{ }")
-        for s in strs:
-            out = out.union(isl.UnionMap.read_from_str(self.ctx, s))
-        return out
+        """The union of maps written `{ ... }`, parsed as one (isl parses a union of pieces
+        separated by `;`), and kept per thread: the nests of one program, and the programs
+        of a process, state the same accesses and domains again and again (isl objects are
+        values: operations return new ones)."""
+        key = tuple(strs)
+        cache = _parse_cache()
+        got = cache.get(key)
+        if got is not None:
+            return got
+        pieces = [s.strip() for s in strs]
+        if all(p.startswith("{") and p.endswith("}") for p in pieces):
+            got = isl.UnionMap.read_from_str(self.ctx, "{ " + "; ".join(p[1:-1] for p in pieces) + " }")
+        else:
+            got = isl.UnionMap.read_from_str(self.ctx, "{ }")
+            for s in strs:
+                got = got.union(isl.UnionMap.read_from_str(self.ctx, s))
+        if len(cache) >= _PARSE_CACHE_SIZE:
+            cache.clear()
+        cache[key] = got
+        return got
 
     def _parsed(self, key, strs) -> isl.UnionMap:
         """`_union(strs)`, parsed once per nest (every read's analysis needs the whole

@@ -782,7 +782,7 @@ class _NestRun:
                 if entry is None or f not in entry[1].free:
                     continue
                 term, src = entry
-                if trip(f, self.low.dims) > 0 and not fvars & set(T.walk(term)):
+                if trip(f, self.low.dims) > 0 and not fvars & _free_vars(term):
                     table[name] = (term, Source(src.stmt, src.name, tuple(x for x in src.free if x is not f),
                                                 src.prev))
                 else:
