@@ -240,7 +240,7 @@ def _predicated(s: If, dims, shapes, path):
     """The branches of `s` as one list of predicated statements, or None. A scalar local to
     the branches (set before it is read in each, mentioned nowhere else in the nest) gets a
     temporary's name and is computed unguarded: only guarded statements read it."""
-    s = _localized(s, path)
+    s, mine = _localized(s, path)
     stmts = []  # (statement, holds) or (statement, None) for an unconditional one
     for branch, holds in ((s.body, True), (s.orelse, False)):
         for b in branch:
@@ -248,11 +248,13 @@ def _predicated(s: If, dims, shapes, path):
                 inner = _predicated(b, dims, shapes, path)
                 if inner is None:
                     return None
-                stmts += [(x, holds if not _is_temp(x) else None) for x in inner]
+                # a condition hoisted inside, and this level's locals (already guarded by the
+                # inner condition), need no guard of this one; everything else does
+                stmts += [(x, None if _is_hoisted(x) or _assigns(x, mine) else holds) for x in inner]
             elif isinstance(b, For):
                 stmts.append((b, holds))
             elif isinstance(b, (Assign, Store)) and not (isinstance(b, Store) and len(b.idx) != len(shapes.get(b.buf, ()))):
-                stmts.append((b, None if _is_temp(b) else holds))
+                stmts.append((b, None if _assigns(b, mine) else holds))
             else:
                 return None
     for x, _ in stmts:
@@ -282,13 +284,15 @@ def _predicated(s: If, dims, shapes, path):
     return out
 
 
-def _localized(s: If, path) -> If:
+def _localized(s: If, path) -> tuple:
     """`s` with each scalar local to its branches renamed to a fresh temporary: in every
     branch that mentions it, its first mention is a plain assignment at the branch's top
     level, and nothing else in the nest (the condition included) mentions it. Its value on
     entry to a branch is then never read, so computing it where the branch is not taken
     changes nothing the guarded statements read. (After the nest, the program reads it
-    from the nest as written: the converted nest no longer writes it.)"""
+    from the nest as written: the converted nest no longer writes it.) Returns the new `if`
+    and the new names. A name an enclosing level renamed is never local here (its
+    mentions outside this branch are not all in view): it stays guarded."""
     inside = {id(s)} | {id(b) for b in s.body + s.orelse}  # a hull's `if` is new: its statements are not
     outside = _mentions(path[0], skip=inside) if path else set()
     outside |= _names(s.cond)
@@ -297,7 +301,7 @@ def _localized(s: If, path) -> If:
         killed, seen = set(), set()
         for b in branch:
             if (isinstance(b, Assign) and not b.aug and b.value.ty is None and b.name not in seen
-                    and b.name not in _names(b.value) and not _is_temp(b)):
+                    and b.name not in _names(b.value) and not b.name.startswith(_PREFIX)):
                 killed.add(b.name)
             seen |= _mentions(b)
         for name in killed - outside:
@@ -306,11 +310,11 @@ def _localized(s: If, path) -> If:
             mapping.pop(name, None)  # another branch reads it before setting it
             outside.add(name)
     if not mapping:
-        return s
+        return s, frozenset()
     new = copy.copy(s)
     new.body = [_rename(b, mapping) for b in s.body]
     new.orelse = [_rename(b, mapping) for b in s.orelse]
-    return new
+    return new, frozenset(mapping.values())
 
 
 def _mentions(x, skip=frozenset()) -> set:
@@ -386,8 +390,13 @@ def _written(x) -> set:
     return out
 
 
-def _is_temp(x) -> bool:
-    return isinstance(x, Assign) and x.name.startswith(_PREFIX)
+def _assigns(x, names) -> bool:
+    return isinstance(x, Assign) and x.name in names
+
+
+def _is_hoisted(x) -> bool:
+    """A hoisted condition's temporary (`eqsat_if_<n>`; a renamed local is `eqsat_if_<name>_<n>`)."""
+    return isinstance(x, Assign) and x.name.startswith(_PREFIX) and x.name[len(_PREFIX):].isdigit()
 
 
 def _guard(x, cond, holds: bool):
