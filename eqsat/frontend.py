@@ -623,9 +623,10 @@ class _Parser:
             raise self.err(node, "`**` needs a constant exponent")
         c = b.value
         if float(c).is_integer() and 1 <= abs(c) <= 8:
+            # each factor its own copy: the dataflow analysis keys every read by its node
             out = a
             for _ in range(int(abs(c)) - 1):
-                out = Bin(self.loc(node), "*", out, a, ty=a.ty)
+                out = Bin(self.loc(node), "*", out, copy.deepcopy(a), ty=a.ty)
             if c < 0:
                 out = Bin(self.loc(node), "/", Const(self.loc(node), 1.0), out, ty=a.ty)
             return out
