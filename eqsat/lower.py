@@ -43,6 +43,7 @@ from .ir import (
     Transpose, ie_affine, ie_eval, ie_names,
 )
 from .terms import Node
+from .hoist import hoist_invariant_reductions
 from .unsplit import merge_split_reductions, unsplit
 from .work import nest_work
 
@@ -315,8 +316,7 @@ class _Lowerer:
         try:
             merged = unsplit(s, self.dims, self.fresh, _reorder_check(s, self))
             functional = _NestRun(self, ifconvert(merged, self.dims, self.shapes)).run()
-            functional = {n: None if t is None else merge_split_reductions(t, lambda e: self.new_var("k", e))
-                          for n, t in functional.items()}
+            functional = {n: None if t is None else self.normalized(t) for n, t in functional.items()}
         except NotFunctional as why:
             reason = str(why)
             parts = _fission(s, self) if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) else None
@@ -342,6 +342,12 @@ class _Lowerer:
                 self.env[n] = o
                 if got is not None:
                     self.unions.append((o, got))
+
+    def normalized(self, t: Node) -> Node:
+        """A nest's functional term with split reductions merged and loop-invariant
+        reductions hoisted out of the reductions around them (eqsat/hoist.py)."""
+        t = merge_split_reductions(t, lambda e: self.new_var("k", e))
+        return hoist_invariant_reductions(t, _free_vars, self.new_var, self.var_extent.get)
 
     def _as_written(self, s, reason: str):
         """Nest `s` as a `loop` kernel run as written: ({output: its Ten.opaque term}, the
