@@ -25,7 +25,10 @@ from eqsat.terms import Node, unlist, walk
 
 from .tuning import DEFAULT
 
-BLOCK = 128
+# elements per program of an elementwise or reduction kernel: with Triton's default 4 warps
+# (128 threads) each thread holds 4 consecutive elements, so contiguous loads and the flat
+# store are 16-byte vectors (at 128 every thread held one: all scalar, checked in sm_90 PTX)
+BLOCK = 512
 BM, BN, BK = DEFAULT.block_m, DEFAULT.block_n, DEFAULT.block_k  # matmul tiles without tuning (tuning.py)
 
 _BIN = {"Sc.add": "({} + {})", "Sc.sub": "({} - {})", "Sc.mul": "({} * {})", "Sc.div": "({} / {})",

@@ -21,6 +21,8 @@ compiled the same way (`triton_backend.ptx`), the ground truth on a GPU.
 """
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import dataclass
 
@@ -123,10 +125,16 @@ def report(plan, ptx: bool = False, arch: int = 90) -> list:
                                  f"thread's rows are 8 apart (each element its own load)")
             rows.append(Access(gk.name, role, names.get(t) or _short(t), shape, strides, axis, w, why))
         out_shape = tuple(gk.shape)
-        n = out_shape[-1]
-        w = 4 if n % 4 == 0 else 2 if n % 2 == 0 else 1
-        why = (f"contiguous output, row length {n} (a constant) a multiple of {w}" if w > 1 else
-               f"row length {n} is odd: rows start unaligned")
+        if mm is None:  # stored flat (`out + offs`, 4 consecutive elements a thread): runs break only at the end
+            n = math.prod(out_shape)
+            w = 4 if n % 4 == 0 else 2 if n % 2 == 0 else 1
+            why = (f"stored flat, {n} elements (a multiple of {w}), 4 consecutive a thread" if w > 1 else
+                   f"stored flat, {n} elements (odd): the mask breaks every run")
+        else:
+            n = out_shape[-1]
+            w = 4 if n % 4 == 0 else 2 if n % 2 == 0 else 1
+            why = (f"contiguous output, row length {n} (a constant) a multiple of {w}" if w > 1 else
+                   f"row length {n} is odd: rows start unaligned")
         rows.append(Access(gk.name, "store", gk.k.name, out_shape, _contig(out_shape), len(out_shape) - 1, w, why))
         if ptx:
             text = triton_backend.ptx(plan, i, arch=arch)

@@ -104,7 +104,7 @@ def test_triton_source_is_valid_python_with_one_kernel_per_launch():
     assert "tl.dot" in src
 
 
-PTX_SCRIPT = """
+PTX_SCRIPT = r"""
 import re
 import sys
 sys.path.insert(0, {tests!r})
@@ -468,6 +468,70 @@ def test_epilogue_operand_loads_in_ptx_agree_with_the_report(tmp_path):
     assert widths["row_bias", 1024, "operand b", "b"][0] == 1
     assert widths["linear_column_bias", 1024, "operand b", "transpose"][0] == 4
     assert all(v[0] == 1 for (_, n, role, _), v in widths.items() if n == 1030 and role.startswith("operand"))
+
+
+ELEMENTWISE_SCRIPT = """
+import json
+import sys
+sys.path.insert(0, {tmp!r})
+import eqsat
+import elementwise_prog as progs
+from eqsat.backends import triton_backend
+out = []
+for n in (1024, 1030, 1028):
+    plan = eqsat.optimize(progs.ew, {{"M": 64, "N": n}})
+    (gk,) = triton_backend._kernels(plan)
+    rows = plan.vectorization()
+    args = [f"in{{i}}" for i in range(len(gk.inputs))] + ["out"]
+    out.append({{"n": n, "kinds": [k.kind for k in plan.kernels],
+                 "rows": [[a, r.role, r.tensor, r.width, r.why] for a, r in zip(args, rows)],
+                 "ptx": triton_backend.ptx(plan, 0, arch=90)}})
+json.dump(out, open({result!r}, "w"))
+"""
+
+ELEMENTWISE_PROG = """
+from eqsat import empty, f32, program, relu
+
+
+@program
+def ew(x: f32["M", "N"], b: f32["N"], r: f32["M", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            y[i, j] = relu(x[i, j] + b[j]) + r[i, j]
+    return y
+"""
+
+
+def test_elementwise_loads_in_ptx_agree_with_the_report(tmp_path):
+    """An elementwise kernel (4 consecutive elements a thread): at N = 1024 every load and
+    the flat store are 16-byte vectors; at 1030 and 1028 the rows give no alignment hint
+    (scalar loads of x and r), the bias is read in pairs (1030) or fours (1028), and the
+    flat store stays 16 bytes (the element count is a multiple of 4). Every access in the
+    sm_90 PTX is attributed to its argument and must have exactly the report's width."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "elementwise_prog.py").write_text(ELEMENTWISE_PROG)
+    result = tmp_path / "result.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    script = ELEMENTWISE_SCRIPT.format(tmp=str(tmp_path), result=str(result))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    widths = {}
+    for k in json.loads(result.read_text()):
+        assert k["kinds"] == ["pointwise"], k["kinds"]
+        pointers = ["out"] + [a for a, *_ in k["rows"] if a != "out"]
+        got = _ptx_accesses(k["ptx"], pointers)
+        assert set(got) == set(pointers), (k["n"], got)
+        for arg, role, tensor, width, why in k["rows"]:
+            assert {w for _, w in got[arg]} == {width}, (k["n"], role, tensor, width, why, got[arg])
+            widths[k["n"], role, tensor] = width
+    assert widths[1024, "read", "x"] == widths[1024, "read", "r"] == widths[1024, "read", "b"] == 4
+    assert widths[1030, "read", "x"] == 1 and widths[1030, "read", "b"] == 2 and widths[1028, "read", "b"] == 4
+    assert {w for (n, role, _), w in widths.items() if role == "store"} == {4}
 
 
 # ---------------------------------------------------------------- non-finite values, scalars
