@@ -55,12 +55,29 @@ Families (see `FAMILIES`):
                 syrk (split, acc and masked forms), trmm, trisolv (forward and backward), lu,
                 cholesky, symm, with their spellings varied. Library calls: `S @ B`,
                 `relu(S) * alpha + S.T`, `transpose(S, (1, 0)) - S * 0.5`.
+  partial       stores that write part of a tensor, which the lowering makes total under a
+                mask (eqsat/ifconvert.py), mixed with `language` sections: loops over constant
+                sub-ranges of the axis they store along (`range(1, N - 1)`, `range(N - 1)`,
+                `range(2, N)`, downward, at any level, both sides), diagonal stores in 2-D and
+                3-D (`c[i, i]`, `e[i, k, i]`, `e[i, i, 0]`), fixed-index stores inside loops
+                (`c[0, j] = x[j]`, `v[0] += ...` over a loop) and as lone top-level statements
+                (`c[N - 1, 0] = 2.0`, a parameter's element `x[0] = ...`), covariance-shaped
+                triangular nests (`for j in range(i, N)`) whose body holds an inner reduction
+                loop into a scalar and mirrored stores `c[j, i] = s`, the diagonal set after
+                (correlation), data-dependent `if`/`elif`/`else` around a loop (in a row loop or
+                at the top; the condition may read what the loop writes; a second `if` inside),
+                scalars local to a branch (also updated under an `if` inside the branch). Near
+                misses that must stay correct: a store shifted by a loop variable (`c[i + 1, j]`
+                over `range(N - 1)`), stepped sub-ranges, reads shifted within the sub-range
+                (`x[i - 1]` with i from 1: out of bounds on the widened range), a branch scalar
+                read after the nest, before it is set in the other branch, by the condition, or
+                after the `if`, or updated with `+=` first.
 
 Inputs are float32 standard normals and scalars in [0.5, 1.5] (`conftest.random_args`).
 In the first six families values are only summed, maxed, or scaled by constants, alpha or
-other small values, and nothing divides. In `language` every divisor is a positive
+other small values, and nothing divides. In `language` and `partial` every divisor is a positive
 constant, a dim, `t`, `beta` or `1.0 + abs(e)`, and no value is fed back into itself with a
-gain (see `_Lang`). So every value stays finite.
+gain (see `_Lang`, `_Part`). So every value stays finite.
 The generator only writes valid programs: a `ProgramError` from the front end or from
 `optimize` is a bug here.
 
@@ -1150,8 +1167,8 @@ def gen_language(b: _Builder) -> DataflowProgram:
 # `{n}` is the axis's dim; every form stays inside 0..n-1 (and is empty for small n).
 _SUB = [("range(1, {n})", 1, 0, "from1"), ("range({n} - 1)", 0, 1, "to_n1"), ("range(1, {n} - 1)", 1, 1, "inner"),
         ("range(2, {n})", 2, 0, "from2"), ("range(0, {n} - 2)", 0, 2, "to_n2"),
-        ("range({n} - 2, -1, -1)", 0, 1, "down_to_n1"), ("range({n} - 1, 0, -1)", 1, 0, "down_from1"),
-        ("range(1, {n}, 2)", 1, 0, "step2_from1")]
+        ("range({n} - 2, -1, -1)", 0, 1, "down_to_n1"), ("range({n} - 1, 0, -1)", 1, 0, "down_from1")]
+_SUB = _SUB * 3 + [("range(1, {n}, 2)", 1, 0, "step2_from1")]  # stepped: a near miss, kept as a loop
 # Bounds on an enclosing variable o (values lo..hi of o give the new variable's exclusions).
 _TRI = [("range({o}, {n})", "lo", 0, "skew_from"), ("range({o} + 1, {n})", "lo", 1, "skew_after"),
         ("range({o} + 1)", "hi", 0, "tri_incl"), ("range({o})", "hi", 1, "tri"),
@@ -1258,7 +1275,7 @@ class _Part:
 
     def fixed(self, dom: str) -> str:
         n = self.dim(dom)
-        return self.ch.choice(["0", f"{n} - 1", "0", f"{n} - 1", f"{n} // 2"])
+        return self.ch.choice(["0", f"{n} - 1"] * 3 + [f"{n} // 2"])
 
     def tg(self, tag: str, text: str) -> str:
         self.b.tag(tag)
@@ -1331,7 +1348,7 @@ class _Part:
             a, c = vs[-2], vs[-1]
             return self.ch.choice([f"{c} < {a}", f"{a} == {c}", f"{c} != {a}"])
         a = self.ch.choice(vs)
-        return self.ch.choice([f"{a} > 0", f"{a} % 2 == 0", f"{a} < {self.N} - 1"])
+        return self.ch.choice([f"{a} > 0", f"{a} < {self.N} - 1"] * 2 + [f"{a} % 2 == 0"])
 
     def cond(self) -> str:
         if self.scope and self.ch.coin(0.3):
@@ -1543,8 +1560,11 @@ class _Part:
                 self.branch(depth + 1, ch.choice(["c", "r", "v"]))
             else:
                 nm = ch.choice(["c", "r", "v"])
-                self.store(depth + 1, self.target(nm, [self.ix(d, shift=False) if self.scope else self.fixed(d)
-                                                       for d in self.BUFS[nm]]), nm)
+                idx = []
+                for d in self.BUFS[nm]:
+                    cands = [s for s in self.scope if s[1] == d and s[0] not in idx]
+                    idx.append(cands[0][0] if cands and ch.coin(0.8) else self.fixed(d))
+                self.store(depth + 1, self.target(nm, idx), nm)
         if not top:
             self.pop()
 

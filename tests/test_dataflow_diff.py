@@ -1,12 +1,15 @@
 """Differential tests for the loop forms the exact-dataflow lowering handles.
 
-`gen_dataflow.py` writes small random programs (sizes 1..5) of seven families: scalar
+`gen_dataflow.py` writes small random programs (sizes 1..5) of eight families: scalar
 recurrences and resets anywhere in a loop body, several updates of one scalar in one
 loop, several writes per nest (one buffer through different index maps), aliases and
 views, tensor locals and buffers allocated inside loops with library calls, matmul
-nests whose kernels are known by construction, and the rest of the language (triangular,
+nests whose kernels are known by construction, the rest of the language (triangular,
 skewed, downward and stepped loops, `*=` `/=` `**` `//` `%`, int parameters, dims as
-values, chained assignment, PolyBench-shaped in-place nests). Each program is optimized
+values, chained assignment, PolyBench-shaped in-place nests), and partial stores the
+lowering makes total under a mask (loops over part of an axis, diagonal and fixed-index
+stores, covariance-shaped triangles with an inner loop, `if` around a loop, branch-local
+scalars, with their near misses). Each program is optimized
 (`Limits(seconds=5)`), run on the numpy backend and compared with `eqsat.reference`
 (relative L2 error < 1e-4; see `_close`). `reference` and `plan.run` must leave their
 input arrays bit-identical (parameters are passed by value). For the matmul family the
@@ -15,7 +18,7 @@ plan must have exactly the kernels the program was built to have.
     EQSAT_DIFF_EXAMPLES=400 pytest tests/test_dataflow_diff.py     # a longer run
 
 EQSAT_DIFF_EXAMPLES (default 300) is the total number of random programs, split evenly
-over the seven families (one hypothesis test each, so a bug in one family does not hide the
+over the eight families (one hypothesis test each, so a bug in one family does not hide the
 others). Generation is derandomized: CI sees the same programs every run. A generated
 program that the front end or `optimize` rejects (`ProgramError`) fails the test too:
 the generator must only write valid programs. A failure shows the program, its sizes and
