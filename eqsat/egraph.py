@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import json
 import threading
 import time
@@ -39,6 +40,9 @@ class SaturationReport:
             self.rule_matches[k] = self.rule_matches.get(k, 0) + v
 
 
+_LET_NAMES = itertools.count()
+
+
 class Builder:
     """Encodes hash-consed `Node`s into one e-graph as egglog program text.
 
@@ -73,7 +77,7 @@ class Builder:
             # take time and memory superlinear in one expression's depth (a 300-term sum in
             # one loop body, written inline, took 2.9 GB); a `let` keeps each command small
             if node.sort == "Ten" or len(text) > 2048:
-                name = f"$_t{len(self.lines)}"
+                name = f"$_t{next(_LET_NAMES)}"
                 self.lines.append(f"(let {name} {text})")
                 text = name
             self.memo[node] = text

@@ -575,10 +575,11 @@ def test_partial_store_found(tmp_program, name):
 
 # Three programs optimized one after another in one thread (the campaign's worker process
 # does this): optimize() reuses the thread's prepared e-graph (eqsat/egraph.py `session`,
-# pushed and popped per call), and after the first two the third plan's kept nest #3 gets
-# the zeros buffer `r` (N x M) for its parameter `A`: plan.run raises IndexError ("index 4 is
-# out of bounds for axis 1 with size 3"). Each alone, or with egraph.RENEW_CALLS = 1 (a fresh
-# e-graph per call), is right. The test starts from a fresh prepared e-graph.
+# pushed and popped per call). The builder named its `let` bindings by their position in
+# the call ($_t0, $_t1, ...), so a later call reused names an earlier, popped call had bound,
+# and after the first two programs the third plan's kept nest #3 got the zeros buffer `r`
+# (N x M) for its parameter `A` (plan.run raised IndexError). Names are now unique for the
+# e-graph's life. The test starts from a fresh prepared e-graph.
 SEQUENCE = [("""
 @program
 def a1b(B: f32['N', 'M'], h: f32[2], t: int, x: f32['N'], W: f32['K', 'N'], alpha: f32):
@@ -619,8 +620,6 @@ def m3(g: f32['N'], A: f32['N', 'N'], B: f32['N', 'M'], x: f32['N'], W: f32['K',
 """, {"N": 5, "M": 3, "K": 4})]
 
 
-@pytest.mark.xfail(strict=True, reason="state left in the thread's prepared e-graph by earlier optimize() calls "
-                                       "binds a kept nest's input to another tensor")
 def test_programs_optimized_one_after_another(tmp_program):
     from eqsat import egraph
 
