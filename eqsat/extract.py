@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .cost import INF, Model, ScInfo, TenInfo
+from .cost import INF, Model, ScInfo, TenInfo, untiled_latency
 from .terms import Node
 
 CONSTRUCTORS = {
@@ -153,6 +153,7 @@ class Extractor:
         self._structural()
         self.shapes = {c: self.decode_shape(s) for c, s in g.shape_cls.items()}
         self.extent = self._extents()
+        self.red_vars = {n.args[1][1] for ns in self.g.classes.values() for n in ns if n.op == "Sc.red"}
         self.fv = self._free_vars()
         self.model: Model = model_factory(lambda k: self.shapes.get(k))
         self.best: dict[str, tuple] = {}  # class -> (key, node, info)
@@ -274,6 +275,17 @@ class Extractor:
         self._worklist([n for c in self.g.order for n in self.g.classes[c]], evaluate)
         return fv
 
+    def chain(self, cid, info) -> float:
+        """The dependent latency a scalar adds to its kernel: its own chain of loads and
+        multiply-adds (`cost.untiled_latency`) once for every step of the reductions it
+        sits in (the variables free in it that reductions bind). Without it, recomputing a
+        product inside another reduction looks cheaper than reading it from a matmul
+        kernel, though the kernel's latency then multiplies (softmax over q.k rows)."""
+        if not info.has_red:
+            return 0.0
+        serial = math.prod(self.extent.get(v, 1) for v in self.fv.get(cid, ()) if v in self.red_vars)
+        return untiled_latency(self.model.t, info) * serial
+
     def mult(self, cid) -> float:
         m = self._mult.get(cid)
         if m is None:
@@ -302,7 +314,7 @@ class Extractor:
             info = m.sc(n.op, a)
             if info is None:
                 return None
-            return info.per_eval(m.t) * self.mult(n.cls) + sum(info.deps.values()), info
+            return info.per_eval(m.t) * self.mult(n.cls) + sum(info.deps.values()) + self.chain(n.cls, info), info
         if n.sort == "Ten":
             closed = not self.fv.get(n.cls)
             extents = None
@@ -434,7 +446,7 @@ class Extractor:
                 else:
                     info = m.sc(n.op, a)
                     if info is not None:
-                        key = info.per_eval(m.t) * self.mult(cid) + sum(info.deps.values())
+                        key = info.per_eval(m.t) * self.mult(cid) + sum(info.deps.values()) + self.chain(cid, info)
                         size = 1 + sum(sizes.get(v, 0) for kind, v in n.args if kind == "c")
                         # equal cost: the smaller term (`silu(x)` over `x * sigmoid(x)`)
                         if best is None or (key, size) < (best[0], best_size):
