@@ -258,27 +258,6 @@ class NestFlow:
         return info.compute_flow().get_must_dependence().reverse()
 
     # ------------------------------------------------------------------ fission
-    def distributable(self) -> bool:
-        """Whether running each leaf statement as its own nest, in textual order, is the same
-        program: no statement instance touches (one of the two writing) a location that an
-        earlier statement's instance touches later in the original order."""
-        if len(self.leaves) < 2:
-            return False
-        acc_r, acc_w = {}, {}
-        for leaf in self.leaves:
-            acc_w[leaf.sid] = self._union([a for _, a in self._leaf_accesses(leaf, _writes(leaf.stmt))])
-            acc_r[leaf.sid] = self._union([a for _, a in self._leaf_accesses(
-                leaf, [(n, idx) for _, n, idx in _reads(leaf.stmt)])])
-        sched = self._union(self._sched)
-        before = sched.lex_lt_union_map(sched)  # x -> y: x runs before y
-        for a in self.leaves:
-            for b in self.leaves[a.sid + 1:]:
-                wa, ra, wb, rb = acc_w[a.sid], acc_r[a.sid], acc_w[b.sid], acc_r[b.sid]
-                conflict = wb.apply_range(wa.union(ra).reverse()).union(rb.apply_range(wa.reverse()))
-                if not conflict.intersect(before).is_empty():
-                    return False
-        return True
-
     def order_edges(self) -> set:
         """(a, b) leaf ids where some instance of leaf a runs before an instance of leaf b
         that touches the same tensor location, one of the two writing it: a dependence

@@ -212,6 +212,18 @@ def shape_list(n: Node) -> tuple:
 
 def walk(n: Node, seen=None):
     """Every node reachable from `n`, each once."""
+    return _reachable(n, seen, None)
+
+
+def walk_body(n: Node):
+    """Every node of a kernel body reachable from `n`, each once, without entering the
+    tensors it loads (`Sc.load`'s tensor is another kernel or an input, not this body)."""
+    return _reachable(n, None, lambda a: a.sort not in ("Ten", "Tens"))
+
+
+def _reachable(n: Node, seen, enter):
+    """Depth-first, each node once; `enter(child)` says whether to go into a child (None:
+    every child)."""
     seen = set() if seen is None else seen
     stack = [n]
     while stack:
@@ -220,21 +232,10 @@ def walk(n: Node, seen=None):
             continue
         seen.add(x)
         yield x
-        stack.extend(a for a in x.args if isinstance(a, Node))
-
-
-def walk_body(n: Node):
-    """Every node of a kernel body reachable from `n`, each once, without entering the
-    tensors it loads (`Sc.load`'s tensor is another kernel or an input, not this body)."""
-    seen = set()
-    stack = [n]
-    while stack:
-        x = stack.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        yield x
-        stack.extend(a for a in x.args if isinstance(a, Node) and a.sort not in ("Ten", "Tens"))
+        if enter is None:
+            stack.extend(a for a in x.args if isinstance(a, Node))
+        else:
+            stack.extend(a for a in x.args if isinstance(a, Node) and enter(a))
 
 
 # ------------------------------------------------------------------ printing
