@@ -121,18 +121,18 @@ def report(plan, ptx: bool = False, arch: int = 90) -> list:
                     w, why = 2, (f"{why}; a row vector loaded once per tile takes the accumulator's layout, where "
                                  f"each thread holds 2 adjacent columns (8-byte loads)")
                 elif used == {vi}:
-                    w, why = 1, (f"a column vector loaded once per tile takes the accumulator's layout, where a "
-                                 f"thread's rows are 8 apart (each element its own load)")
+                    w, why = 1, ("a column vector loaded once per tile takes the accumulator's layout, where a "
+                                 "thread's rows are 8 apart (each element its own load)")
             rows.append(Access(gk.name, role, names.get(t) or _short(t), shape, strides, axis, w, why))
         out_shape = tuple(gk.shape)
-        if mm is None:  # stored flat (`out + offs`, 4 consecutive elements a thread): runs break only at the end
-            n = math.prod(out_shape)
-            w = 4 if n % 4 == 0 else 2 if n % 2 == 0 else 1
+        # a matmul stores rows (their length sets the alignment); any other kernel stores
+        # flat (`out + offs`, 4 consecutive elements a thread), so runs break only at the end
+        n = out_shape[-1] if mm is not None else math.prod(out_shape)
+        w = 4 if n % 4 == 0 else 2 if n % 2 == 0 else 1
+        if mm is None:
             why = (f"stored flat, {n} elements (a multiple of {w}), 4 consecutive a thread" if w > 1 else
                    f"stored flat, {n} elements (odd): the mask breaks every run")
         else:
-            n = out_shape[-1]
-            w = 4 if n % 4 == 0 else 2 if n % 2 == 0 else 1
             why = (f"contiguous output, row length {n} (a constant) a multiple of {w}" if w > 1 else
                    f"row length {n} is odd: rows start unaligned")
         rows.append(Access(gk.name, "store", gk.k.name, out_shape, _contig(out_shape), len(out_shape) - 1, w, why))

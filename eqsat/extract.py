@@ -152,8 +152,8 @@ class Extractor:
         self._mult: dict[str, float] = {}
         self._structural()
         self.shapes = {c: self.decode_shape(s) for c, s in g.shape_cls.items()}
+        self.red_vars: set = set()  # index variables a reduction binds (filled with the extents)
         self.extent = self._extents()
-        self.red_vars = {n.args[1][1] for ns in self.g.classes.values() for n in ns if n.op == "Sc.red"}
         self.fv = self._free_vars()
         self.model: Model = model_factory(lambda k: self.shapes.get(k))
         self.best: dict[str, tuple] = {}  # class -> (key, node, info)
@@ -232,6 +232,7 @@ class Extractor:
                     ext[n.args[0][1]] = n.args[1][1]
                 elif n.op == "Sc.red":
                     ext[n.args[1][1]] = n.args[2][1]
+                    self.red_vars.add(n.args[1][1])
         return ext
 
     def _free_vars(self) -> dict:
@@ -275,6 +276,11 @@ class Extractor:
         self._worklist([n for c in self.g.order for n in self.g.classes[c]], evaluate)
         return fv
 
+    def sc_key(self, cid, info) -> float:
+        """What choosing a scalar e-node costs: its work over every evaluation, the kernels
+        it needs, and the dependent chain it adds to its kernel."""
+        return info.per_eval(self.model.t) * self.mult(cid) + sum(info.deps.values()) + self.chain(cid, info)
+
     def chain(self, cid, info) -> float:
         """The dependent latency a scalar adds to its kernel: its own chain of loads and
         multiply-adds (`cost.untiled_latency`) once for every step of the reductions it
@@ -314,7 +320,7 @@ class Extractor:
             info = m.sc(n.op, a)
             if info is None:
                 return None
-            return info.per_eval(m.t) * self.mult(n.cls) + sum(info.deps.values()) + self.chain(n.cls, info), info
+            return self.sc_key(n.cls, info), info
         if n.sort == "Ten":
             closed = not self.fv.get(n.cls)
             extents = None
@@ -446,7 +452,7 @@ class Extractor:
                 else:
                     info = m.sc(n.op, a)
                     if info is not None:
-                        key = info.per_eval(m.t) * self.mult(cid) + sum(info.deps.values()) + self.chain(cid, info)
+                        key = self.sc_key(cid, info)
                         size = 1 + sum(sizes.get(v, 0) for kind, v in n.args if kind == "c")
                         # equal cost: the smaller term (`silu(x)` over `x * sigmoid(x)`)
                         if best is None or (key, size) < (best[0], best_size):

@@ -47,7 +47,9 @@ import copy
 from itertools import count
 
 from .bounds import leaving_axis, loop_values
-from .ir import Assign, Bin, BoolOp, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_eval, ie_names
+from .ir import (
+    Assign, Bin, BoolOp, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_eval, ie_names, written,
+)
 
 
 def ifconvert(s, dims: dict, shapes: dict, path: tuple = ()):
@@ -138,11 +140,9 @@ def _widen_to_axis(f: For, dims, shapes, path):
     predicable or the loop stores along axes of different sizes."""
     if f.step != 1 or (ie_names(f.lo) | ie_names(f.hi)) - set(dims):
         return None
-    sizes = set()
-    _store_axes(f.body, f.var, shapes, sizes)
-    if len(sizes) != 1:
+    n = _store_axis(f, shapes)
+    if n is None:
         return None
-    n = sizes.pop()
     lo, hi = ie_eval(f.lo, dims), ie_eval(f.hi, dims)
     if not 0 <= lo < hi <= n or (lo, hi) == (0, n):
         return None
@@ -152,6 +152,14 @@ def _widen_to_axis(f: For, dims, shapes, path):
     if hi < n:
         conds.append(Compare(f.loc, "<", Dim(f.loc, f.var), Const(f.loc, float(hi))))
     return _masked_loop(f, 0, n, conds, dims, shapes, path)
+
+
+def _store_axis(f: For, shapes) -> int | None:
+    """The size of the axes that stores in loop `f` index with its plain variable, if they
+    all have one size; else None."""
+    sizes: set = set()
+    _store_axes(f.body, f.var, shapes, sizes)
+    return sizes.pop() if len(sizes) == 1 else None
 
 
 def _store_axes(stmts, var, shapes, sizes: set):
@@ -185,9 +193,7 @@ def _widen(f: For, dims, shapes, path):
     hi = last + 1
     # where the loop stores along an axis that holds the hull, it runs over the whole axis
     # (values outside the hull fail the bound's condition)
-    sizes = set()
-    _store_axes(f.body, f.var, shapes, sizes)
-    n = sizes.pop() if len(sizes) == 1 else None
+    n = _store_axis(f, shapes)
     if n is not None and 0 <= lo and hi <= n:
         lo, hi = 0, n
     # the bound's condition: the sides that depend on enclosing loops, and a constant side
@@ -265,8 +271,8 @@ def _predicated(s: If, dims, shapes, path):
     # last writes what it reads (or a loop writes it: its later iterations would see it),
     # the condition is evaluated once, into a temporary, first
     reads = _names(s.cond)
-    if (any(_written(x) & reads for x, _ in stmts[:-1])
-            or any(isinstance(x, For) and _written(x) & reads for x, _ in stmts)):
+    if (any(written(x) & reads for x, _ in stmts[:-1])
+            or any(isinstance(x, For) and written(x) & reads for x, _ in stmts)):
         tmp = f"{_PREFIX}{next(_TEMPS)}"
         head = [Assign(s.loc, tmp, Select(s.loc, copy.deepcopy(s.cond), Const(s.loc, 1.0), Const(s.loc, 0.0)))]
         cond = Compare(s.loc, ">", Ref(s.loc, tmp), Const(s.loc, 0.5))
@@ -376,18 +382,6 @@ def _guard_loop(f: For, cond, holds: bool, dims, shapes, path):
         return None
     loop.body = flat
     return loop
-
-
-def _written(x) -> set:
-    """The names statement `x` assigns or stores into (a loop: anywhere in its body)."""
-    if isinstance(x, Assign):
-        return {x.name}
-    if isinstance(x, Store):
-        return {x.buf}
-    out = set()
-    for b in list(getattr(x, "body", [])) + list(getattr(x, "orelse", [])):
-        out |= _written(b)
-    return out
 
 
 def _assigns(x, names) -> bool:

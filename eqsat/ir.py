@@ -232,6 +232,21 @@ def _program_by_name(module: str | None, name: str, file: str):
 
 
 # ----------------------------------------------------------------------------- IExpr helpers
+def written(s) -> set:
+    """The names statement `s` assigns, stores into or allocates (a loop or an `if`:
+    anywhere inside it)."""
+    if isinstance(s, (For, If)):
+        out = set()
+        for b in s.body + (s.orelse if isinstance(s, If) else []):
+            out |= written(b)
+        return out
+    if isinstance(s, Store):
+        return {s.buf}
+    if isinstance(s, (Assign, Alloc)):
+        return {s.name}
+    return set()
+
+
 def ie_names(e: IExpr) -> set:
     if e[0] == "name":
         return {e[1]}

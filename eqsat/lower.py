@@ -40,7 +40,7 @@ from .ifconvert import ifconvert
 from .errors import ProgramError
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Select, Store,
-    Transpose, ie_affine, ie_eval, ie_names,
+    Transpose, ie_affine, ie_eval, ie_names, written,
 )
 from .terms import Node
 from .hoist import hoist_invariant_reductions
@@ -578,7 +578,7 @@ class _NestRun:
         self.open: list = []  # enclosing loops of the statement being lowered
         self.leaf = None  # the leaf statement being lowered
         self.checks: list = []  # (stmt, read key, claimed Source, self-chain loops)
-        self.written = _written(stmt)
+        self.written = written(stmt)
         scalars = {n for n in self.written if n not in low.shapes}
         try:
             self.flow = NestFlow(stmt, low.dims, low.shapes, scalars)
@@ -891,18 +891,6 @@ def _rename(term: Node, new: dict) -> Node:
     """`term` with index variables renamed (old Var -> new Var); binders are unique, so
     nothing is captured."""
     return T.rebuild(term, new.get)
-
-
-def _written(s) -> set:
-    out = set()
-    if isinstance(s, (For, If)):
-        for b in _sub(s):
-            out |= _written(b)
-    elif isinstance(s, Store):
-        out.add(s.buf)
-    elif isinstance(s, (Assign, Alloc)):
-        out.add(s.name)
-    return out
 
 
 def _encloses(f: For, s) -> bool:
