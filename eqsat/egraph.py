@@ -28,14 +28,15 @@ class SaturationReport:
     seconds: float = 0.0
     build_seconds: float = 0.0
     per_iteration_nodes: list = field(default_factory=list)
-    # one entry per call into egglog: {"round": rounds done, "nodes", "seconds",
-    # "matches": {rule name: matches}} (its family step and support steps)
+    # one entry per round: {"round": rounds done, "nodes", "seconds", "matches": {rule
+    # name: matches}} (its family step and support steps), "scheduler": "plain" or
+    # "back-off" (the family step's; see PLAIN_BELOW)
     rounds: list = field(default_factory=list)
     rule_matches: dict = field(default_factory=dict)  # rule name -> matches over the whole run
 
-    def record(self, n_rounds: int, seconds: float, matches: dict) -> None:
-        self.rounds.append({"round": self.iterations, "rounds": n_rounds, "nodes": self.nodes,
-                            "seconds": seconds, "matches": matches})
+    def record(self, seconds: float, matches: dict, scheduler: str) -> None:
+        self.rounds.append({"round": self.iterations, "nodes": self.nodes, "seconds": seconds,
+                            "matches": matches, "scheduler": scheduler})
         for k, v in matches.items():
             self.rule_matches[k] = self.rule_matches.get(k, 0) + v
 
@@ -188,7 +189,7 @@ def session(families: list, support: Ruleset, limits: Limits):
     eg = prep.eg
     for key, sched in _schedules(families, support, limits):
         if key not in prep.ready:  # register its rule sets on the empty base: nothing matches
-            eg.run(sched)
+            eg._egraph.run_program(_command(eg, sched))
             prep.ready.add(key)
     eg.push()
     ok = False
@@ -286,7 +287,25 @@ def _schedules(families, support, limits) -> list:
             return sched
 
         out.append((key, _schedule(key, rewrites)))
+        plain_key = ("plain",) + key[1:]
+
+        def plain():
+            sched = None
+            for r in families:
+                sched = run(r) if sched is None else sched + run(r)
+            return sched
+
+        out.append((plain_key, _schedule(plain_key, plain)))
     return out
+
+
+# egglog builds a back-off scheduler anew in every call into it (~30 ms with this project's
+# rules, whatever the e-graph's size: most of optimize() on small programs), and with a
+# fresh scheduler a rule matching more than `match_limit` times in a step is skipped for
+# that step. Below this many e-nodes the rewrite step runs without it, which gives the
+# same e-graph whenever no rule passes `match_limit`; the first plain step in which one
+# does switches this saturation to the back-off scheduler for good.
+PLAIN_BELOW = 2_000
 
 
 class _Budget:
@@ -328,16 +347,44 @@ class _Budget:
         return None
 
 
+def _command(eg: EGraph, sched):
+    """`sched` as egglog's own command, converted once per e-graph (a prepared e-graph's
+    pushed states share its conversions: the rules they name were registered before the
+    push). egglog-python converts a schedule, and its report back into declarations, in
+    every run: ~1 ms a call, as much as a small e-graph's step itself."""
+    cache = eg.__dict__.setdefault("_eqsat_commands", {})
+    cmd = cache.get(id(sched))
+    if cmd is None:
+        eg._add_decls(sched)
+        cmd = cache[id(sched)] = eg._state.run_schedule_to_egg(sched.schedule)
+    return cmd
+
+
 def _run(eg: EGraph, sched, rep: SaturationReport, matches: dict | None):
-    """One call into egglog: (its report, e-nodes before, seconds it took)."""
+    """One call into egglog: (egglog's raw report, e-nodes before, seconds it took).
+    `matches` gathers the report's matches by egglog's rule names."""
     before, t = rep.nodes, time.perf_counter()
-    report = eg.run(sched)
+    (out,) = eg._egraph.run_program(_command(eg, sched))
+    report = out.report
     seconds = time.perf_counter() - t
     rep.nodes = node_count(eg)
     if matches is not None:
         for k, v in report.num_matches_per_rule.items():
             matches[k] = matches.get(k, 0) + v
     return report, before, seconds
+
+
+def _named(names, eg: EGraph, matches: dict, seen: dict) -> dict:
+    """{egglog rule name: matches} as {rule name: matches} (`seen` caches the names)."""
+    rule_map = eg._state.rule_name_to_command_decl
+    out: dict = {}
+    for k, n in matches.items():
+        if n:
+            name = seen.get(k)
+            if name is None:
+                name = seen[k] = names.name(rule_map[k])
+            out[name] = out.get(name, 0) + int(n)
+    return out
 
 
 def _support_steps(eg, step, rep, budget: _Budget, matches) -> tuple[str | None, bool]:
@@ -377,19 +424,24 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names
         rep.stop_reason = why or "saturated"
         rep.seconds = time.perf_counter() - budget.t0
         return rep
-    rewrites = rest[0][1]
+    (_, backed_off), (_, plain) = rest
+    exploded, seen = False, {}
     rep.stop_reason = f"iteration limit ({limits.iterations})"
     while rep.iterations < limits.iterations:
         start, t_round = rep.nodes, time.perf_counter()
         matches: dict = {}
-        report, before, seconds = _run(eg, rewrites, rep, matches)
+        plain_step = not exploded and rep.nodes < PLAIN_BELOW
+        report, before, seconds = _run(eg, plain if plain_step else backed_off, rep, matches)
+        if plain_step and any(n > limits.match_limit for n in report.num_matches_per_rule.values()):
+            exploded = True
         why, fixpoint = budget.over(before, seconds), False
         if not why:
             why, fixpoint = _support_steps(eg, step, rep, budget, matches)
         rep.iterations += 1
         rep.per_iteration_nodes.append(rep.nodes)
         if names is not None:
-            rep.record(1, time.perf_counter() - t_round, names.counts(matches))
+            rep.record(time.perf_counter() - t_round, _named(names, eg, matches, seen),
+                       "plain" if plain_step else "back-off")
         if why:
             rep.stop_reason = why
             break

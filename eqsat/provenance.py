@@ -2,7 +2,7 @@
 
 Every rule gets a name: its own (`rule(..., name=...)`) or `<family>.<n>: <lhs> -> <rhs>`
 from its position in its family and the heads of its two sides. egglog counts matches
-per rule declaration each run; `RuleTable.counts` turns those into counts per name.
+per rule each run; `RuleTable.name` names each counted rule.
 
 Provenance is read from the e-graph, not replayed: a chosen e-node that is part of the
 program as written is "as written"; any other one was built by a rule whose right-hand
@@ -107,15 +107,6 @@ class RuleTable:
     def name(self, decl) -> str:
         info = self.info.get(decl)
         return info.name if info else f"(unnamed {type(decl).__name__})"
-
-    def counts(self, matches: dict) -> dict:
-        """egglog's {declaration: matches} as {rule name: matches}, rules that matched only."""
-        out: dict = {}
-        for decl, n in matches.items():
-            if n:
-                name = self.name(decl)
-                out[name] = out.get(name, 0) + int(n)
-        return out
 
     def candidates(self, op: str, fired: dict, class_ops=None) -> list:
         """Rules that fired and construct `op`. A rule whose right-hand side *is* `op` made

@@ -96,3 +96,24 @@ def p({", ".join(f'x{i}: f32["M"]' for i in range(n))}) -> f32["M"]:
     assert plan.report.stop_reason.startswith("time limit"), plan.report.stop_reason
     args = random_args(prog, {"M": 8}, 0)
     assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
+
+
+def test_small_egraphs_step_without_the_back_off_scheduler_until_a_rule_passes_the_match_limit():
+    """egglog builds a back-off scheduler anew in every call (~30 ms, most of optimize()
+    on a small program), so below `egraph.PLAIN_BELOW` e-nodes the rewrite step runs
+    without it; the first step in which a rule matches more than `match_limit` times
+    hands the rest of the run to the back-off scheduler. Either way the plan is right."""
+    from conftest import corpus_paths, load_case
+
+    mod, prog = load_case(next(p for p in corpus_paths() if p.stem == "linear_bias_relu"))
+    args = random_args(prog, mod.SHAPES, 5)
+    plain = eqsat.optimize(prog, mod.SHAPES)
+    steps = [r["scheduler"] for r in plain.report.rounds]
+    assert steps and set(steps) == {"plain"}, steps
+    assert any(k.kind == "matmul" for k in plain.kernels)
+    tight = eqsat.optimize(prog, mod.SHAPES, limits=eqsat.Limits(match_limit=3))
+    steps = [r["scheduler"] for r in tight.report.rounds]
+    first = steps.index("back-off")  # (raises if it never switched)
+    assert first >= 1 and steps == ["plain"] * first + ["back-off"] * (len(steps) - first), steps
+    for plan in (plain, tight):
+        assert rel_err(plan.run(*args), mod.truth(*args)) < 1e-4
