@@ -123,7 +123,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
         from . import ilp
 
         budget = limits.seconds if extract == "ilp" else min(2.0, limits.seconds / 4)
-        sol = ilp.solve(ext, root_classes, time_limit=budget)
+        sol = ilp.solve(ext, root_classes, time_limit=budget, shortcut=extract == "auto")
         ilp_stats = sol["stats"]
         if sol["choice"]:
             ext.override = sol["choice"]
@@ -133,10 +133,13 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
                 ilp_stats["status"] += " (its choice closed a cycle; not used)"
     forms["as written"] = lowered.roots
     costing = plan_costing(target, lowered, input_items(prog))
-    # every candidate priced by the one cost model; the cheapest wins, on a tie the exact
-    # extraction's, then greedy's (the program as written only when it is strictly cheaper)
+    # every candidate priced by the one cost model; the cheapest wins, on a tie the smaller
+    # (views of views count: `transpose(x, p)` over `transpose(transpose(x, q), r)`), then
+    # the exact extraction's, then greedy's (the program as written only when it is
+    # strictly cheaper)
     prices = {k: costing.total(r) for k, r in forms.items()}
-    chosen = min([k for k in ("ilp", "greedy", "as written") if k in prices], key=prices.__getitem__)
+    order = [k for k in ("ilp", "greedy", "as written") if k in prices]
+    chosen = min(order, key=lambda k: (prices[k], _term_size(forms[k]), order.index(k)))
     roots = forms[chosen]
     if chosen != "ilp":
         ext.override = {}
@@ -172,6 +175,15 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
 
 
 _TABLES: dict = {}  # rule sets in use -> their RuleTable, built once
+
+
+def _term_size(roots) -> int:
+    """Distinct nodes of a plan's terms."""
+    seen: set = set()
+    for r in roots:
+        for _ in walk(r, seen):
+            pass
+    return len(seen)
 
 
 def _rule_table(families):

@@ -114,7 +114,7 @@ class TenInfo:
 
     @property
     def total(self) -> float:
-        return self.own + sum(self.deps.values())
+        return self.own + math.fsum(self.deps.values())
 
 
 def union(*ds) -> dict:
@@ -214,7 +214,7 @@ class Model:
         if op == "Sc.red":
             n, x = a[2], a[3]
             passes = n * (x.flops + 1) * self.t.pass_bytes
-            return ScInfo(n * (x.flops + 1), frozenset(), n * (sum(self.item(k) for k, _ in x.loads) + x.red_bytes)
+            return ScInfo(n * (x.flops + 1), frozenset(), n * (math.fsum(self.item(k) for k, _ in x.loads) + x.red_bytes)
                           + passes, x.deps,
                           True, n * (x.steps + 1))
         return None
@@ -238,7 +238,7 @@ class Model:
         if op == "Ten.compute":
             body = a[1]
             elems = float(math.prod(extents))
-            by = sum(min(elems, self.size(k)) * self.item(k) for k, _ in body.loads) + elems * body.red_bytes + \
+            by = math.fsum(min(elems, self.size(k)) * self.item(k) for k, _ in body.loads) + elems * body.red_bytes + \
                 elems * ITEM
             return TenInfo(kernel_time(t, elems * body.flops, by, untiled_latency(t, body)), dict(body.deps),
                            bytes=by, flops=elems * body.flops, prologue=not body.has_red,
@@ -261,7 +261,7 @@ class Model:
                 return None
             flops, by, deps, lat, pro = imm.mm
             elems = float(math.prod(extents))
-            epi = sum(min(elems, self.size(k)) * self.item(k) for k, _ in body.loads) + elems * body.red_bytes
+            epi = math.fsum(min(elems, self.size(k)) * self.item(k) for k, _ in body.loads) + elems * body.red_bytes
             lat += math.ceil(body.red_bytes / ITEM / t.loads_in_flight) * t.load_latency + body.steps * t.fma_latency
             simt = pro + elems * body.flops
             own = max(flops / t.tc_flops + simt / t.simt_flops, (by + epi) / t.bandwidth, lat) + t.launch

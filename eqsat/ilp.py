@@ -21,7 +21,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import lil_matrix
 
 from .cost import INF, loop_time
-from .extract import ENode, Extractor
+from .extract import ENode, Extractor, id_key
 
 VIEWS = ("Ten.transpose", "Ten.slice", "Ten.reshape")
 EPS = 1e-12  # seconds: far below any kernel's price
@@ -115,8 +115,14 @@ class Kernels:
         return self._args(n)  # Ten.opaque: its input tensors and scalars
 
 
-def solve(ext: Extractor, roots: list, time_limit: float = 10.0, max_rounds: int = 50) -> dict:
-    """Choose one tensor node per needed class: {"choice": {class: ENode} or None, "stats"}."""
+def solve(ext: Extractor, roots: list, time_limit: float = 10.0, max_rounds: int = 50,
+          shortcut: bool = False) -> dict:
+    """Choose one tensor node per needed class: {"choice": {class: ENode} or None, "stats"}.
+
+    With `shortcut`, no solve when greedy's plan already costs a lower bound of every plan
+    (`_lower_bound`, within a nanosecond): greedy's plan is then optimal, "choice" is None
+    and the status says so. Most small programs are a chain of kernels, whose bound is
+    exact, and HiGHS takes a few ms to say what greedy found."""
     t0 = time.perf_counter()
     k = Kernels(ext)
     nodes, cost = [], []
@@ -138,7 +144,9 @@ def solve(ext: Extractor, roots: list, time_limit: float = 10.0, max_rounds: int
     c[:len(nodes)] = cost
     for nid, v in nest_var.items():
         c[v] = loop_time(ext.model.t, ext.model.nest_work(nid))
-    needs = [k.needs(n) for n in nodes]
+    # each node's needed classes in id order: HiGHS's choice among equal-cost optima
+    # follows the rows' order, which a set's order (salted per process) would make vary
+    needs = [sorted(k.needs(n), key=id_key) for n in nodes]
 
     rows = []  # (coefficients, lower, upper)
     for i, n in enumerate(nodes):
@@ -156,13 +164,14 @@ def solve(ext: Extractor, roots: list, time_limit: float = 10.0, max_rounds: int
         rows.append(({j: 1.0 for j in by_class.get(r, ())}, 1.0, np.inf))
     # the short cycles (a node needing its own class; two views of each other) are ruled
     # out up front: blocking them one solve at a time costs a round each
+    needs_set = [frozenset(x) for x in needs]
     for i, n in enumerate(nodes):
         for ch in needs[i]:
             if ch == n.cls:
                 rows.append(({i: 1.0}, -np.inf, 0.0))
                 continue
             for j in by_class.get(ch, ()):
-                if j > i and n.cls in needs[j]:
+                if j > i and n.cls in needs_set[j]:
                     rows.append(({i: 1.0, j: 1.0}, -np.inf, 1.0))
 
     c *= SCALE
@@ -174,6 +183,13 @@ def solve(ext: Extractor, roots: list, time_limit: float = 10.0, max_rounds: int
 
     stats = {"variables": nvar, "cycles_blocked": 0, "rounds": 0, "status": "",
              "greedy_objective": None if greedy is None else greedy / SCALE}
+    if shortcut and greedy is not None:
+        extra = [c[nest_var[n.args[0][1]]] if n.op == "Ten.opaque" else 0.0 for n in nodes]
+        floor = _lower_bound(roots, nodes, by_class, needs, c, extra)
+        if greedy <= floor + 1e-9 * SCALE:  # (prices are in microseconds here)
+            stats.update(status="optimal (greedy's plan costs the lower bound; not solved)",
+                         objective=greedy / SCALE, seconds=time.perf_counter() - t0)
+            return {"choice": None, "stats": stats}
     choice = None
     for _ in range(max_rounds):
         stats["rounds"] += 1
@@ -210,6 +226,55 @@ def solve(ext: Extractor, roots: list, time_limit: float = 10.0, max_rounds: int
         rows.append(({index[id(n)]: 1.0 for n in cycle}, -np.inf, len(cycle) - 1.0))
     stats["seconds"] = time.perf_counter() - t0
     return {"choice": choice, "stats": stats}
+
+
+def _lower_bound(roots, nodes, by_class, needs, c, extra) -> float:
+    """A price no plan can beat. A chosen node is paid with everything it needs, and the
+    choice is acyclic, so a class costs at least the least, over its nodes, of the node's
+    price plus the most that one of its needed classes costs at least (the most, not the
+    sum: needs may share kernels). Over acyclic choices that is a least fixpoint, found
+    cheapest class first (Knuth's generalization of Dijkstra's algorithm; every price is
+    non-negative and a node's value is at least its needs'). Over the roots: the largest
+    of theirs, or the cheapest node of each distinct root, summed, whichever is more. A
+    kept nest's price (`extra`, per node) is shared by its outputs, so only a root's own
+    node pays it (counted below as well, two outputs of one nest would pay it twice)."""
+    import heapq
+
+    users: dict = {}  # class -> nodes that need it
+    waiting, worst, heap = [], [], []
+    for i in range(len(nodes)):
+        need = set(needs[i])
+        waiting.append(len(need))
+        worst.append(0.0)
+        if any(ch not in by_class for ch in need):
+            waiting[i] = -1  # needs a class with no executable node: never chosen
+            continue
+        for ch in need:
+            users.setdefault(ch, []).append(i)
+        if not need:
+            heapq.heappush(heap, (float(c[i]), i))
+    lb: dict = {}
+    while heap:
+        value, i = heapq.heappop(heap)
+        cls = nodes[i].cls
+        if cls in lb:
+            continue
+        lb[cls] = value
+        for j in users.get(cls, ()):
+            if waiting[j] > 0:
+                worst[j] = max(worst[j], value)
+                waiting[j] -= 1
+                if waiting[j] == 0:
+                    heapq.heappush(heap, (float(c[j]) + worst[j], j))
+    distinct = set(roots)
+
+    def at_root(i):  # a root's own node pays its nest's price (once: none below it does)
+        if waiting[i] != 0:  # needs a class no acyclic choice reaches
+            return float("inf")
+        return float(c[i]) + extra[i] + max((lb.get(ch, 0.0) for ch in needs[i]), default=0.0)
+
+    each = sum(min(c[j] for j in by_class[r]) for r in distinct if by_class.get(r))
+    return max([each] + [min(map(at_root, by_class[r])) for r in distinct if by_class.get(r)])
 
 
 def _greedy_value(ext, roots, index, needs, c, nest_var) -> float | None:

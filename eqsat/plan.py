@@ -1,6 +1,7 @@
 """The Plan: the chosen program as a list of kernels, its modeled cost, and a way to run it."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .cost import ITEM, TARGETS, Model, TenInfo
@@ -138,7 +139,7 @@ class TermCost:
         for r in roots:
             i = self.info(r)
             deps.update(self.model.entry(r, i))
-        return sum(deps.values())
+        return math.fsum(deps.values())
 
 
 def plan_costing(target: str, lowered, items: dict | None = None) -> TermCost:

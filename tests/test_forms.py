@@ -370,10 +370,15 @@ def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
 }
 
 
-def _run(tmp_program, src):
+# goals whose forms tie at D's sizes (every kernel at the launch floor, where the choice
+# between two equal-cost plans is a tie-break): sizes at which the goal form is cheaper
+SIZES = {"two_products": {"M": 16, "K": 24}}
+
+
+def _run(tmp_program, src, dims=D):
     prog = tmp_program(src)
-    args = random_args(prog, D, seed=4)
-    plan = eqsat.optimize(prog, D)
+    args = random_args(prog, dims, seed=4)
+    plan = eqsat.optimize(prog, dims)
     want = eqsat.reference(prog, *args)
     assert rel_err(plan.run(*args), want) < 1e-5, plan
     if any(k.prologue for k in plan.kernels):  # prologues are generated code on Triton: run it too
@@ -383,7 +388,7 @@ def _run(tmp_program, src):
 
 @pytest.mark.parametrize("name", sorted(GOALS))
 def test_form_is_found(tmp_program, name):
-    plan = _run(tmp_program, GOALS[name])
+    plan = _run(tmp_program, GOALS[name], SIZES.get(name, D))
     assert [(k.kind, sorted(k.epilogue)) for k in plan.kernels] == [(k, sorted(e)) for k, e in EXPECT[name]], plan
     pro = {o for k in plan.kernels for o in k.prologue}
     assert set(PROLOGUE.get(name, [])) <= pro and (pro or not PROLOGUE.get(name)), plan
