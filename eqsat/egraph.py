@@ -268,7 +268,7 @@ def _schedule(key, build):
 
 
 def _key(families, support, limits) -> tuple:
-    return (tuple(id(r) for r in families), id(support), limits.match_limit, limits.ban_length,
+    return (tuple(id(r) for r in families), id(support), limits.match_limit,
             limits.support_rounds)
 
 
@@ -282,7 +282,7 @@ def _schedules(families, support, limits) -> list:
         def rewrites():
             sched = None
             for r in families:
-                step = run(r, scheduler=back_off(match_limit=limits.match_limit, ban_length=limits.ban_length))
+                step = run(r, scheduler=back_off(match_limit=limits.match_limit, ban_length=1))
                 sched = step if sched is None else sched + step
             return sched
 
@@ -402,7 +402,7 @@ def _support_steps(eg, step, rep, budget: _Budget, matches) -> tuple[str | None,
 
 
 def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names=None) -> SaturationReport:
-    """Run `support` to its fixpoint, then every family once (back-off scheduled) and the
+    """Run `support` to its fixpoint, then every family once (see PLAIN_BELOW) and the
     support rules again, repeatedly.
 
     Stops at saturation or at the first limit reached; the e-graph then holds the best

@@ -20,8 +20,11 @@ class Limits:
     nodes:       stop once the e-graph holds more e-nodes than this
     iterations:  rounds of (support rules to saturation + each family once)
     seconds:     wall-clock budget for saturation
-    match_limit: back-off scheduler: a rule matching more often than this in a round is
-                 banned for `ban_length` rounds (keeps x*y = y*x from exploding)
+    match_limit: a rule matching more often than this in a step is skipped in that step
+                 (egglog's back-off scheduler; keeps x*y = y*x from exploding). Each step
+                 is its own call into egglog with a fresh scheduler, so a ban lasts one
+                 step (egraph.PLAIN_BELOW: small e-graphs step without the scheduler
+                 until some rule passes this)
     support_rounds: at most this many rounds of the fact rules between rewrite rounds
     memory_mb:   stop saturating once the process's resident memory passes this (default:
                  half the machine's memory); `inf` for no bound
@@ -35,7 +38,6 @@ class Limits:
     iterations: int = field(default_factory=lambda: _env("EQSAT_ITERATIONS", 30, int))
     seconds: float = field(default_factory=lambda: _env("EQSAT_SECONDS", 10.0, float))
     match_limit: int = field(default_factory=lambda: _env("EQSAT_MATCH_LIMIT", 2_000, int))
-    ban_length: int = field(default_factory=lambda: _env("EQSAT_BAN_LENGTH", 3, int))
     support_rounds: int = field(default_factory=lambda: _env("EQSAT_SUPPORT_ROUNDS", 40, int))
     memory_mb: float = field(default_factory=lambda: _env("EQSAT_MEMORY_MB", _half_of_memory(), float))
     extract_seconds_per_node: float = 3e-5  # measured: bench/stress_bench.py, 2-core VM
@@ -47,7 +49,7 @@ class Limits:
             whole = f.type in ("int", int)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or (whole and not isinstance(v, int)):
                 raise ArgumentError(f"Limits.{f.name} must be {'an integer' if whole else 'a number'}, got {v!r}")
-            if math.isnan(v) or v < 0 or (v == 0 and f.name != "ban_length"):
+            if math.isnan(v) or v <= 0:
                 raise ArgumentError(f"Limits.{f.name} must be positive, got {v!r}")
             if math.isinf(v) and f.name not in unbounded:
                 raise ArgumentError(f"Limits.{f.name} must be finite, got {v!r}")
