@@ -116,14 +116,15 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     ext = Extractor(graph, lambda shape: Model(TARGETS[target], shape, nest_work.__getitem__,
                                                lambda cid: items.get(cid, ITEM)))
     root_classes = [graph.outputs[i] for i in range(len(lowered.roots))]
-    forms = {"greedy": ext.decode_roots(root_classes)}
+    greedy = ext.decode_roots(root_classes)  # None: every try met a cycle (then not a candidate)
+    forms = {} if greedy is None else {"greedy": greedy}
     ilp_stats = None
     tensors = sum(len(ns) for ns in graph.classes.values() if ns[0].sort == "Ten")
     if extract == "ilp" or (extract == "auto" and tensors <= ILP_AUTO_NODES):
         from . import ilp
 
         budget = limits.seconds if extract == "ilp" else min(2.0, limits.seconds / 4)
-        sol = ilp.solve(ext, root_classes, time_limit=budget, shortcut=extract == "auto")
+        sol = ilp.solve(ext, root_classes, time_limit=budget, shortcut=extract == "auto" and greedy is not None)
         ilp_stats = sol["stats"]
         if sol["choice"]:
             ext.override = sol["choice"]

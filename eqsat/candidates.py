@@ -66,7 +66,9 @@ def _extract(ext, root_classes, banned: frozenset):
     ext._fixpoint()
     try:
         roots = ext.decode_roots(root_classes)
-    except (ExtractionCycle, LookupError, RuntimeError):
+    except (ExtractionCycle, LookupError):
+        return None
+    if roots is None:
         return None
     return roots, _chosen_tensor_nodes(ext, root_classes)
 

@@ -148,6 +148,14 @@ def _prim(eclass: str, op: str):
     return op
 
 
+def _better(new: float, old: float) -> bool:
+    """`new` is cheaper than `old` by more than rounding. Two sums of the same prices in
+    another order differ in the last bits; an "improvement" that small is a tie, and
+    taking it lets a class switch to a node that reaches back to itself (a 200-layer chain
+    then met a cycle in every layer)."""
+    return new < old - 1e-12 * abs(old)
+
+
 class ExtractionCycle(RuntimeError):
     """The greedy choice closed a cycle through this e-class (costs with shared kernels
     and in-context epilogues are not monotone, so strict improvement alone cannot rule
@@ -176,10 +184,11 @@ class Extractor:
         self.override: dict = {}  # class -> node chosen by another method (the ILP), for decode
         self._fixpoint()
 
-    def decode_roots(self, root_classes, tries: int = 50) -> list:
+    def decode_roots(self, root_classes, tries: int = 50) -> list | None:
         """Decode every root; a chosen cycle bans the node that closed it, and the choice
         is made again without it (a class left with nothing falls back on its other forms:
-        a nest as written always remains)."""
+        a nest as written always remains). None when every try met a cycle: the caller
+        keeps the program as written (or the exact extraction's choice)."""
         for _ in range(tries):
             try:
                 memo: dict = {}
@@ -188,7 +197,7 @@ class Extractor:
                 self.banned.add(self.best[cyc.cid][1].id)
                 self.best, self.mm_best, self.epi_choice = {}, {}, {}
                 self._fixpoint()
-        raise RuntimeError(f"extraction kept choosing cycles after {tries} tries")
+        return None
 
     # -------------------------------------------------------------- structural sorts
     def _worklist(self, nodes, evaluate):
@@ -375,14 +384,14 @@ class Extractor:
             cid = n.cls
             if n.op == "Ten.matmul":
                 old = self.mm_best.get(cid)
-                if old is None or r[0] < old[0].total:
+                if old is None or _better(r[0], old[0].total):
                     self.mm_best[cid] = (r[1], n)
                     for f in self.g.fused_by_mm.get(cid, ()):
                         evaluate(f)
             cur = self.best.get(cid)
             # strict improvement only: equal-cost alternatives never displace a choice,
             # which keeps the chosen nodes acyclic
-            if cur is None or r[0] < cur[0][0]:
+            if cur is None or _better(r[0], cur[0][0]):
                 self.best[cid] = ((r[0], rank[n.op], n.id), n, r[1])
                 return cid
             return None

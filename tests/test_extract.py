@@ -131,3 +131,59 @@ def long_sum({params}) -> f32["M"]:
     assert plan.report.stop_reason != "saturated", plan.report.stop_reason
     assert elapsed < 2 * limits.seconds + 5  # stop within the budget (plus build and extraction)
     assert_matches_reference(plan, prog, {"M": 4})
+
+
+def test_a_greedy_extraction_that_keeps_meeting_cycles_leaves_a_correct_plan(monkeypatch):
+    """When every try of the greedy decode meets a cycle (a 200-layer chain did, while
+    ulp-level "improvements" could still switch a class), optimize() does not fail: the
+    exact extraction, or the program as written, is the plan, and it runs correctly."""
+    from eqsat import extract
+
+    monkeypatch.setattr(extract.Extractor, "decode_roots", lambda self, roots, tries=50: None)
+    path = next(p for p in CASES if p.stem == "linear_bias_relu")
+    mod, prog = load_case(path)
+    for method in ("auto", "greedy"):
+        plan = eqsat.optimize(prog, mod.SHAPES, extract=method)
+        assert "greedy" not in plan.extraction["cost"], plan.extraction
+        assert plan.extraction["chosen"] == ("ilp" if method == "auto" else "as written"), plan.extraction
+        args = random_args(prog, mod.SHAPES, 4)
+        assert rel_err(plan.run(*args), mod.truth(*args)) < 1e-4
+
+
+def test_prices_equal_up_to_rounding_never_switch_a_choice(tmp_program, monkeypatch):
+    """Greedy takes strict improvements only, which keeps its choice acyclic; two sums of
+    the same prices in another order differ in the last bits, and such an "improvement"
+    once let a class switch to a node reaching back to itself, in every layer of a chain
+    of loop-written layers (200 layers: more cycles than the decode's tries, and
+    optimize() failed). A chain of ten layers: no node is banned for closing a cycle."""
+    from eqsat import extract
+
+    n = 10
+    params = ", ".join(f'w{i}: f32["D", "D"], b{i}: f32["D"]' for i in range(n))
+    layers = "\n".join(f'''    h{i} = empty((M, D))
+    for i in range(M):
+        for j in range(D):
+            acc = 0.0
+            for k in range(D):
+                acc += {"x" if i == 0 else f"h{i - 1}"}[i, k] * w{i}[k, j]
+            h{i}[i, j] = relu(acc + b{i}[j])''' for i in range(n))
+    prog = tmp_program(f'''
+@program
+def chain(x: f32["M", "D"], {params}) -> f32["M", "D"]:
+{layers}
+    return h{n - 1}
+''')
+    banned = []
+    decode = extract.Extractor.decode_roots
+
+    def spy(self, roots, tries=50):
+        out = decode(self, roots, tries)
+        banned.extend(self.banned)
+        return out
+
+    monkeypatch.setattr(extract.Extractor, "decode_roots", spy)
+    shapes = {"M": 8, "D": 8}
+    plan = eqsat.optimize(prog, shapes)
+    assert banned == [], banned
+    assert [k.kind for k in plan.kernels] == ["matmul"] * n, plan.kernels
+    assert_matches_reference(plan, prog, shapes)
