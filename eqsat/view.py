@@ -251,9 +251,12 @@ def rounds_table(rounds: list) -> str:
         rules = ", ".join(f"{name} x{n}" for name, n in top)
         more = f" (+{len(matches) - len(top)} more)" if len(matches) > len(top) else ""
         rows.append(f"<tr><td class=num>{r['round']}</td><td class=num>{r['nodes']}</td>"
-                    f"<td class=num>{r.get('seconds', 0) * 1e3:.1f} ms</td><td>{_e(rules)}{more}</td></tr>")
+                    f"<td class=num>{r.get('seconds', 0) * 1e3:.1f} ms</td><td>{_e(r.get('scheduler', ''))}</td>"
+                    f"<td>{_e(rules)}{more}</td></tr>")
     return ("<details><summary>Rounds</summary><table id=rounds-table><tr><th>round</th><th>e-nodes</th>"
-            f"<th>time</th><th>most matched rules</th></tr>{''.join(rows)}</table></details>")
+            "<th>time</th><th title='plain: every match applied (small e-graphs); back-off: a rule over "
+            "Limits.match_limit matches skips the step'>scheduler</th><th>most matched rules</th></tr>"
+            f"{''.join(rows)}</table></details>")
 
 
 # ------------------------------------------------------------------ cost model

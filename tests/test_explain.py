@@ -28,6 +28,15 @@ def test_rule_matches_are_named_and_add_up_over_rounds():
     assert [r["nodes"] for r in rep.rounds] == rep.per_iteration_nodes
 
 
+def test_the_viewer_says_which_scheduler_ran_each_round(tmp_path):
+    mod, prog = _case("linear_bias_relu")
+    plan = eqsat.optimize(prog, mod.SHAPES)
+    html = open(plan.view(str(tmp_path / "p.html"))).read()
+    table = re.search(r"<table id=rounds-table>.*?</table>", html, re.S).group(0)
+    assert "<th" in table and "scheduler</th>" in table
+    assert table.count("<td>plain</td>") == len(plan.report.rounds)
+
+
 def test_provenance_names_the_rules_that_built_each_kernel():
     mod, prog = _case("linear_bias_relu")
     plan = eqsat.optimize(prog, mod.SHAPES)
