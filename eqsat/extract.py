@@ -9,7 +9,6 @@ product of the extents of its free index variables.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 from .cost import INF, Model, ScInfo, TenInfo, untiled_latency
@@ -63,7 +62,7 @@ class Graph:
                     args.append(("c", cn["eclass"]))
             self.classes.setdefault(n["eclass"], []).append(ENode(nid, op, tuple(args), n["eclass"]))
         for ns in self.classes.values():
-            ns.sort(key=lambda e: id_key(e.id))
+            ns.sort(key=lambda e: e.id)
         self.order = self._children_first()
         self.parents: dict[str, list] = {}  # class -> nodes that have it as a child
         self.loads_of: dict[str, list] = {}  # tensor class -> (class, index class) of its loads
@@ -100,7 +99,7 @@ class Graph:
         on a cycle): a worklist pass in this order finds most costs once, where an arbitrary
         order re-evaluates a long chain once for every improvement below it."""
         order, state = [], {}
-        for root in sorted(self.classes, key=id_key):
+        for root in sorted(self.classes):
             if root in state:
                 continue
             state[root] = 1
@@ -119,18 +118,6 @@ class Graph:
 
     def _child_classes(self, cid) -> list:
         return [v for n in self.classes[cid] for kind, v in n.args if kind == "c"]
-
-
-def id_key(ident: str) -> tuple:
-    """An egglog id ("eqsat.sorts.Ten-86", "function-12-...") as a key that orders its
-    numbers as numbers. egglog numbers e-classes from a counter that a prepared e-graph
-    keeps across calls, so the same program's ids differ by an offset from call to call;
-    ordered as text, "Ten-100" would come before "Ten-99" in one call and not in another,
-    and extraction's tie-breaking (the first of equal-cost choices) with it."""
-    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(ident))
-
-
-_DIGITS = re.compile(r"(\d+)")
 
 
 def _prim(eclass: str, op: str):

@@ -21,7 +21,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import lil_matrix
 
 from .cost import INF, loop_time
-from .extract import ENode, Extractor, id_key
+from .extract import ENode, Extractor
 
 VIEWS = ("Ten.transpose", "Ten.slice", "Ten.reshape")
 EPS = 1e-12  # seconds: far below any kernel's price
@@ -146,7 +146,7 @@ def solve(ext: Extractor, roots: list, time_limit: float = 10.0, max_rounds: int
         c[v] = loop_time(ext.model.t, ext.model.nest_work(nid))
     # each node's needed classes in id order: HiGHS's choice among equal-cost optima
     # follows the rows' order, which a set's order (salted per process) would make vary
-    needs = [sorted(k.needs(n), key=id_key) for n in nodes]
+    needs = [sorted(k.needs(n)) for n in nodes]
 
     rows = []  # (coefficients, lower, upper)
     for i, n in enumerate(nodes):
