@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from eqsat import lang
+from eqsat.parallel import parallel_loops
 
 COMPILE_MIN_OPS = 200_000
 _LIB = None  # the compiled library functions, built once per process
@@ -86,7 +87,7 @@ def build(plan, nest):
         import numba  # noqa: F401
     except ImportError:
         return None, "interpreted (numba is not installed)"
-    src, names, params = _source(plan, nest)
+    src, names, params, par = _source(plan, nest)
     key = hashlib.sha256(src.encode()).hexdigest()[:20]
     with _MODULES_LOCK:
         fn = _MODULES.get(key)
@@ -113,7 +114,8 @@ def build(plan, nest):
             while len(_MODULES) > MAX_MODULES:
                 old, _ = _MODULES.popitem(last=False)
                 sys.modules.pop(f"eqsat_nest_{old}", None)
-    return CompiledNest(fn, params, list(nest.outputs), in_place(nest)), "compiled (numba)"
+    how = f"compiled (numba; parallel loops: {', '.join(par)})" if par else "compiled (numba)"
+    return CompiledNest(fn, params, list(nest.outputs), in_place(nest), bool(par)), how
 
 
 class CompiledNest:
@@ -123,15 +125,44 @@ class CompiledNest:
     every call, a few microseconds that dominated small nests. Called with the
     interpreter's namespace it returns every output by name."""
 
-    def __init__(self, fn, params: list, outputs: list, in_place: set):
-        self.fn, self.params, self.outputs = fn, params, outputs
+    def __init__(self, fn, params: list, outputs: list, in_place: set, parallel: bool = False):
+        self.fn, self.params, self.outputs, self.parallel = fn, params, outputs, parallel
         self.returned = [o for o in outputs if o not in in_place]
 
     def __call__(self, ns: dict) -> dict:
         args = [ns[p] for p in self.params]
         out = {o: ns[o] for o in self.outputs if o not in self.returned}
-        out.update(zip(self.returned, self.fn(*args)))
+        if self.parallel:  # numba's default thread pool must not be entered by two threads at once
+            with _PARALLEL_LOCK:
+                got = self.fn(*args)
+        else:
+            got = self.fn(*args)
+        out.update(zip(self.returned, got))
         return out
+
+
+_PARALLEL_LOCK = threading.Lock()
+
+
+def parallel_policy() -> bool:
+    """`EQSAT_PARALLEL_LOOPS=0` compiles every kept nest sequentially."""
+    return os.environ.get("EQSAT_PARALLEL_LOOPS", "1") != "0"
+
+
+def _with_prange(node, loops: list):
+    """A copy of the nest's ast with the `range` of each loop in `loops` (ast.For nodes of
+    `node`) replaced by `numba.prange`."""
+    import copy
+
+    new = copy.deepcopy(node)
+    want = {id(f) for f in loops}
+    done = 0
+    for old, cp in zip(ast.walk(node), ast.walk(new)):
+        if id(old) in want:
+            cp.iter.func = ast.Attribute(value=ast.Name(id="numba", ctx=ast.Load()), attr="prange",
+                                         ctx=ast.Load())
+            done += 1
+    return new if done == len(want) else None  # a loop not found in this tree: none
 
 
 def _source(plan, nest):
@@ -156,11 +187,16 @@ def _source(plan, nest):
         elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
             lines.append(f"{name} = {obj!r}")
     outs = "".join(f"{o}, " for o in nest.outputs if o not in in_place(nest))
-    body = ast.unparse(node)
-    lines += ["", "", '@numba.njit(cache=True, error_model="numpy")', f"def nest({', '.join(params)}):"]
+    par = parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views) if parallel_policy() else []
+    marked = _with_prange(node, par) if par else None
+    if marked is None:
+        par = []
+    body = ast.unparse(marked if par else node)
+    flags = ', parallel=True' if par else ''
+    lines += ["", "", f'@numba.njit(cache=True, error_model="numpy"{flags})', f"def nest({', '.join(params)}):"]
     lines += ["    " + line for line in body.splitlines()]
     lines.append(f"    return ({outs})")
-    return "\n".join(lines) + "\n", lib_names, params
+    return "\n".join(lines) + "\n", lib_names, params, [f.target.id for f in par]
 
 
 def in_place(nest) -> set:

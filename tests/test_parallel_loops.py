@@ -1,0 +1,142 @@
+"""Kept nests run their dependence-free loops in parallel (numba's prange), only those,
+only where a parallel region pays, and the results agree with `reference`."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import eqsat
+from conftest import random_args, rel_err
+from eqsat.parallel import MIN_OPS, parallel_loops
+
+# a Jacobi sweep pair inside a time loop: the time loop carries everything, each sweep's
+# rows are independent
+JACOBI = '''
+@program
+def p(T: int, A: f32["N", "N"], B: f32["N", "N"]) -> f32["N", "N"]:
+    for t in range(T):
+        for i in range(1, N - 1):
+            for j in range(1, N - 1):
+                B[i, j] = 0.2 * (A[i, j] + A[i, j - 1] + A[i, j + 1] + A[i + 1, j] + A[i - 1, j])
+        for i in range(1, N - 1):
+            for j in range(1, N - 1):
+                A[i, j] = 0.2 * (B[i, j] + B[i, j - 1] + B[i, j + 1] + B[i + 1, j] + B[i - 1, j])
+    return A
+'''
+
+# Gauss-Seidel: updated in place, every point reads its updated neighbours
+SEIDEL = '''
+@program
+def p(T: int, A: f32["N", "N"]) -> f32["N", "N"]:
+    for t in range(T):
+        for i in range(1, N - 1):
+            for j in range(1, N - 1):
+                A[i, j] = (A[i - 1, j] + A[i, j - 1] + A[i, j] + A[i, j + 1] + A[i + 1, j]) / 5.0
+    return A
+'''
+
+# each row keeps a running scalar: the scalar is one location written by every row
+SCALAR = '''
+@program
+def p(T: int, A: f32["N", "N"], B: f32["N", "N"]) -> f32["N", "N"]:
+    for t in range(T):
+        for i in range(N):
+            s = 0.0
+            for j in range(N):
+                s = s * 0.5 + A[i, j]
+                B[i, j] = s
+        for i in range(N):
+            for j in range(N):
+                A[i, j] = (B[i, j] * 0.5 + 1.0) * (B[i, j] - 0.25)
+    return A
+'''
+
+# a row reads the row above it, written in the same sweep
+CARRIED = '''
+@program
+def p(T: int, A: f32["N", "N"]) -> f32["N", "N"]:
+    for t in range(T):
+        for i in range(1, N):
+            for j in range(N):
+                A[i, j] = A[i - 1, j] * 0.5 + A[i, j]
+    return A
+'''
+
+BIG = {"N": 160, "T": 3}
+
+
+def _copies(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _nest_loops(tmp_program, src, shapes):
+    prog = tmp_program(src)
+    plan = eqsat.optimize(prog, shapes, target="cpu")
+    loops = [k for k in plan.kernels if k.kind == "loop"]
+    assert loops, plan.kernels
+    out = []
+    for nest in plan.lowered.nests.values():
+        out += [f.target.id for f in parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views)]
+    return prog, plan, out
+
+
+def test_a_stencils_sweeps_are_parallel_and_its_time_loop_is_not(tmp_program):
+    _, _, loops = _nest_loops(tmp_program, JACOBI, BIG)
+    assert loops == ["i", "i"], loops
+
+
+@pytest.mark.parametrize("src", [SEIDEL, SCALAR, CARRIED], ids=["seidel", "scalar", "carried"])
+def test_loops_with_a_dependence_between_iterations_stay_sequential(tmp_program, src):
+    _, _, loops = _nest_loops(tmp_program, src, BIG)
+    # SCALAR's second sweep has no scalar and no carried dependence: it alone may run in parallel
+    assert loops == (["i"] if src is SCALAR else []), loops
+
+
+def test_small_sweeps_stay_sequential(tmp_program):
+    """A sweep of 14 x 14 points is far under MIN_OPS: a parallel region would cost more."""
+    _, _, loops = _nest_loops(tmp_program, JACOBI, {"N": 16, "T": 3})
+    assert loops == []
+    assert 14 * 14 * 10 < MIN_OPS
+
+
+@pytest.mark.parametrize("src", [JACOBI, SCALAR], ids=["jacobi", "scalar"])
+def test_parallel_nests_agree_with_reference_from_several_threads(tmp_program, monkeypatch, src):
+    """Compiled with prange, run from four threads at once (numba's thread pool is entered
+    by one at a time), and the results equal the program as written."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    prog = tmp_program(src)
+    plan = eqsat.optimize(prog, BIG, target="cpu")
+    args = random_args(prog, BIG, 3)
+    want = eqsat.reference(prog, *_copies(args))
+    got = plan.run(*_copies(args))
+    assert rel_err(got, want) < 1e-5
+    assert any("parallel loops: i" in how for _, how in plan.loop_runners.values()), plan.loop_runners
+    errors = []
+
+    def worker():
+        try:
+            for _ in range(3):
+                if not rel_err(plan.run(*_copies(args)), want) < 1e-5:
+                    errors.append("wrong result")
+        except Exception as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_the_switch_compiles_every_nest_sequentially(tmp_program, monkeypatch):
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    monkeypatch.setenv("EQSAT_PARALLEL_LOOPS", "0")
+    prog = tmp_program(JACOBI)
+    plan = eqsat.optimize(prog, BIG, target="cpu")
+    args = random_args(prog, BIG, 4)
+    assert rel_err(plan.run(*_copies(args)), eqsat.reference(prog, *_copies(args))) < 1e-5
+    assert all(how == "compiled (numba)" for _, how in plan.loop_runners.values()), plan.loop_runners
+    assert np.all(np.isfinite(plan.run(*args)))
