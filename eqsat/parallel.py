@@ -14,9 +14,11 @@ in nests without conditionals, views, or statements other than stores, assignmen
 allocations; anything the model cannot state makes the loop sequential. And only where a
 parallel region pays: starting one costs microseconds (numba's thread pool), so a loop
 runs in parallel only when one execution of it does at least `MIN_OPS` modeled operations
-(`work.nest_work`, the loops around it at their midpoints). Measured on PolyBench at
-MEDIUM (bench/polybench.py, 2 cores): jacobi_2d's 62k-point sweeps gain 1.6x, while
-jacobi_1d's 400-point sweeps ran 15x slower in parallel and durbin's 400-element updates 8x.
+(`work.nest_work`, the loops around it at their midpoints). Calibrated on PolyBench at
+MEDIUM (bench/polybench.py, this project's 2-core VM): sweeps of 290k-1.7M operations
+(fdtd_2d, jacobi_2d, heat_3d, adi) gain 1.5-2.2x; at 160k-170k lu's column updates gained
+1.25x but gramschmidt's lost 1.5x; jacobi_1d's 2k-operation sweeps ran 15x slower in
+parallel and durbin's updates 8x.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from .ir import Alloc, Assign, For, Store, ie_eval
 from .work import nest_work
 
 _PLAIN = (ast.Assign, ast.AugAssign, ast.For, ast.Expr, ast.Pass)
-MIN_OPS = 100_000  # modeled operations in one execution of a loop, for it to run in parallel
+MIN_OPS = 250_000  # modeled operations in one execution of a loop, for it to run in parallel
 
 
 def parallel_loops(stmt, dims: dict, shapes: dict, views=()) -> list:

@@ -64,7 +64,7 @@ def p(T: int, A: f32["N", "N"]) -> f32["N", "N"]:
     return A
 '''
 
-BIG = {"N": 160, "T": 3}
+BIG = {"N": 256, "T": 2}
 
 
 def _copies(args):
