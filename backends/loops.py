@@ -144,11 +144,6 @@ class CompiledNest:
 _PARALLEL_LOCK = threading.Lock()
 
 
-def parallel_policy() -> bool:
-    """`EQSAT_PARALLEL_LOOPS=0` compiles every kept nest sequentially."""
-    return os.environ.get("EQSAT_PARALLEL_LOOPS", "1") != "0"
-
-
 def _with_prange(node, loops: list):
     """A copy of the nest's ast with the `range` of each loop in `loops` (ast.For nodes of
     `node`) replaced by `numba.prange`."""
@@ -187,7 +182,7 @@ def _source(plan, nest):
         elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
             lines.append(f"{name} = {obj!r}")
     outs = "".join(f"{o}, " for o in nest.outputs if o not in in_place(nest))
-    par = parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views) if parallel_policy() else []
+    par = parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views)
     marked = _with_prange(node, par) if par else None
     if marked is None:
         par = []

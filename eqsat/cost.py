@@ -20,7 +20,8 @@ A kernel costs ``max(flops / peak, bytes / bandwidth, latency) + launch``:
 - a loop nest kept as written (`loop`) runs as what it is: one sequential chain of scalar
   operations (one thread; on the CPU target one core, compiled), each `loop_op_time`, its
   bytes at the `loop_bandwidth` one thread reaches, plus one launch per library call
-  inside it. So a sum over 2^24 elements written as a loop costs what a sequential loop
+  inside it; the work inside the loops that run in parallel (`eqsat/parallel.py`) is
+  spread over `loop_cores`. So a sum over 2^24 elements written as a loop costs what a sequential loop
   costs, and lifting it into a parallel reduction kernel pays. On a GPU target the backend
   runs a kept nest on the host (compiled, as on the CPU target), so it is charged the
   host's loop rates plus its tensors' trip across the link (`host_link` bytes/s, and
@@ -65,6 +66,8 @@ class Target:
     # they run beside the data (the CPU target)
     host_link: float = 0.0
     host_latency: float = 0.0
+    # cores a kept nest's parallel loops (eqsat/parallel.py) spread over, where kept nests run
+    loop_cores: int = 1
 
 
 TARGETS = {
@@ -77,7 +80,7 @@ TARGETS = {
     # kept loops on the CPU run compiled on one core: ~1 ns an operation, ~5 GB/s
     "cpu": Target("cpu", 100e9, 100e9, 20e9, 2e-6, loop_op_time=1e-9, loop_bandwidth=5e9,
                   load_latency=1e-8, loads_in_flight=4, tile_k=256, fma_latency=1e-9, fused_prologues=False,
-                  pass_bytes=12.0),
+                  pass_bytes=12.0, loop_cores=2),
 }
 
 # flops charged per application of a function
@@ -156,7 +159,11 @@ def loop_terms(t: Target, work: dict) -> dict:
     memory (at the rates of where it runs) and, on a target with a host, the copies of
     what it reads and writes across the link."""
     r = loop_rates(t)
-    terms = {"compute": work["ops"] * r.loop_op_time, "memory": work["bytes"] / r.loop_bandwidth}
+    # the work inside its parallel loops is spread over the cores (memory up to the bandwidth)
+    pops, pbytes = work.get("parallel_ops", 0.0), work.get("parallel_bytes", 0.0)
+    par_bw = min(r.loop_bandwidth * r.loop_cores, r.bandwidth)
+    terms = {"compute": (work["ops"] - pops) * r.loop_op_time + pops * r.loop_op_time / r.loop_cores,
+             "memory": (work["bytes"] - pbytes) / r.loop_bandwidth + pbytes / par_bw}
     if t.host_link:
         terms["link"] = work.get("io_bytes", 0) / t.host_link + 2 * t.host_latency
     return terms

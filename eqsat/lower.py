@@ -46,6 +46,7 @@ from .terms import Node
 from .hoist import hoist_invariant_reductions
 from .unsplit import merge_split_reductions, unsplit
 from .work import nest_work
+from .parallel import parallel_work
 
 
 AUG = {"+": "Sc.add", "*": "Sc.mul", "/": "Sc.div"}  # an augmented assignment's combining op
@@ -367,6 +368,8 @@ class _Lowerer:
         code = compile(ast.fix_missing_locations(ast.Module(body=[s.node], type_ignores=[])),
                        self.prog.file, "exec")
         work = nest_work(s, self.dims)
+        par = parallel_work(s, self.dims, self.shapes, views)  # what runs on several cores
+        work["parallel_ops"], work["parallel_bytes"] = par["ops"], par["bytes"]
         # what crosses to a host that runs the nest (cost.loop_time on a GPU target): the
         # tensors it reads and the ones it writes
         work["io_bytes"] = 4 * sum(math.prod(self.shapes[n]) for n in tensor_in) + \

@@ -23,6 +23,7 @@ parallel and durbin's updates 8x.
 from __future__ import annotations
 
 import ast
+import os
 
 from .dataflow import NestFlow, _reads, _writes
 from .ir import Alloc, Assign, For, Store, ie_eval
@@ -32,11 +33,35 @@ _PLAIN = (ast.Assign, ast.AugAssign, ast.For, ast.Expr, ast.Pass)
 MIN_OPS = 250_000  # modeled operations in one execution of a loop, for it to run in parallel
 
 
+def enabled() -> bool:
+    """`EQSAT_PARALLEL_LOOPS=0` keeps every kept nest sequential (compiled and costed)."""
+    return os.environ.get("EQSAT_PARALLEL_LOOPS", "1") != "0"
+
+
+def parallel_work(stmt, dims: dict, shapes: dict, views=()) -> dict:
+    """{"ops", "bytes"}: the modeled work of nest `stmt` (all its executions) that runs
+    inside its parallel loops (`work.nest_work`'s units), for the cost model."""
+    out = {"ops": 0.0, "bytes": 0.0}
+    for f, iters, at in _parallel(stmt, dims, shapes, views):
+        w = nest_work(f, at)
+        out["ops"] += iters * w["ops"]
+        out["bytes"] += iters * w["bytes"]
+    return out
+
+
 def parallel_loops(stmt, dims: dict, shapes: dict, views=()) -> list:
     """The `ast.For` nodes of the outermost parallel loops of nest `stmt` (an ir.For whose
     loops keep their `ast.For` in `.node`), outermost first; [] when none or unsure."""
-    if views or not isinstance(stmt, For) or stmt.node is None:
+    return [f.node for f, _, _ in _parallel(stmt, dims, shapes, views)]
+
+
+def _parallel(stmt, dims: dict, shapes: dict, views) -> list:
+    """[(ir.For, executions of it, the sizes and midpoints it runs at)] for the outermost
+    parallel loops; [] when none or unsure (or turned off)."""
+    if not enabled() or views or not isinstance(stmt, For) or stmt.node is None:
         return []
+    if nest_work(stmt, dims)["ops"] < MIN_OPS:
+        return []  # no loop inside can reach MIN_OPS an execution: skip the analysis
     try:
         flow = NestFlow(stmt, dims, shapes, set())
     except Exception:  # noqa: BLE001 - a conditional, an index isl cannot state: sequential
@@ -45,19 +70,20 @@ def parallel_loops(stmt, dims: dict, shapes: dict, views=()) -> list:
         return []
     out: list = []
 
-    def visit(f: For, depth: int, env: dict):
+    def visit(f: For, depth: int, env: dict, iters: float):
         at = {**dims, **env}
         if _candidate(f) and nest_work(f, at)["ops"] >= MIN_OPS and _carries_nothing(flow, f, depth):
-            out.append(f.node)
+            out.append((f, iters, at))
             return  # the loops inside run within one iteration: one parallel level is enough
         lo, hi = ie_eval(f.lo, at), ie_eval(f.hi, at)
-        inner = {**env, f.var: (lo + hi - f.step) / 2}  # the middle iteration, as nest_work does
+        n = max(0.0, (hi - lo) / f.step)
+        inner = {**env, f.var: lo + f.step * (n - 1) / 2 if n else lo}  # the middle one, as nest_work
         for s in f.body:
             if isinstance(s, For):
-                visit(s, depth + 1, inner)
+                visit(s, depth + 1, inner, iters * n)
 
     try:
-        visit(stmt, 0, {})
+        visit(stmt, 0, {}, 1.0)
     except Exception:  # noqa: BLE001 - isl could not decide: keep the nest sequential
         return []
     return out

@@ -140,3 +140,16 @@ def test_the_switch_compiles_every_nest_sequentially(tmp_program, monkeypatch):
     assert rel_err(plan.run(*_copies(args)), eqsat.reference(prog, *_copies(args))) < 1e-5
     assert all(how == "compiled (numba)" for _, how in plan.loop_runners.values()), plan.loop_runners
     assert np.all(np.isfinite(plan.run(*args)))
+
+
+def test_the_cost_model_spreads_parallel_loops_over_the_cores(tmp_program, monkeypatch):
+    """A kept nest is charged its sequential chain, except the work inside its parallel
+    loops, which the CPU target's two cores share (cost.loop_terms)."""
+    prog = tmp_program(JACOBI)
+    par = eqsat.optimize(prog, BIG, target="cpu")
+    work = next(iter(par.lowered.nests.values())).work
+    assert 0.9 * work["ops"] < work["parallel_ops"] <= work["ops"], work
+    monkeypatch.setenv("EQSAT_PARALLEL_LOOPS", "0")
+    seq = eqsat.optimize(prog, BIG, target="cpu")
+    assert next(iter(seq.lowered.nests.values())).work["parallel_ops"] == 0
+    assert 0.45 < par.cost / seq.cost < 0.6, (par.cost, seq.cost)
