@@ -5,9 +5,11 @@ writing it, for any fixed values of the loops around it: then the iterations can
 any order, or at once, and every read still sees the value it saw as written. The check
 is exact over the nest's concrete iteration domains (`dataflow.NestFlow`'s accesses and
 domains, isl): a stencil's spatial loops inside its time loop pass, the time loop and a
-recurrence's loops do not. Scalars are locations too, so a loop that assigns a scalar (an
-accumulator, a temporary) is not parallel here; privatizing them is left out on purpose,
-as the value a scalar holds after a parallel loop is not the one it holds as written.
+recurrence's loops do not. A loop that assigns a name (an accumulator, a temporary) is
+not parallel here, whatever its trip count: numba privatizes such a name, starting it
+undefined in each iteration (or at a reduction's identity for `s = s * c`), and leaves
+another value after the loop than the program as written (a campaign with the size
+threshold off found two such one-iteration loops; tests/test_parallel_loops.py).
 
 Conservative beyond the dependences: only loops that count up by one from a `range` call,
 in nests without conditionals, views, or statements other than stores, assignments and
@@ -102,6 +104,13 @@ def _candidate(f: For) -> bool:
     for sub in ast.walk(node):
         if isinstance(sub, ast.stmt) and not isinstance(sub, _PLAIN):
             return False  # an if, a while, a break, a return: sequential
+        if isinstance(sub, (ast.Assign, ast.AugAssign)):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            if any(not isinstance(t, ast.Subscript) for t in targets):
+                # a name assigned inside: numba makes it private to each iteration and
+                # starts it undefined (or at a reduction's identity, for `s = s * c`), so
+                # even a loop of one iteration would read another value than as written
+                return False
     return True
 
 

@@ -153,3 +153,32 @@ def test_the_cost_model_spreads_parallel_loops_over_the_cores(tmp_program, monke
     seq = eqsat.optimize(prog, BIG, target="cpu")
     assert next(iter(seq.lowered.nests.values())).work["parallel_ops"] == 0
     assert 0.45 < par.cost / seq.cost < 0.6, (par.cost, seq.cost)
+
+
+# found by a campaign with MIN_OPS at 0: one iteration of `i`, so no two iterations
+# conflict, but numba would privatize `s` (a product reduction starting at 1)
+ONE_ROW = '''
+@program
+def p(x: f32["M", "K"]) -> f32["M"]:
+    y = empty((M,))
+    s = 0.0
+    for i in range(M):
+        for k in range(K):
+            s = s * 0.5
+        y[i] = s * 2.0
+    return y
+'''
+
+
+def test_a_loop_assigning_a_name_is_never_parallel(tmp_program, monkeypatch):
+    from eqsat import parallel
+
+    monkeypatch.setattr(parallel, "MIN_OPS", 0)
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    prog = tmp_program(ONE_ROW)
+    shapes = {"M": 1, "K": 5}
+    plan = eqsat.optimize(prog, shapes, target="cpu")
+    for nest in plan.lowered.nests.values():
+        assert parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views) == []
+    args = random_args(prog, shapes, 2)
+    assert rel_err(plan.run(*_copies(args)), eqsat.reference(prog, *_copies(args))) < 1e-6
