@@ -126,22 +126,28 @@ class CompiledNest:
     interpreter's namespace it returns every output by name."""
 
     def __init__(self, fn, params: list, outputs: list, in_place: set, parallel: bool = False):
-        self.fn, self.params, self.outputs, self.parallel = fn, params, outputs, parallel
+        self.params, self.outputs, self.parallel = params, outputs, parallel
+        # what callers call: a nest with parallel loops enters numba's default thread pool,
+        # which two threads must not enter at once (workqueue is not reentrant)
+        self.fn = _one_at_a_time(fn) if parallel else fn
         self.returned = [o for o in outputs if o not in in_place]
 
     def __call__(self, ns: dict) -> dict:
         args = [ns[p] for p in self.params]
         out = {o: ns[o] for o in self.outputs if o not in self.returned}
-        if self.parallel:  # numba's default thread pool must not be entered by two threads at once
-            with _PARALLEL_LOCK:
-                got = self.fn(*args)
-        else:
-            got = self.fn(*args)
-        out.update(zip(self.returned, got))
+        out.update(zip(self.returned, self.fn(*args)))
         return out
 
 
 _PARALLEL_LOCK = threading.Lock()
+
+
+def _one_at_a_time(fn):
+    def call(*args):
+        with _PARALLEL_LOCK:
+            return fn(*args)
+
+    return call
 
 
 def _with_prange(node, loops: list):

@@ -106,6 +106,24 @@ def test_small_sweeps_stay_sequential(tmp_program):
 def test_parallel_nests_agree_with_reference_from_several_threads(tmp_program, monkeypatch, src):
     """Compiled with prange, run from four threads at once (numba's thread pool is entered
     by one at a time), and the results equal the program as written."""
+    from eqsat.backends import loops
+
+    class Counting:  # numba's lock, counting how often a parallel nest was entered
+        def __init__(self):
+            self.lock, self.entered, self.inside, self.most = threading.Lock(), 0, 0, 0
+
+        def __enter__(self):
+            self.lock.acquire()
+            self.entered += 1
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+
+        def __exit__(self, *exc):
+            self.inside -= 1
+            self.lock.release()
+
+    counting = Counting()
+    monkeypatch.setattr(loops, "_PARALLEL_LOCK", counting)
     monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
     prog = tmp_program(src)
     plan = eqsat.optimize(prog, BIG, target="cpu")
@@ -130,6 +148,7 @@ def test_parallel_nests_agree_with_reference_from_several_threads(tmp_program, m
     for t in threads:
         t.join()
     assert errors == []
+    assert counting.entered >= 13 and counting.most == 1, (counting.entered, counting.most)
 
 
 def test_the_switch_compiles_every_nest_sequentially(tmp_program, monkeypatch):
