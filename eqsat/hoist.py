@@ -21,13 +21,16 @@ from . import terms as T
 from .terms import Node
 
 
-def hoist_invariant_reductions(term: Node, free_vars, new_var, extent) -> Node:
+def hoist_invariant_reductions(term: Node, free_vars, new_var, extent, memo: dict | None = None) -> Node:
     """`term` with every reduction nested in another reduction, and free of that one's
     variable, read from its own tensor. `free_vars(node)` gives a term's free index
     variables, `new_var(base, n)` a fresh variable, `extent(var)` a variable's extent (None
-    if unknown: then it stays)."""
-    memo: dict = {}
-    for x in T.postorder(term):
+    if unknown: then it stays). `memo` (term -> its result) may be shared by the calls of
+    one lowering: a nest's term holds the tensors of the nests before it, already done,
+    and a chain of n nests walked them all again each time (n^2: 2.5 s of a 200-layer
+    chain's lowering)."""
+    memo = {} if memo is None else memo
+    for x in T.postorder(term, known=memo):
         new = Node(x.op, *[memo.get(a, a) if isinstance(a, Node) else a for a in x.args])
         if new.op == "Sc.red":
             new = _hoist_from(new, free_vars, new_var, extent)

@@ -121,6 +121,7 @@ class _Lowerer:
         self.nests: dict = {}
         self.fresh = count()
         self.var_extent: dict = {}
+        self.hoisted: dict = {}  # term -> its hoisted form, shared by every nest (hoist.py)
 
     # ------------------------------------------------------------ helpers
     def shape_of(self, ty, loc) -> tuple:
@@ -348,7 +349,7 @@ class _Lowerer:
         """A nest's functional term with split reductions merged and loop-invariant
         reductions hoisted out of the reductions around them (eqsat/hoist.py)."""
         t = merge_split_reductions(t, lambda e: self.new_var("k", e))
-        return hoist_invariant_reductions(t, _free_vars, self.new_var, self.var_extent.get)
+        return hoist_invariant_reductions(t, _free_vars, self.new_var, self.var_extent.get, self.hoisted)
 
     def _as_written(self, s, reason: str):
         """Nest `s` as a `loop` kernel run as written: ({output: its Ten.opaque term}, the
