@@ -188,7 +188,7 @@ def _source(plan, nest):
         elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
             lines.append(f"{name} = {obj!r}")
     outs = "".join(f"{o}, " for o in nest.outputs if o not in in_place(nest))
-    par = parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views)
+    par = parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views, _live(plan, nest))
     marked = _with_prange(node, par) if par else None
     if marked is None:
         par = []
@@ -198,6 +198,20 @@ def _source(plan, nest):
     lines += ["    " + line for line in body.splitlines()]
     lines.append(f"    return ({outs})")
     return "\n".join(lines) + "\n", lib_names, params, [f.target.id for f in par]
+
+
+def _live(plan, nest) -> set:
+    """The names the nest writes that the plan reads afterwards (its `Ten.opaque` outputs
+    that some kernel or root uses)."""
+    from eqsat.terms import walk
+
+    seen: set = set()
+    out = set()
+    for r in plan.roots:
+        for n in walk(r, seen):
+            if n.op == "Ten.opaque" and n.args[0] == nest.id:
+                out.add(n.args[1])
+    return out
 
 
 def in_place(nest) -> set:

@@ -40,24 +40,27 @@ def enabled() -> bool:
     return os.environ.get("EQSAT_PARALLEL_LOOPS", "1") != "0"
 
 
-def parallel_work(stmt, dims: dict, shapes: dict, views=()) -> dict:
+def parallel_work(stmt, dims: dict, shapes: dict, views=(), live=None) -> dict:
     """{"ops", "bytes"}: the modeled work of nest `stmt` (all its executions) that runs
-    inside its parallel loops (`work.nest_work`'s units), for the cost model."""
+    inside its parallel loops (`work.nest_work`'s units), for the cost model. `live`: as
+    for `parallel_loops` (None: every name the nest assigns)."""
     out = {"ops": 0.0, "bytes": 0.0}
-    for f, iters, at in _parallel(stmt, dims, shapes, views):
+    for f, iters, at in _parallel(stmt, dims, shapes, views, live):
         w = nest_work(f, at)
         out["ops"] += iters * w["ops"]
         out["bytes"] += iters * w["bytes"]
     return out
 
 
-def parallel_loops(stmt, dims: dict, shapes: dict, views=()) -> list:
+def parallel_loops(stmt, dims: dict, shapes: dict, views=(), live=None) -> list:
     """The `ast.For` nodes of the outermost parallel loops of nest `stmt` (an ir.For whose
-    loops keep their `ast.For` in `.node`), outermost first; [] when none or unsure."""
-    return [f.node for f, _, _ in _parallel(stmt, dims, shapes, views)]
+    loops keep their `ast.For` in `.node`), outermost first; [] when none or unsure.
+    `live`: the names the nest assigns whose value is read after it (None: all of them);
+    a loop may privatize only names that are not."""
+    return [f.node for f, _, _ in _parallel(stmt, dims, shapes, views, live)]
 
 
-def _parallel(stmt, dims: dict, shapes: dict, views) -> list:
+def _parallel(stmt, dims: dict, shapes: dict, views, live=None) -> list:
     """[(ir.For, executions of it, the sizes and midpoints it runs at)] for the outermost
     parallel loops; [] when none or unsure (or turned off)."""
     if not enabled() or views or not isinstance(stmt, For) or stmt.node is None:
@@ -74,7 +77,9 @@ def _parallel(stmt, dims: dict, shapes: dict, views) -> list:
 
     def visit(f: For, depth: int, env: dict, iters: float):
         at = {**dims, **env}
-        if _candidate(f) and nest_work(f, at)["ops"] >= MIN_OPS and _carries_nothing(flow, f, depth):
+        private = _privates(f, stmt.node, live)
+        if private is not None and nest_work(f, at)["ops"] >= MIN_OPS and \
+                _carries_nothing(flow, f, depth, private):
             out.append((f, iters, at))
             return  # the loops inside run within one iteration: one parallel level is enough
         lo, hi = ie_eval(f.lo, at), ie_eval(f.hi, at)
@@ -91,38 +96,69 @@ def _parallel(stmt, dims: dict, shapes: dict, views) -> list:
     return out
 
 
-def _candidate(f: For) -> bool:
-    """A loop `for v in range(...)` counting up by one, whose body (as written) holds only
-    loops and plain statements."""
+def _privates(f: For, root, live) -> set | None:
+    """The names loop `f` may keep private to each iteration, or None if it is no
+    candidate: a loop `for v in range(...)` counting up by one, whose body (as written)
+    holds only loops and plain statements, and every name it assigns is private: assigned
+    by a top-level statement of its body, from a value that does not read it, before any
+    statement of the body touches it; not touched anywhere else in the nest, nor read after
+    it (`live`; None: no name may be). numba makes a name assigned in a parallel loop
+    private to each iteration, starting undefined (or at a reduction's identity for
+    `s = s * c`) and ending unknown, which is the value as written only under these
+    conditions (a campaign with the size threshold off found one-iteration loops reading
+    a reduction's identity; tests/test_parallel_loops.py)."""
     node = f.node
     if f.step != 1 or not isinstance(node, ast.For) or node.orelse:
-        return False
+        return None
     it = node.iter
     if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
             and 1 <= len(it.args) <= 2 and not it.keywords):
-        return False
+        return None
+    assigned = set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.stmt) and not isinstance(sub, _PLAIN):
-            return False  # an if, a while, a break, a return: sequential
+            return None  # an if, a while, a break, a return: sequential
         if isinstance(sub, (ast.Assign, ast.AugAssign)):
             targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-            if any(not isinstance(t, ast.Subscript) for t in targets):
-                # a name assigned inside: numba makes it private to each iteration and
-                # starts it undefined (or at a reduction's identity, for `s = s * c`), so
-                # even a loop of one iteration would read another value than as written
-                return False
-    return True
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    assigned.add(t.id)
+                elif not isinstance(t, ast.Subscript):
+                    return None  # a tuple target: not modeled
+    if not assigned:
+        return set()
+    if live is None or assigned & set(live):
+        return None
+    inside = {id(n) for n in ast.walk(node)}
+    if any(isinstance(n, ast.Name) and n.id in assigned and id(n) not in inside for n in ast.walk(root)):
+        return None  # the name is used elsewhere in the nest
+    for name in assigned:
+        first = None
+        for k, st in enumerate(node.body):
+            touches = any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(st))
+            if not touches:
+                continue
+            ok = (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+                  and st.targets[0].id == name
+                  and not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(st.value)))
+            first = k if ok else None
+            break
+        if first is None:
+            return None
+    return assigned
 
 
-def _carries_nothing(flow: NestFlow, f: For, depth: int) -> bool:
+def _carries_nothing(flow: NestFlow, f: For, depth: int, private=frozenset()) -> bool:
     """No two instances of statements inside `f` that agree on the loops around `f` and differ
-    in `f`'s own iteration touch one location, one of them writing it."""
+    in `f`'s own iteration touch one location, one of them writing it (the `private`
+    names, one location per iteration, aside)."""
     inside = [leaf for leaf in flow.leaves if len(leaf.path) > depth and leaf.path[depth] is f]
     acc_w, acc_r = {}, {}
     for leaf in inside:
-        acc_w[leaf.sid] = flow._union([a for _, a in flow._leaf_accesses(leaf, _writes(leaf.stmt))])
+        acc_w[leaf.sid] = flow._union([a for _, a in flow._leaf_accesses(
+            leaf, [(n, idx) for n, idx in _writes(leaf.stmt) if n not in private])])
         acc_r[leaf.sid] = flow._union([a for _, a in flow._leaf_accesses(
-            leaf, [(n, idx) for _, n, idx in _reads(leaf.stmt)])])
+            leaf, [(n, idx) for _, n, idx in _reads(leaf.stmt) if n not in private])])
     for a in inside:
         for b in inside:
             if b.sid < a.sid:

@@ -241,3 +241,43 @@ def test_generated_programs_agree_with_every_provable_loop_parallel(monkeypatch,
             bad.append(str(gp))
     assert not bad, "\n\n".join(bad)
     assert with_parallel >= CAMPAIGN // 8, with_parallel
+
+
+# each row runs its own recurrence, restarted at the row's start (deriche's shape): the row
+# loop is parallel with `ym1` private to each row, unless the program reads it afterwards
+ROWS = '''
+@program
+def p(x: f32["N", "N"]) -> f32["N", "N"]:
+    y = empty((N, N))
+    for i in range(N):
+        ym1 = 0.0
+        for j in range(N):
+            y[i, j] = x[i, j] + 0.5 * ym1
+            ym1 = y[i, j]
+    return y
+'''
+
+ROWS_LIVE = ROWS.replace('-> f32["N", "N"]:', '-> tuple[f32["N", "N"], f32]:').replace("return y", "return y, ym1")
+
+# the row reads the value the previous row left before setting its own
+ROWS_CARRIED = ROWS.replace("        ym1 = 0.0\n", "        y[i, 0] = ym1\n        ym1 = 0.0\n").replace(
+    "    for i in range(N):", "    ym1 = 1.0\n    for i in range(N):")
+
+
+@pytest.mark.parametrize("src, want", [(ROWS, ["i"]), (ROWS_LIVE, []), (ROWS_CARRIED, [])],
+                         ids=["private", "read-after", "read-before"])
+def test_names_assigned_in_a_parallel_loop_must_be_private(tmp_program, monkeypatch, src, want):
+    """A name set at the start of each iteration and read nowhere else is private to the
+    iteration (numba keeps one per thread): the loop stays parallel. Read after the nest,
+    or read in an iteration before it is set, it keeps the loop sequential."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    prog = tmp_program(src)
+    shapes = {"N": 512}
+    plan = eqsat.optimize(prog, shapes, target="cpu")
+    args = random_args(prog, shapes, 5)
+    got, ref = plan.run(*_copies(args)), eqsat.reference(prog, *_copies(args))
+    got, ref = (got if isinstance(got, tuple) else (got,)), (ref if isinstance(ref, tuple) else (ref,))
+    assert all(rel_err(g, r) < 1e-5 for g, r in zip(got, ref))
+    hows = [how for _, how in plan.loop_runners.values()]
+    par = [how.split("parallel loops: ")[1].rstrip(")").split(", ") for how in hows if "parallel" in how]
+    assert (par[0] if par else []) == want, hows
