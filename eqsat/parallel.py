@@ -5,9 +5,10 @@ writing it, for any fixed values of the loops around it: then the iterations can
 any order, or at once, and every read still sees the value it saw as written. The check
 is exact over the nest's concrete iteration domains (`dataflow.NestFlow`'s accesses and
 domains, isl): a stencil's spatial loops inside its time loop pass, the time loop and a
-recurrence's loops do not. A loop that assigns a name (an accumulator, a temporary) is
-not parallel here, whatever its trip count: numba privatizes such a name, starting it
-undefined in each iteration (or at a reduction's identity for `s = s * c`), and leaves
+recurrence's loops do not. A name the loop assigns (an accumulator, a temporary) is set
+aside in that check only when it is private to each iteration (`_privates`); otherwise
+the loop stays sequential, whatever its trip count: numba privatizes such a name, starting
+it undefined in each iteration (or at a reduction's identity for `s = s * c`), and leaves
 another value after the loop than the program as written (a campaign with the size
 threshold off found two such one-iteration loops; tests/test_parallel_loops.py).
 
