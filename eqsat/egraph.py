@@ -353,11 +353,11 @@ def _command(eg: EGraph, sched):
     push). egglog-python converts a schedule, and its report back into declarations, in
     every run: ~1 ms a call, as much as a small e-graph's step itself."""
     cache = eg.__dict__.setdefault("_eqsat_commands", {})
-    cmd = cache.get(id(sched))
-    if cmd is None:
+    hit = cache.get(id(sched))
+    if hit is None or hit[0] is not sched:  # (the entry holds its schedule: an id is never reused under it)
         eg._add_decls(sched)
-        cmd = cache[id(sched)] = eg._state.run_schedule_to_egg(sched.schedule)
-    return cmd
+        hit = cache[id(sched)] = (sched, eg._state.run_schedule_to_egg(sched.schedule))
+    return hit[1]
 
 
 def _run(eg: EGraph, sched, rep: SaturationReport, matches: dict | None):
