@@ -154,7 +154,7 @@ class _Prepared:
     def __init__(self):
         self.eg = EGraph()
         _declare(self.eg)
-        self.ready: set = set()
+        self.ready: dict = {}  # key -> the schedule registered under it (keys hold ids)
         self.calls = self.nodes = 0
 
     def close(self) -> None:
@@ -188,9 +188,9 @@ def session(families: list, support: Ruleset, limits: Limits):
         prep = st["prep"] = _Prepared()
     eg = prep.eg
     for key, sched in _schedules(families, support, limits):
-        if key not in prep.ready:  # register its rule sets on the empty base: nothing matches
+        if prep.ready.get(key) is not sched:  # register its rule sets on the empty base: nothing matches
             eg._egraph.run_program(_command(eg, sched))
-            prep.ready.add(key)
+            prep.ready[key] = sched
     eg.push()
     ok = False
     try:
