@@ -306,6 +306,7 @@ def _schedules(families, support, limits) -> list:
 # same e-graph whenever no rule passes `match_limit`; the first plain step in which one
 # does switches this saturation to the back-off scheduler for good.
 PLAIN_BELOW = 2_000
+STALL_ROUNDS = 3  # rounds in a row without a new e-node that count as saturation
 
 
 class _Budget:
@@ -425,7 +426,7 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names
         rep.seconds = time.perf_counter() - budget.t0
         return rep
     (_, backed_off), (_, plain) = rest
-    exploded, seen = False, {}
+    exploded, seen, stalled = False, {}, 0
     rep.stop_reason = f"iteration limit ({limits.iterations})"
     while rep.iterations < limits.iterations:
         start, t_round = rep.nodes, time.perf_counter()
@@ -445,10 +446,14 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names
         if why:
             rep.stop_reason = why
             break
-        # egglog reports `updated` when rules matched, even if nothing new came of it; a
-        # round that adds no e-node is a fixpoint for these rules, and so is one whose
-        # rewrites changed nothing after the support rules had reached theirs
-        if rep.nodes == start or (not report.updated and fixpoint_before):
+        # egglog reports `updated` when rules matched, even if nothing new came of it, so
+        # a round whose rewrites changed nothing after the support rules had reached their
+        # fixpoint is one; and so are STALL_ROUNDS rounds in a row that add no e-node. One
+        # such round is not: it can merge classes without adding a node, and the merge
+        # lets the next round match (a matmul with a constant factor on an operand was
+        # found one round after a round that only merged; stopping there lost it)
+        stalled = stalled + 1 if rep.nodes == start else 0
+        if stalled >= STALL_ROUNDS or (not report.updated and fixpoint_before):
             rep.stop_reason = "saturated"
             break
         fixpoint_before = fixpoint

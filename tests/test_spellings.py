@@ -101,6 +101,16 @@ def test_seeded_examples(progdir, seed):
     check(generate_seeded(seed), progdir, seed)
 
 
+@pytest.mark.parametrize("seed", [100132, 200104, 200597])
+def test_a_round_that_only_merges_classes_is_not_saturation(progdir, seed):
+    """A constant factor on an operand: the matmul is found a round after a round that
+    added no e-node but merged classes. Saturation stopped at the first round without a
+    new e-node (since each round became its own call into egglog), and these programs
+    came out as reduction kernels (2% of a 600-program campaign); now it takes
+    egraph.STALL_ROUNDS such rounds in a row."""
+    check(generate_seeded(seed), progdir, seed, known=())
+
+
 def test_generator_is_deterministic_and_tags_every_choice():
     keys = {"shape", "split", "a", "b", "style", "acc", "init", "order", "const", "prod", "epi_n", "epi_at", "stage"}
     for s in range(50):
