@@ -135,6 +135,12 @@ def _prim(eclass: str, op: str):
     return op
 
 
+# On equal modeled cost (every kernel at the launch floor, as at tiny sizes) a matmul
+# kernel wins: the library call, whose cost grows slowest with the sizes, and the form the
+# user expects a matmul written as loops to become.
+PREFERRED = {"Ten.fused": 1, "Ten.matmul": 1}
+
+
 def _better(new: float, old: float) -> bool:
     """`new` is cheaper than `old` by more than rounding. Two sums of the same prices in
     another order differ in the last bits; an "improvement" that small is a tie, and
@@ -377,8 +383,11 @@ class Extractor:
                         evaluate(f)
             cur = self.best.get(cid)
             # strict improvement only: equal-cost alternatives never displace a choice,
-            # which keeps the chosen nodes acyclic
-            if cur is None or _better(r[0], cur[0][0]):
+            # which keeps the chosen nodes acyclic -- except that a matmul kernel takes an
+            # equal-cost place from any other form (one way only, so no class can go back
+            # and forth; a cycle it closes is banned by decode_roots like any other)
+            if cur is None or _better(r[0], cur[0][0]) or \
+                    (PREFERRED.get(n.op, 0) > PREFERRED.get(cur[1].op, 0) and not _better(cur[0][0], r[0])):
                 self.best[cid] = ((r[0], rank[n.op], n.id), n, r[1])
                 return cid
             return None
