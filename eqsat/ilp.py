@@ -14,6 +14,7 @@ constraint and the problem solved again, as Tensat and extraction-gym do.
 """
 from __future__ import annotations
 
+import heapq
 import time
 
 import numpy as np
@@ -238,12 +239,10 @@ def _lower_bound(roots, nodes, by_class, needs, c, extra) -> float:
     of theirs, or the cheapest node of each distinct root, summed, whichever is more. A
     kept nest's price (`extra`, per node) is shared by its outputs, so only a root's own
     node pays it (counted below as well, two outputs of one nest would pay it twice)."""
-    import heapq
-
     users: dict = {}  # class -> nodes that need it
     waiting, worst, heap = [], [], []
     for i in range(len(nodes)):
-        need = set(needs[i])
+        need = needs[i]  # (distinct classes)
         waiting.append(len(need))
         worst.append(0.0)
         if any(ch not in by_class for ch in need):

@@ -369,7 +369,7 @@ class _Lowerer:
         code = compile(ast.fix_missing_locations(ast.Module(body=[s.node], type_ignores=[])),
                        self.prog.file, "exec")
         work = nest_work(s, self.dims)
-        par = parallel_work(s, self.dims, self.shapes, views)  # what runs on several cores
+        par = parallel_work(s, self.dims, self.shapes, views, ops=work["ops"])  # what runs on several cores
         work["parallel_ops"], work["parallel_bytes"] = par["ops"], par["bytes"]
         # what crosses to a host that runs the nest (cost.loop_time on a GPU target): the
         # tensors it reads and the ones it writes

@@ -41,12 +41,13 @@ def enabled() -> bool:
     return os.environ.get("EQSAT_PARALLEL_LOOPS", "1") != "0"
 
 
-def parallel_work(stmt, dims: dict, shapes: dict, views=(), live=None) -> dict:
+def parallel_work(stmt, dims: dict, shapes: dict, views=(), live=None, ops=None) -> dict:
     """{"ops", "bytes"}: the modeled work of nest `stmt` (all its executions) that runs
     inside its parallel loops (`work.nest_work`'s units), for the cost model. `live`: as
-    for `parallel_loops` (None: every name the nest assigns)."""
+    for `parallel_loops` (None: every name the nest assigns); `ops`: the nest's own
+    `nest_work` operations, where the caller has them."""
     out = {"ops": 0.0, "bytes": 0.0}
-    for f, iters, at in _parallel(stmt, dims, shapes, views, live):
+    for f, iters, at in _parallel(stmt, dims, shapes, views, live, ops):
         w = nest_work(f, at)
         out["ops"] += iters * w["ops"]
         out["bytes"] += iters * w["bytes"]
@@ -61,12 +62,12 @@ def parallel_loops(stmt, dims: dict, shapes: dict, views=(), live=None) -> list:
     return [f.node for f, _, _ in _parallel(stmt, dims, shapes, views, live)]
 
 
-def _parallel(stmt, dims: dict, shapes: dict, views, live=None) -> list:
+def _parallel(stmt, dims: dict, shapes: dict, views, live=None, ops=None) -> list:
     """[(ir.For, executions of it, the sizes and midpoints it runs at)] for the outermost
     parallel loops; [] when none or unsure (or turned off)."""
     if not enabled() or views or not isinstance(stmt, For) or stmt.node is None:
         return []
-    if nest_work(stmt, dims)["ops"] < MIN_OPS:
+    if (nest_work(stmt, dims)["ops"] if ops is None else ops) < MIN_OPS:
         return []  # no loop inside can reach MIN_OPS an execution: skip the analysis
     try:
         flow = NestFlow(stmt, dims, shapes, set())
