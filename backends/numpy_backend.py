@@ -124,16 +124,25 @@ class Runner:
             # the accumulator is dead after the epilogue: write the result over it
             xp.copyto(out, xp.broadcast_to(xp.asarray(val, dtype=np.float32), shape))
             return out
-        return xp.array(xp.broadcast_to(xp.asarray(val, dtype=np.float32), shape), dtype=np.float32)
+        return xp.full(shape, val, dtype=np.float32)  # broadcast into a new array (one call)
 
     # -------------------------------------------------------------- loops as written
     def run_nest(self, nid: int):
         nest = self.plan.lowered.nests[nid]
         term = self.plan.nest_terms[nid]
-        tensors = [self.tensor(t) for t in unlist(term.args[2])]
+        terms = unlist(term.args[2])
+        tensors = [self.tensor(t) for t in terms]
         inputs = self.nest_scalar_inputs(nid)
         scalars = [_Eval(self, {}, 0).sc(s) for _, s in inputs]
-        outs = self.np.call(_nest_call(self.plan, nid, tuple(n for n, _ in inputs)), *tensors, *scalars)
+        names = tuple(n for n, _ in inputs)
+        direct = _direct_nest(self.plan, nid, names)
+        if direct is not None:
+            reads = _kernel_reads(self.plan)
+            # a kernel's result that only this nest reads is the nest's to write: no copy
+            mine = [reads.get(t) == 1 and t in self.values for t in terms]
+            self.nest_out[nid] = self.call_direct(nest, direct, tensors, scalars, mine)
+            return
+        outs = self.np.call(_nest_call(self.plan, nid, names), *tensors, *scalars)
         self.nest_out[nid] = {name: self.np.call(operator.getitem, outs, i) if self._assigned(outs, i) else None
                               for i, name in enumerate(nest.outputs)}
 
@@ -153,6 +162,111 @@ class Runner:
     def _assigned(outs, i) -> bool:
         return outs[i] is not None
 
+    def call_direct(self, nest, direct, tensors: list, scalars: list, mine: list) -> dict:
+        """A compiled nest called as one step of the plan, no namespace in between: copies
+        of the tensors it writes (parameters are passed by value), its scalars as float32,
+        the call; each output is its updated argument or one of the values it returns.
+        Every choice here depends on the types only, so the recorder writes it as plain
+        lines of the plan's code (a few microseconds a call less than a wrapper)."""
+        fn, copied, where = direct
+        xp = self.np
+        args = [xp.call(_copy_of(v), v) if c and not m else v for v, c, m in zip(tensors, copied, mine)]
+        args += [s if type(s) is np.float32 else xp.call(np.float32, s) for s in scalars]
+        got = xp.call(fn, *args)
+        out = {}
+        for name, i in zip(nest.outputs, where):
+            out[name] = args[i] if i >= 0 else xp.call(_as_f32, xp.call(operator.getitem, got, -1 - i))
+        return out
+
+
+def _kernel_reads(plan) -> dict:
+    """Kernel result term -> how many times the plan reads it: in other kernels' terms, in
+    each loop nest's arguments (each occurrence), and as a result returned."""
+    known = plan.__dict__.get("_kernel_reads")
+    if known is not None:
+        return known
+    kernel_terms = {k.term for k in plan.kernels if k.kind != "loop"}
+    count: dict = {}
+
+    def scan(t, seen):
+        stack = [t]
+        while stack:
+            n = stack.pop()
+            if n in kernel_terms:
+                count[n] = count.get(n, 0) + 1
+                continue
+            if n in seen or n.op == "Ten.opaque":  # a nest's output: its inputs count at the nest
+                continue
+            seen.add(n)
+            stack.extend(c for c in n.args if isinstance(c, Node))
+
+    for k in plan.kernels:
+        if k.kind == "loop":
+            term = plan.nest_terms[k.nest]
+            for t in unlist(term.args[2]) + unlist(term.args[3]):
+                scan(t, set())
+        else:
+            seen: set = set()
+            for c in k.term.args:
+                if isinstance(c, Node):
+                    scan(c, seen)
+    for r in plan.roots:
+        scan(r, set())
+    plan.__dict__["_kernel_reads"] = count
+    return count
+
+
+def _copy_of(v):
+    """How to copy a nest's tensor input: a float32 array by its own method (the cheapest
+    call), anything else converted."""
+    return np.ndarray.copy if type(v) is np.ndarray and v.dtype == np.float32 else _f32_copy
+
+
+def _f32_copy(v):
+    return np.array(v, dtype=np.float32, copy=True)
+
+
+def _as_f32(v):
+    return np.asarray(v, dtype=np.float32)
+
+
+def _direct_nest(plan, nid: int, scalar_names: tuple):
+    """(compiled function, which tensor inputs it writes, where each output comes from: its
+    argument's index, or -1 - its index in what the function returns) for a nest compiled
+    by numba that takes exactly its tensor inputs and then its scalars, in order; None for a
+    nest run through `_nest_call` (interpreted, views, or a scalar an earlier nest never
+    assigned). Compiles the nest on first use, as `_nest_call` would."""
+    key = (nid, scalar_names)
+    known = plan.__dict__.setdefault("_direct_nests", {})
+    if key not in known:
+        known[key] = _find_direct(plan, nid, scalar_names)
+    return known[key]
+
+
+def _find_direct(plan, nid: int, scalar_names: tuple):
+    nest = plan.lowered.nests[nid]
+    if nest.views or tuple(scalar_names) != tuple(nest.scalar_inputs):
+        return None
+    compiled = _runner(plan, nid)
+    positional = list(nest.tensor_inputs) + list(nest.scalar_inputs)
+    if compiled is None or compiled.params != positional:
+        return None
+    copied = [name in nest.outputs for name in nest.tensor_inputs]
+    where = [positional.index(o) if o not in compiled.returned else -1 - compiled.returned.index(o)
+             for o in nest.outputs]
+    return compiled.fn, copied, where
+
+
+def _runner(plan, nid: int):
+    """Nest `nid`'s compiled function (loops.CompiledNest), or None where it runs
+    interpreted; built on first use."""
+    runner = plan.loop_runners.get(nid)
+    if runner is None:
+        from eqsat.backends import loops
+
+        runner = plan.loop_runners[nid] = loops.build(plan, plan.lowered.nests[nid])
+    return runner[0]
+
 
 def _nest_call(plan, nid: int, scalar_names: tuple):
     """The function that runs nest `nid` of `plan` on its inputs' values: its namespace
@@ -171,29 +285,20 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
     viewed = {name for v in nest.views.values() for name in _refs(v)}
     copied = [name in nest.outputs or name in viewed for name in nest.tensor_inputs]
 
-    direct = not nest.views and tuple(scalar_names) == tuple(nest.scalar_inputs)
-    positional = list(nest.tensor_inputs) + list(nest.scalar_inputs)
-    fast: list = []  # the compiled function, once known to take exactly the values, in order
+    fast: list = []  # (function, copied, where) of `_direct_nest`, once known
 
     def run(*values):
         if fast:  # the compiled function takes the values themselves: no namespace to build
-            fn, where = fast
-            args = [np.array(v, dtype=np.float32, copy=True) if copy else v for v, copy in zip(values, copied)]
+            fn, copied_, where = fast
+            args = [np.array(v, dtype=np.float32, copy=True) if copy else v for v, copy in zip(values, copied_)]
             args += [np.float32(v) for v in values[n_tensors:]]
             got = fn(*args)
             return tuple(np.asarray(args[i] if i >= 0 else got[-1 - i], dtype=np.float32) for i in where)
-        runner = plan.loop_runners.get(nid)
-        if runner is None:
-            from eqsat.backends import loops
-
-            runner = plan.loop_runners[nid] = loops.build(plan, nest)
-        compiled = runner[0]
-        if direct and compiled is not None and compiled.params == positional:
-            # each output: its argument's index (updated in place), or -1 - its index in
-            # what the function returns
-            fast.extend([compiled.fn, [positional.index(o) if o not in compiled.returned
-                                       else -1 - compiled.returned.index(o) for o in nest.outputs]])
+        direct = _direct_nest(plan, nid, scalar_names)
+        if direct is not None:
+            fast.extend(direct)
             return run(*values)
+        compiled = _runner(plan, nid)
         ns = dict(base)
         for name, v, copy in zip(nest.tensor_inputs, values, copied):
             ns[name] = np.array(v, dtype=np.float32, copy=True) if copy else np.asarray(v, dtype=np.float32)

@@ -14,6 +14,9 @@ plan it cannot trace, or whose check fails, runs interpreted, and `Plan.runner` 
 """
 from __future__ import annotations
 
+import operator
+import re
+
 import numpy as np
 
 from eqsat.args import bind_args
@@ -21,6 +24,8 @@ from eqsat.args import bind_args
 from . import numpy_backend
 
 _ATOMS = (int, float, bool, str, type(None), slice, type(Ellipsis))
+_PURE = {operator.getitem, numpy_backend._as_f32}  # calls with no effect but their value
+_NAME = re.compile(r"\bt\d+\b")
 
 
 class Untraceable(RuntimeError):
@@ -38,6 +43,7 @@ class Recorder:
         self._const_ids: dict = {}
         self.names: dict = {}  # id(value) -> expression
         self.keep: list = []
+        self.pure: set = set()  # indexes of lines that only compute their value
         self._n = 0
 
     def bind(self, value, name: str) -> None:
@@ -80,8 +86,22 @@ class Recorder:
         self._n += 1
         name = f"t{self._n}"
         self.lines.append(f"{name} = {text}")
+        if fn in _PURE:
+            self.pure.add(len(self.lines) - 1)
         self.bind(out, name)
         return out
+
+    def live_lines(self, result: str) -> list:
+        """The lines without the pure ones whose value nothing reads (a nest's returned
+        scalars that no kernel uses, say): each costs a call on every run."""
+        keep, used = [], set(_NAME.findall(result))
+        for k in range(len(self.lines) - 1, -1, -1):
+            line = self.lines[k]
+            if k in self.pure and line.split(" = ", 1)[0] not in used:
+                continue
+            keep.append(line)
+            used.update(_NAME.findall(line))
+        return keep[::-1]
 
     def __getattr__(self, name):
         fn = getattr(np, name)
@@ -118,8 +138,9 @@ def trace(plan):
     for o in outs:
         if id(o) not in rec.names:
             raise Untraceable("an output does not come from the plan's operations")
-    body = rec.lines + [f"return {', '.join(rec.names[id(o)] for o in outs)}" + ("," if isinstance(out, tuple) and
-                                                                                len(outs) == 1 else "")]
+    result = f"return {', '.join(rec.names[id(o)] for o in outs)}" + ("," if isinstance(out, tuple) and
+                                                                        len(outs) == 1 else "")
+    body = rec.live_lines(result) + [result]
     src = f"def plan_fn({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body)
     return src, dict(rec.consts)
 
@@ -134,6 +155,7 @@ class Compiled:
         self.fn = None
         self.source = ""
         self.how = "interpreted"
+        self._fast = None  # `_entry`'s function, built on the first call
         self._kinds = []  # per parameter: ("int", size) | ("scalar", None) | ("array", shape)
         for p in plan.program.params:
             if p.dtype is int:
@@ -165,28 +187,9 @@ class Compiled:
     def __call__(self, args):
         if self.fn is None:
             return self._slow(args)
-        kinds = self._kinds
-        if len(args) != len(kinds):
-            return self._slow(args)
-        fast = []
-        for a, (kind, want) in zip(args, kinds):
-            if kind == "array":
-                if type(a) is not np.ndarray or a.dtype != np.float32 or a.shape != want or \
-                        not a.flags.c_contiguous:
-                    return self._slow(args)
-                fast.append(a)
-            elif kind == "scalar":
-                if type(a) is float or type(a) is np.float32:
-                    fast.append(np.float32(a))
-                else:
-                    return self._slow(args)
-            elif kind == "int":
-                if type(a) is not int or a != want:
-                    return self._slow(args)
-                fast.append(a)
-            else:
-                return self._slow(args)
-        return self.fn(*fast)
+        if self._fast is None:
+            self._fast = _entry(self._kinds, self.fn, self._slow)
+        return self._fast(args)
 
     def _slow(self, args):
         plan = self.plan
@@ -196,6 +199,40 @@ class Compiled:
             scalars = {p.name: v for p, v in zip(plan.program.params, vals) if p.shape is None and p.dtype is not int}
             return numpy_backend.run(plan, vals, scalars)
         return self.fn(*vals)
+
+
+_F32 = np.dtype(np.float32)
+
+
+def _entry(kinds: list, fn, slow):
+    """`plan.run`'s entry as one generated function of the arguments' tuple: arguments
+    already of the plan's kind (float32 arrays, C-contiguous, of the plan's shapes; floats;
+    the plan's int sizes) go to the straight-line function as they are, anything else
+    through `slow` (converted and checked). One test an argument, no loop: a call costs
+    well under a microsecond here."""
+    ns = {"ndarray": np.ndarray, "F32": _F32, "f32": np.float32, "fn": fn, "slow": slow}
+    if any(kind == "convert" for kind, _ in kinds):
+        return slow
+    names = [f"a{i}" for i in range(len(kinds))]
+    tests, call = [], []
+    for i, (name, (kind, want)) in enumerate(zip(names, kinds)):
+        if kind == "array":
+            ns[f"s{i}"] = want
+            tests.append(f"type({name}) is ndarray and ({name}.dtype is F32 or {name}.dtype == F32) and "
+                         f"{name}.shape == s{i} and {name}.flags.c_contiguous")
+            call.append(name)
+        elif kind == "scalar":
+            tests.append(f"(type({name}) is float or type({name}) is f32)")
+            call.append(f"f32({name})")
+        else:  # an int size: exactly the plan's
+            tests.append(f"type({name}) is int and {name} == {int(want)}")
+            call.append(name)
+    unpack = f"    {', '.join(names)}, = args\n" if names else ""
+    src = (f"def entry(args):\n    if len(args) != {len(names)}:\n        return slow(args)\n{unpack}"
+           f"    if {' and '.join(tests) or 'True'}:\n        return fn({', '.join(call)})\n"
+           f"    return slow(args)\n")
+    exec(compile(src, "<eqsat plan entry>", "exec"), ns)
+    return ns["entry"]
 
 
 def _same(a, b) -> bool:
