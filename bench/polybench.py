@@ -7,13 +7,15 @@ when MEDIUM is too slow here, printed and saved as such):
 - optimize(): seconds for `eqsat.optimize(prog, sizes, target="cpu")` (one call; the plans
   run on this CPU). Where optimize() crashes for that target (not a refusal: an internal
   error), the crash is printed and saved and the plan is optimize(target="h100")'s;
-- plan: `plan.run(*args)` seconds, median of --repeat after one warm-up run (the warm-up
+- plan: `plan.run(*args)` seconds, median after one warm-up run (the warm-up
   compiles the kept loop nests with numba; it is reported as plan_first_s);
 - numba: the program's own function compiled with `numba.njit` (dims bound as globals, as
   `eqsat.reference` binds them, the language's functions bound to numpy/numba ones):
-  compile seconds and run seconds (median of --repeat after a warm-up);
+  compile seconds and run seconds (median after a warm-up);
 - numpy: the kernel's hand-written numpy `truth` (vectorized where natural), run seconds;
 - plan / numba: the ratio of run times, and its geometric mean over the kernels.
+The three are timed interleaved (one run of each per round; at least --repeat rounds, more
+while they add up to under 0.3 s, so a 20-microsecond kernel gets thousands of samples).
 BLAS runs on one thread (OPENBLAS_NUM_THREADS=1 unless set), as numba runs on one core.
 Every run gets fresh copies of the arguments (parameters are passed by value, and the numba
 and numpy versions update arrays in place), inside the timed region for all three. The plan's
@@ -54,6 +56,8 @@ POLYBENCH = ROOT / "tests" / "polybench"
 SMALLER: dict[str, tuple[dict, str]] = {}
 
 SLOW_S = 5.0  # a warm-up slower than this: time one run instead of the median of --repeat
+MIN_TOTAL_S = 0.3  # more runs while the timed ones add up to less than this ...
+MAX_RUNS = 5000  # ... up to this many
 
 
 def load(name: str):
@@ -81,17 +85,34 @@ def rel_err(got, want) -> float:
     return max(errs)
 
 
-def timed(fn, repeat: int):
-    """(first run seconds, median seconds of `repeat` more runs (one when the first was slow), result)."""
+def first_run(fn):
+    """(seconds, result) of one run: the warm-up (numba compiles a plan's nests in it)."""
     t0 = time.perf_counter()
     out = fn()
-    first = time.perf_counter() - t0
-    ts = []
-    for _ in range(1 if first > SLOW_S else repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return first, statistics.median(ts), out
+    return time.perf_counter() - t0, out
+
+
+def timed_together(fns: dict, firsts: dict, repeat: int) -> dict:
+    """name -> median seconds of a run, the runs of all `fns` interleaved (one of each per
+    round, each first in turn), so each sees the machine in the same state: on this VM a run of tens
+    of microseconds is 20-40% slower for a while after other work, and timing one
+    function after the other charged that to whichever came first. At least `repeat`
+    rounds, more while the rounds add up to under MIN_TOTAL_S (up to MAX_RUNS); one round
+    when a warm-up (`firsts`) took longer than SLOW_S."""
+    ts: dict = {k: [] for k in fns}
+    slow = any(firsts[k] > SLOW_S for k in fns)
+    rounds, total = 0, 0.0
+    while rounds < (1 if slow else repeat) or (not slow and total < MIN_TOTAL_S and rounds < MAX_RUNS):
+        names = list(fns)
+        for k in names[rounds % len(names):] + names[:rounds % len(names)]:  # each first in turn
+            fn = fns[k]
+            t0 = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t0
+            ts[k].append(dt)
+            total += dt
+        rounds += 1
+    return {k: statistics.median(v) for k, v in ts.items()}
 
 
 _NUMBA_LIB = None
@@ -150,8 +171,9 @@ def bench_kernel(name: str, size: str, repeat: int, target: str) -> dict:
     args = list(mod.init(np.random.default_rng(0), dict(sizes)))
     row = {"kernel": name, "sizes": dict(sizes), "note": note, "liftable": bool(mod.LIFTABLE)}
 
-    _, t_np, want = timed(lambda: mod.truth(*copy_args(args)), repeat)
-    row["numpy_s"] = t_np
+    run_np = lambda: mod.truth(*copy_args(args))  # noqa: E731
+    fns, firsts = {"numpy": run_np}, {}
+    firsts["numpy"], want = first_run(run_np)
 
     row["target"] = target
     try:
@@ -167,8 +189,9 @@ def bench_kernel(name: str, size: str, repeat: int, target: str) -> dict:
             plan = eqsat.optimize(prog, dict(sizes), target="h100")
         row["optimize_s"] = time.perf_counter() - t0
         row["kinds"] = [k.kind for k in plan.kernels]
-        first, t_plan, got = timed(lambda: plan.run(*copy_args(args)), repeat)
-        row.update(plan_first_s=first, plan_s=t_plan, plan_err=rel_err(got, want))
+        fns["plan"] = lambda: plan.run(*copy_args(args))
+        firsts["plan"], got = first_run(fns["plan"])
+        row.update(plan_first_s=firsts["plan"], plan_err=rel_err(got, want))
         row["loops"] = [how for _, how in plan.loop_runners.values()]
     except eqsat.EqsatError as e:
         row["refused"] = f"{type(e).__name__}: {e}"
@@ -181,10 +204,14 @@ def bench_kernel(name: str, size: str, repeat: int, target: str) -> dict:
         t0 = time.perf_counter()
         jf.compile(tuple(numba.typeof(a) for a in nargs))
         row["numba_compile_s"] = time.perf_counter() - t0
-        _, t_nb, got_nb = timed(lambda: jf(*copy_args(nargs)), repeat)
-        row.update(numba_s=t_nb, numba_err=rel_err(got_nb, want))
+        fns["numba"] = lambda: jf(*copy_args(nargs))
+        firsts["numba"], got_nb = first_run(fns["numba"])
+        row["numba_err"] = rel_err(got_nb, want)
     except Exception as e:  # noqa: BLE001 - numba failing on a kernel is a result to report
+        fns.pop("numba", None)
         row["numba_failed"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+    medians = timed_together(fns, firsts, repeat)
+    row.update({f"{k}_s": v for k, v in medians.items()})
     if "plan_s" in row and "numba_s" in row:
         row["plan_over_numba"] = row["plan_s"] / row["numba_s"]
     return row
