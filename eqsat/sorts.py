@@ -172,6 +172,17 @@ def dvars(d: Dims) -> Ixs: ...
 
 
 @function
+def permuted_vars(d: Dims, perm: StringLike) -> Ixs:
+    """`dvars(d)` permuted (`perm` as in Ten.transpose): derived only for the Dims of a
+    copy, so a rule can match a permuted read as one join on this list's e-class."""
+
+
+@function
+def permuted_shape(d: Dims, perm: StringLike) -> Shp:
+    """`dshape(d)` permuted likewise."""
+
+
+@function
 def bind(d: Dims, idx: Ixs) -> Env: ...
 
 
