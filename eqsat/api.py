@@ -98,7 +98,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
             egraph.build(lowered, _opaque_shapes(lowered), eg)     # every output a root
             t1 = t = lap("build", t)
             try:
-                report = egraph.saturate(eg, rewrites, support, limits, _rule_table(families))
+                report = egraph.saturate(eg, rewrites, support, limits, _rule_table(families), start=t0)
             except Exception as e:  # a sanity rule's panic: some rule merged what must stay apart
                 if "panic" not in str(e).lower() and type(e).__name__ != "EggSmolError":
                     raise
