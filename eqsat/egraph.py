@@ -307,7 +307,9 @@ def _schedules(families, support, limits) -> list:
 # does switches this saturation to the back-off scheduler for good.
 PLAIN_BELOW = 2_000
 STALL_ROUNDS = 3  # rounds in a row without a new e-node that count as saturation
-SATURATION_SHARE = 0.5  # of Limits.seconds, that saturation gets however long the front end took
+EXTRACT_MB_PER_NODE = 1.6e-3  # resident memory reading back and extracting takes an e-node (measured:
+# 617 MB peak after saturation stopped at 339 MB with 184k e-nodes, bench/stress_bench.py case 5)
+MIN_ROUNDS = 3  # rounds of rewrites before the time limit applies (see _Budget)
 
 
 class _Budget:
@@ -319,12 +321,13 @@ class _Budget:
     saturation and the extraction after it (~`extract_seconds_per_node` an e-node) share
     `Limits.seconds` with the rewrites, and saturation stops when the next step and
     extracting what it would leave are predicted to end past it. The time limit applies
-    from the end of the first round on: a plan needs one round of rewrites (a 200-layer
-    loop chain finds its 200 matmuls in it), so a limit shorter than the front end alone
-    gives a late answer rather than the program as written; and saturation gets at least
-    `SATURATION_SHARE` of the limit whatever the front end took (a matmul written as loops
-    needs two rounds: one normalizes the reduction, the support rules then mark it a
-    candidate, and the next round rewrites it)."""
+    from the end of the first `MIN_ROUNDS` rounds on: a matmul written as loops with an
+    epilogue needs three (one normalizes the reduction, the support rules then mark it a
+    candidate; the next round rewrites it to a matmul; the third fuses its epilogue, without
+    which the loop's own reduction kernel is cheaper at small sizes), so a limit shorter
+    than the front end and three rounds gives a late answer (a 200-layer loop chain: 200
+    matmuls in ~3 s at `seconds=1`) rather than the program as written. The node and
+    memory limits hold from the first step."""
 
     def __init__(self, limits: Limits, rep: SaturationReport, start: float | None = None):
         self.limits, self.rep = limits, rep
@@ -340,23 +343,26 @@ class _Budget:
         if nodes > lim.nodes:
             return f"node limit ({nodes} > {lim.nodes} e-nodes)"
         rss = resident_mb()
-        if rss > lim.memory_mb or (rss - self.rss_start) * growth + self.rss_start > lim.memory_mb:
-            return (f"memory limit ({rss:.0f} MB resident, growing {growth:.1f}x a step; "
-                    f"limit {lim.memory_mb:g} MB)")
+        # reading the e-graph back and extracting holds ~EXTRACT_MB_PER_NODE an e-node on
+        # top of the e-graph itself: the next step's e-graph must fit with it
+        after = (rss - self.rss_start) * growth + self.rss_start + nodes * growth * EXTRACT_MB_PER_NODE
+        if rss > lim.memory_mb or after > lim.memory_mb:
+            return (f"memory limit ({rss:.0f} MB resident, growing {growth:.1f}x a step, "
+                    f"~{after:.0f} MB with the next step and its extraction; limit {lim.memory_mb:g} MB)")
         if nodes * growth > lim.nodes * 2:
             return (f"node limit (at {nodes} e-nodes, growing {growth:.1f}x a step, the next "
                     f"step would pass {lim.nodes})")
-        now = time.perf_counter()
-        if self.rep.iterations < 1 or now - self.t0 < lim.seconds * SATURATION_SHARE:
-            return None  # the first round, and a share of the limit, always run (the note)
-        elapsed = now - self.start
-        if elapsed + nodes * lim.extract_seconds_per_node > lim.seconds:
+        if self.rep.iterations < MIN_ROUNDS:
+            return None  # the first rounds always run (see the note)
+        elapsed = time.perf_counter() - self.start
+        deadline = lim.seconds
+        if elapsed + nodes * lim.extract_seconds_per_node > deadline:
             return (f"time limit ({lim.seconds:g} s; {elapsed:.2f} s spent, extracting "
                     f"{nodes} e-nodes left)")
         next_nodes = nodes * growth
-        if elapsed + seconds * growth + next_nodes * lim.extract_seconds_per_node > lim.seconds:
+        if elapsed + seconds * growth + next_nodes * lim.extract_seconds_per_node > deadline:
             return (f"time limit (after {elapsed:.2f} s, the next step and extracting its "
-                    f"~{int(next_nodes)} e-nodes would pass {lim.seconds:g} s)")
+                    f"~{int(next_nodes)} e-nodes would pass {deadline:.3g} s)")
         return None
 
 
@@ -452,6 +458,8 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names
         if not why:
             why, fixpoint = _support_steps(eg, step, rep, budget, matches)
         rep.iterations += 1
+        if not why:  # the next round, growing and taking as long as this one did
+            why = budget.over(start, time.perf_counter() - t_round)
         rep.per_iteration_nodes.append(rep.nodes)
         if names is not None:
             rep.record(time.perf_counter() - t_round, _named(names, eg, matches, seen),
