@@ -14,7 +14,7 @@ from . import egraph, explain
 from .args import bind_args, check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
-from .extract import ExtractionCycle, Extractor, Graph
+from .extract import ExtractionCycle, Extractor
 from .limits import Limits, give_back_memory
 from .lower import lower
 from .plan import Kernel, describe, form_kernels, input_items, plan_costing
@@ -107,10 +107,10 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
                                  f"{names})") from None
             report.build_seconds = t1 - t0
             t2 = t = lap("rule engine", t)
-            data = egraph.serialize(eg)
-            t = lap("serialize", t)
+            graph = egraph.read_back(eg)
+            t = lap("read back", t)
         t = lap("prepared e-graph", t)  # popping this call's work off it
-    graph = Graph(data)                                            # read back, extract the cheapest
+    # extract the cheapest
     nest_work = {n.id: n.work for n in lowered.nests.values()}
     items = graph.class_items(input_items(prog))
     ext = Extractor(graph, lambda shape: Model(TARGETS[target], shape, nest_work.__getitem__,

@@ -1,4 +1,4 @@
-"""Extraction: the cheapest form of each root, read off the serialized e-graph.
+"""Extraction: the cheapest form of each root, read off the e-graph (`egraph.read_back`).
 
 Greedy and DAG-aware: every e-class gets its best node by a fixpoint (Bellman-Ford
 style, strict improvement only, so the choice is acyclic), where a node's cost is
@@ -36,31 +36,16 @@ class ENode:
 
 
 class Graph:
-    """The serialized e-graph, reduced to constructor nodes grouped by class."""
+    """The e-graph reduced to constructor nodes grouped by class (`egraph.read_back`
+    builds it from egglog's tables): `nodes` are ENodes, `outputs` output index -> e-class,
+    `shape_cls` Ten class -> its Shp class."""
 
-    def __init__(self, data: dict):
-        nodes = data["nodes"]
+    def __init__(self, nodes: list, outputs: dict, shape_cls: dict):
         self.classes: dict[str, list[ENode]] = {}
-        self.shape_cls: dict[str, str] = {}  # Ten class -> Shp class
-        self.outputs: dict[int, str] = {}  # output index -> e-class
-        for nid, n in nodes.items():
-            op = n["op"]
-            if op == "output":
-                self.outputs[int(nodes[n["children"][0]]["op"])] = n["eclass"]
-                continue
-            if op == "shape_of":
-                self.shape_cls[nodes[n["children"][0]]["eclass"]] = n["eclass"]
-                continue
-            if op not in CONSTRUCTORS:
-                continue
-            args = []
-            for c in n["children"]:
-                cn = nodes[c]
-                if c.startswith("primitive-"):
-                    args.append(("p", _prim(cn["eclass"], cn["op"])))
-                else:
-                    args.append(("c", cn["eclass"]))
-            self.classes.setdefault(n["eclass"], []).append(ENode(nid, op, tuple(args), n["eclass"]))
+        self.shape_cls: dict[str, str] = shape_cls  # Ten class -> Shp class
+        self.outputs: dict[int, str] = outputs  # output index -> e-class
+        for n in nodes:
+            self.classes.setdefault(n.cls, []).append(n)
         for ns in self.classes.values():
             ns.sort(key=lambda e: e.id)
         self.order = self._children_first()
@@ -118,21 +103,6 @@ class Graph:
 
     def _child_classes(self, cid) -> list:
         return [v for n in self.classes[cid] for kind, v in n.args if kind == "c"]
-
-
-def _prim(eclass: str, op: str):
-    kind = eclass.split("-", 1)[0]
-    if kind == "i64":
-        return int(op)
-    if kind == "f64":
-        return float(op)
-    if kind == "String":
-        import json
-
-        return json.loads(op)
-    if kind == "bool":
-        return op == "true"
-    return op
 
 
 # On equal modeled cost (every kernel at the launch floor, as at tiny sizes) a matmul

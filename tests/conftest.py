@@ -87,14 +87,13 @@ def assert_matches_reference(plan, prog, dims, seed=0, tol=1e-4):
 def saturated(prog, dims, families):
     """(egraph, graph) after running only `families` (plus the support rules) on `prog`."""
     from eqsat import api, egraph
-    from eqsat.extract import Graph
     from eqsat.lower import lower
 
     low = lower(prog, dims)
     eg, _, _ = egraph.build(low, api._opaque_shapes(low))
     fams = api.resolve_rules(families)
     egraph.saturate(eg, [r for _, r, _ in fams], api._support(fams), eqsat.Limits())
-    return eg, Graph(egraph.serialize(eg))
+    return eg, egraph.read_back(eg)
 
 
 @pytest.fixture
