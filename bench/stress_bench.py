@@ -33,7 +33,7 @@ optimize(), 25 s of it building the Plan of 1500 kernels; ~16-20 s in plan.run).
 
 Reported per case: wall time of optimize() and its ratio to Limits.seconds (target
 <= 1.25; the probe check that optimize() runs on a user's rule source, case 1, is inside
-that time though no limit bounds it: its share is given), peak resident MB (VmHWM after
+that time and inside the limit: the phase "rule check"), peak resident MB (VmHWM after
 optimize(), and at the end of the child) against the memory limit the case was given
 (default: half the machine's memory), plus a peak sampled every 5 ms during optimize()
 and the phase it fell in (`plan.phases`), e-nodes, rounds, stop reason, kernels by kind
@@ -173,10 +173,10 @@ class RssSampler:
 
 def phase_at(phases: dict, t: float, outside: float) -> str:
     """The phase of optimize() running `t` seconds into the call (phases in the order they
-    first ran; the rule check and front end before them)."""
+    first ran; the argument checks before them)."""
     end = outside
     if t <= end:
-        return "rule check and front end"
+        return "argument checks"
     for name, sec in phases.items():
         end += sec
         if t <= end:
@@ -230,14 +230,11 @@ def measure(spec: dict) -> dict:
     row["extraction_chosen"] = ext.get("chosen")
     phases = dict(getattr(plan, "phases", None) or {})
     row["phases_s"] = {k: round(v, 4) for k, v in phases.items()}
-    # what the phases leave out: the probe check of user rule sources (eqsat/rulecheck.py)
-    # and the front-end checks before it, then building the Plan after them
+    # what the phases leave out: the argument checks before them
     row["outside_phases_s"] = wall - sum(phases.values()) if phases else None
     row["sampled_peak_mb"] = sampler.peak
     row["sampled_peak_at_s"] = sampler.peak_t
     row["sampled_peak_phase"] = phase_at(phases, sampler.peak_t, row["outside_phases_s"] or 0.0)
-    if rules is not None and phases:  # the probe check of the user's rule source is not bounded by Limits
-        row["time_ratio_without_rule_check"] = sum(phases.values()) / limits.seconds
     if spec.get("want_matmuls"):
         row["matmuls"] = kinds.get("matmul", 0)
         row["matmuls_wanted"] = spec["want_matmuls"]
@@ -299,7 +296,7 @@ def _fmt_kinds(k: dict) -> str:
 def _fmt_phases(r: dict) -> str:
     ph = dict(r.get("phases_s") or {})
     if r.get("outside_phases_s") is not None:
-        ph["rule check and front end"] = r["outside_phases_s"]
+        ph["argument checks"] = r["outside_phases_s"]
     top = sorted(ph.items(), key=lambda kv: -kv[1])[:5]
     return ", ".join(f"{k} {v:.2f} s" for k, v in top)
 
