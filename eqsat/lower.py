@@ -122,6 +122,10 @@ class _Lowerer:
         self.fresh = count()
         self.var_extent: dict = {}
         self.hoisted: dict = {}  # term -> its hoisted form, shared by every nest (hoist.py)
+        # the top-level statement being lowered, and the names read after it (statements
+        # after it, the returns): what a nest kept as written leaves live (parallel.py)
+        self.current_top = None
+        self.read_after: set = set()
 
     # ------------------------------------------------------------ helpers
     def shape_of(self, ty, loc) -> tuple:
@@ -153,7 +157,15 @@ class _Lowerer:
                 self.shapes[p.name] = tuple(ie_eval(("name", d) if isinstance(d, str) else ("int", d), self.dims)
                                             for d in p.shape)
                 self.env[p.name] = Node("Ten.input", p.name)
-        for s in self.prog.body:
+        later = [set() for _ in self.prog.body]
+        seen: set = set()
+        for r in self.prog.returns:
+            _expr_reads(r, seen)
+        for k in range(len(self.prog.body) - 1, -1, -1):
+            later[k] = set(seen)
+            _scan(self.prog.body[k], seen, set(), set(), set())
+        for s, after in zip(self.prog.body, later):
+            self.current_top, self.read_after = s, after
             self.top(s)
         roots, scal = [], []
         for r in self.prog.returns:
@@ -369,7 +381,10 @@ class _Lowerer:
         code = compile(ast.fix_missing_locations(ast.Module(body=[s.node], type_ignores=[])),
                        self.prog.file, "exec")
         work = nest_work(s, self.dims)
-        par = parallel_work(s, self.dims, self.shapes, views, ops=work["ops"])  # what runs on several cores
+        # what runs on several cores; a whole top-level nest knows what is read after it (a
+        # part of one, from fission, does not: nothing it assigns may be private then)
+        live = (writes | swrites) & self.read_after if s is self.current_top else None
+        par = parallel_work(s, self.dims, self.shapes, views, live=live, ops=work["ops"])
         work["parallel_ops"], work["parallel_bytes"] = par["ops"], par["bytes"]
         # what crosses to a host that runs the nest (cost.loop_time on a GPU target): the
         # tensors it reads and the ones it writes
@@ -515,6 +530,16 @@ def _declare_shapes(s, low):
         low.shapes[s.name] = low.shape_of(s.shape, s.loc)
     elif isinstance(s, Assign) and s.value.ty is not None:
         low.shapes[s.name] = low.shape_of(s.value.ty, s.loc)
+
+
+def _expr_reads(e, reads: set) -> None:
+    """The names an expression reads (Ref and Index bases), into `reads`."""
+    if isinstance(e, Ref):
+        reads.add(e.name)
+    elif isinstance(e, Index):
+        reads.add(e.base)
+    for c in e.children():
+        _expr_reads(c, reads)
 
 
 def _scan(s, reads, writes, swrites, local):

@@ -281,3 +281,7 @@ def test_names_assigned_in_a_parallel_loop_must_be_private(tmp_program, monkeypa
     hows = [how for _, how in plan.loop_runners.values()]
     par = [how.split("parallel loops: ")[1].rstrip(")").split(", ") for how in hows if "parallel" in how]
     assert (par[0] if par else []) == want, hows
+    # the cost model agrees with the backend: the lowering knows what is read after the
+    # nest, so the private row loop's work is modeled as shared by the cores
+    work = next(iter(plan.lowered.nests.values())).work
+    assert (work["parallel_ops"] > 0.9 * work["ops"]) == bool(want), work
