@@ -140,7 +140,7 @@ class Runner:
             reads = _kernel_reads(self.plan)
             # a kernel's result that only this nest reads is the nest's to write: no copy
             mine = [reads.get(t) == 1 and t in self.values for t in terms]
-            self.nest_out[nid] = self.call_direct(nest, direct, tensors, scalars, mine)
+            self.nest_out[nid] = call_direct(self.np, nest, direct, tensors, scalars, mine)
             return
         outs = self.np.call(_nest_call(self.plan, nid, names), *tensors, *scalars)
         self.nest_out[nid] = {name: self.np.call(operator.getitem, outs, i) if self._assigned(outs, i) else None
@@ -162,21 +162,24 @@ class Runner:
     def _assigned(outs, i) -> bool:
         return outs[i] is not None
 
-    def call_direct(self, nest, direct, tensors: list, scalars: list, mine: list) -> dict:
-        """A compiled nest called as one step of the plan, no namespace in between: copies
-        of the tensors it writes (parameters are passed by value), its scalars as float32,
-        the call; each output is its updated argument or one of the values it returns.
-        Every choice here depends on the types only, so the recorder writes it as plain
-        lines of the plan's code (a few microseconds a call less than a wrapper)."""
-        fn, copied, where = direct
-        xp = self.np
-        args = [xp.call(_copy_of(v), v) if c and not m else v for v, c, m in zip(tensors, copied, mine)]
-        args += [s if type(s) is np.float32 else xp.call(np.float32, s) for s in scalars]
-        got = xp.call(fn, *args)
-        out = {}
-        for name, i in zip(nest.outputs, where):
-            out[name] = args[i] if i >= 0 else xp.call(_as_f32, xp.call(operator.getitem, got, -1 - i))
-        return out
+
+def call_direct(xp, nest, direct, tensors: list, scalars: list, mine: list | None = None) -> dict:
+    """A compiled nest called as one step of the plan, no namespace in between: copies
+    of the tensors it writes (parameters are passed by value) but those `mine` hands over,
+    its scalars as float32, the call; {output: its updated argument or one of the values
+    it returns}. `xp`: numpy (DIRECT) or the recorder; every choice here depends on the
+    types only, so the recorder writes it as plain lines of the plan's code (a few
+    microseconds a call less than a wrapper)."""
+    fn, copied, where = direct
+    mine = mine or [False] * len(tensors)
+    args = [xp.call(_copy_of(v), v) if c and not m else v if _is_f32(v) else xp.call(_as_f32, v)
+            for v, c, m in zip(tensors, copied, mine)]
+    args += [s if type(s) is np.float32 else xp.call(np.float32, s) for s in scalars]
+    got = xp.call(fn, *args)
+    out = {}
+    for name, i in zip(nest.outputs, where):
+        out[name] = args[i] if i >= 0 else xp.call(_as_f32, xp.call(operator.getitem, got, -1 - i))
+    return out
 
 
 def _kernel_reads(plan) -> dict:
@@ -216,10 +219,14 @@ def _kernel_reads(plan) -> dict:
     return count
 
 
+def _is_f32(v) -> bool:
+    return type(v) is np.ndarray and v.dtype == np.float32
+
+
 def _copy_of(v):
     """How to copy a nest's tensor input: a float32 array by its own method (the cheapest
     call), anything else converted."""
-    return np.ndarray.copy if type(v) is np.ndarray and v.dtype == np.float32 else _f32_copy
+    return np.ndarray.copy if _is_f32(v) else _f32_copy
 
 
 def _f32_copy(v):
@@ -285,19 +292,11 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
     viewed = {name for v in nest.views.values() for name in _refs(v)}
     copied = [name in nest.outputs or name in viewed for name in nest.tensor_inputs]
 
-    fast: list = []  # (function, copied, where) of `_direct_nest`, once known
-
     def run(*values):
-        if fast:  # the compiled function takes the values themselves: no namespace to build
-            fn, copied_, where = fast
-            args = [np.array(v, dtype=np.float32, copy=True) if copy else v for v, copy in zip(values, copied_)]
-            args += [np.float32(v) for v in values[n_tensors:]]
-            got = fn(*args)
-            return tuple(np.asarray(args[i] if i >= 0 else got[-1 - i], dtype=np.float32) for i in where)
         direct = _direct_nest(plan, nid, scalar_names)
-        if direct is not None:
-            fast.extend(direct)
-            return run(*values)
+        if direct is not None:  # the compiled function takes the values themselves
+            out = call_direct(DIRECT, nest, direct, list(values[:n_tensors]), list(values[n_tensors:]))
+            return tuple(out[name] for name in nest.outputs)
         compiled = _runner(plan, nid)
         ns = dict(base)
         for name, v, copy in zip(nest.tensor_inputs, values, copied):
