@@ -38,8 +38,9 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
 
     rules:  None for every family in `eqsat.rules.FAMILIES`; otherwise a list of family
             names, paths of rule files, modules, or egglog Rulesets (`[]`: no rewriting).
-    limits: bounds on saturation (`Limits()`); when one is hit the best form found so far
-            is used and `plan.report.stop_reason` says which.
+    limits: bounds on the search (`Limits()`; `seconds` counts the whole call, see
+            egraph._Budget); when one is hit the best form found so far is used and
+            `plan.report.stop_reason` says which.
     extract: how the cheapest form is read off the e-graph. "greedy": DAG-aware, fast at
             any size, but blind to some sharing (three epilogues of one product may each
             recompute it). "ilp": exact over the kernels (scipy's HiGHS within
