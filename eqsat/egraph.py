@@ -515,19 +515,36 @@ def read_back(eg: EGraph):
         op = names.get(name)
         if fn.is_let_binding or op is None or (op not in CONSTRUCTORS and op not in ("output", "shape_of")):
             continue
-        kinds = [conv.get(sort) for sort in fn.input_sorts]
+        if op == "output":
+            for row in fn.rows:
+                if not row.subsumed:
+                    outputs[int(conv["i64"](row.inputs[0]))] = cls(fn.output_sort, row.output)
+            continue
+        if op == "shape_of":
+            for row in fn.rows:
+                if not row.subsumed:
+                    shape_cls[cls(fn.input_sorts[0], row.inputs[0])] = cls(fn.output_sort, row.output)
+            continue
+        # per argument: a primitive's converter, or the prefix of its sort's class names
+        kinds = [(conv.get(sort), sort.rsplit(".", 1)[-1]) for sort in fn.input_sorts]
+        out_prefix = fn.output_sort.rsplit(".", 1)[-1]
+        sort_of_op = op.split(".", 1)[0]
         for row in fn.rows:
             if row.subsumed:
                 continue
-            if op == "output":
-                outputs[int(conv["i64"](row.inputs[0]))] = cls(fn.output_sort, row.output)
-            elif op == "shape_of":
-                shape_cls[cls(fn.input_sorts[0], row.inputs[0])] = cls(fn.output_sort, row.output)
-            else:
-                args = tuple(("p", k(v)) if k is not None else ("c", cls(sort, v))
-                             for k, sort, v in zip(kinds, fn.input_sorts, row.inputs))
-                c = cls(fn.output_sort, row.output)
-                nodes.append(ENode(f"{len(nodes):08d}", op, args, c))
+            args = []
+            for (k, prefix), v in zip(kinds, row.inputs):
+                if k is not None:
+                    args.append(("p", k(v)))
+                else:
+                    c = classes.get(v)
+                    if c is None:
+                        c = classes[v] = f"{prefix}-{len(classes)}"
+                    args.append(("c", c))
+            c = classes.get(row.output)
+            if c is None:
+                c = classes[row.output] = f"{out_prefix}-{len(classes)}"
+            nodes.append(ENode(f"{len(nodes):08d}", op, tuple(args), c, sort_of_op))
     return Graph(nodes, outputs, shape_cls)
 
 

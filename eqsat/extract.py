@@ -32,7 +32,8 @@ class ENode:
     sort: str = ""
 
     def __post_init__(self):
-        self.sort = self.op.split(".", 1)[0]
+        if not self.sort:
+            self.sort = self.op.split(".", 1)[0]
 
 
 class Graph:
