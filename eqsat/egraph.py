@@ -333,7 +333,7 @@ class _Budget:
     candidate; the next round rewrites it to a matmul; the third fuses its epilogue, without
     which the loop's own reduction kernel is cheaper at small sizes), so a limit shorter
     than the front end and three rounds gives a late answer (a 200-layer loop chain: 200
-    matmuls in ~3 s at `seconds=1`) rather than the program as written. The node and
+    matmuls in 2.5-3 s at `seconds=1`) rather than the program as written. The node and
     memory limits hold from the first step."""
 
     def __init__(self, limits: Limits, rep: SaturationReport, start: float | None = None):
@@ -362,14 +362,13 @@ class _Budget:
         if self.rep.iterations < MIN_ROUNDS:
             return None  # the first rounds always run (see the note)
         elapsed = time.perf_counter() - self.start
-        deadline = lim.seconds
-        if elapsed + nodes * lim.extract_seconds_per_node > deadline:
+        if elapsed + nodes * lim.extract_seconds_per_node > lim.seconds:
             return (f"time limit ({lim.seconds:g} s; {elapsed:.2f} s spent, extracting "
                     f"{nodes} e-nodes left)")
         next_nodes = nodes * growth
-        if elapsed + seconds * growth + next_nodes * lim.extract_seconds_per_node > deadline:
+        if elapsed + seconds * growth + next_nodes * lim.extract_seconds_per_node > lim.seconds:
             return (f"time limit (after {elapsed:.2f} s, the next step and extracting its "
-                    f"~{int(next_nodes)} e-nodes would pass {deadline:.3g} s)")
+                    f"~{int(next_nodes)} e-nodes would pass {lim.seconds:g} s)")
         return None
 
 
