@@ -155,7 +155,6 @@ class Compiled:
         self.fn = None
         self.source = ""
         self.how = "interpreted"
-        self._fast = None  # `_entry`'s function, built on the first call
         self._kinds = []  # per parameter: ("int", size) | ("scalar", None) | ("array", shape)
         for p in plan.program.params:
             if p.dtype is int:
@@ -183,13 +182,11 @@ class Compiled:
             self.how = f"interpreted (could not trace: {type(e).__name__}: {e})"
         else:
             self.fn, self.source, self.how = fn, src, "compiled (straight-line numpy)"
+        # what a call runs: `_entry`'s generated tests, or the checked path throughout
+        self.entry = _entry(self._kinds, self.fn, self._slow) if self.fn is not None else self._slow
 
     def __call__(self, args):
-        if self.fn is None:
-            return self._slow(args)
-        if self._fast is None:
-            self._fast = _entry(self._kinds, self.fn, self._slow)
-        return self._fast(args)
+        return self.entry(args)
 
     def _slow(self, args):
         plan = self.plan
