@@ -409,3 +409,34 @@ def sc(alpha: f32, a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
     assert_matches_reference(plan, prog, dims)
     without = eqsat.optimize(prog, dims, rules=[f for f in eqsat.rules.FAMILIES if f != "algebra"])
     assert all(k.kind != "matmul" for k in without.kernels), without
+
+
+@pytest.mark.parametrize("extents", [(2, 3, 4), (3, 3, 3)], ids=["distinct", "equal"])
+@pytest.mark.parametrize("perm", [(0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)])
+def test_uncache_reads_every_permuted_copy_of_a_3d_tensor_as_a_view(tmp_program, perm, extents):
+    """A loop nest that copies `a` with its axes permuted (the two-rule form of uncache:
+    the copy's variables and extents permuted as lists of their own, then one join) becomes
+    a view of `a`, no kernel; with equal extents too, where a wrong match would give the
+    source itself or another permutation, and the results must still be reference's."""
+    import numpy as np
+
+    names = ["P", "Q", "R"]
+    out_dims = [names[p] for p in perm]
+    loops = "".join(f"{'    ' * (b + 1)}for i{b} in range({out_dims[b]}):\n" for b in range(3))
+    src_idx = [""] * 3
+    for b in range(3):
+        src_idx[perm[b]] = f"i{b}"  # numpy: transpose(a, perm)[i0, i1, i2] = a[j], j[perm[b]] = i_b
+    prog = tmp_program(f"""
+@program
+def cp(a: f32["P", "Q", "R"]) -> f32[{", ".join(repr(d) for d in out_dims)}]:
+    t = empty(({", ".join(out_dims)},))
+{loops}{'    ' * 4}t[i0, i1, i2] = a[{", ".join(src_idx)}]
+    return t
+""")
+    dims = dict(zip(names, extents))
+    plan = eqsat.optimize(prog, dims, rules=["uncache"])
+    assert not plan.kernels, plan
+    a = np.random.default_rng(1).standard_normal(extents).astype(np.float32)
+    got = plan.run(a)
+    assert np.array_equal(got, np.transpose(a, perm))
+    assert np.array_equal(got, eqsat.reference(prog, a))
