@@ -131,7 +131,7 @@ def p(a: f32["N"]) -> f32["N"]:
 
 def _copies(plan) -> int:
     """How many array copies the plan's straight-line code makes on a call."""
-    from backends import numpy_backend
+    from eqsat.backends import numpy_backend
 
     comp = plan.compiled("numpy")
     assert comp.how == "compiled (straight-line numpy)", comp.how
