@@ -300,7 +300,7 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
         compiled = _runner(plan, nid)
         ns = dict(base)
         for name, v, copy in zip(nest.tensor_inputs, values, copied):
-            ns[name] = np.array(v, dtype=np.float32, copy=True) if copy else np.asarray(v, dtype=np.float32)
+            ns[name] = _f32_copy(v) if copy else _as_f32(v)
         for name, v in zip(scalar_names, values[n_tensors:]):
             ns[name] = np.float32(v)
         for name, view in nest.views.items():  # names sharing memory with a tensor, as in numpy

@@ -101,9 +101,8 @@ def timed_together(fns: dict, firsts: dict, repeat: int) -> dict:
     when a warm-up (`firsts`) took longer than SLOW_S."""
     ts: dict = {k: [] for k in fns}
     slow = any(firsts[k] > SLOW_S for k in fns)
-    rounds, total = 0, 0.0
+    rounds, total, names = 0, 0.0, list(fns)
     while rounds < (1 if slow else repeat) or (not slow and total < MIN_TOTAL_S and rounds < MAX_RUNS):
-        names = list(fns)
         for k in names[rounds % len(names):] + names[:rounds % len(names)]:  # each first in turn
             fn = fns[k]
             t0 = time.perf_counter()

@@ -503,11 +503,14 @@ def read_back(eg: EGraph):
             "f64": eg._egraph.value_to_f64, "bool": eg._egraph.value_to_bool}
     classes: dict = {}
 
-    def cls(sort: str, v) -> str:
+    def cls(prefix: str, v) -> str:  # e-class value -> its name, `Sort-k`
         c = classes.get(v)
         if c is None:
-            c = classes[v] = f"{sort.rsplit('.', 1)[-1]}-{len(classes)}"
+            c = classes[v] = f"{prefix}-{len(classes)}"
         return c
+
+    def short(sort: str) -> str:  # "eqsat.sorts.Ten" -> "Ten"
+        return sort.rsplit(".", 1)[-1]
 
     nodes, outputs, shape_cls = [], {}, {}
     for name, fn in frozen.functions.items():
@@ -517,33 +520,21 @@ def read_back(eg: EGraph):
         if op == "output":
             for row in fn.rows:
                 if not row.subsumed:
-                    outputs[int(conv["i64"](row.inputs[0]))] = cls(fn.output_sort, row.output)
+                    outputs[int(conv["i64"](row.inputs[0]))] = cls(short(fn.output_sort), row.output)
             continue
         if op == "shape_of":
             for row in fn.rows:
                 if not row.subsumed:
-                    shape_cls[cls(fn.input_sorts[0], row.inputs[0])] = cls(fn.output_sort, row.output)
+                    shape_cls[cls(short(fn.input_sorts[0]), row.inputs[0])] = cls(short(fn.output_sort), row.output)
             continue
         # per argument: a primitive's converter, or the prefix of its sort's class names
-        kinds = [(conv.get(sort), sort.rsplit(".", 1)[-1]) for sort in fn.input_sorts]
-        out_prefix = fn.output_sort.rsplit(".", 1)[-1]
-        sort_of_op = op.split(".", 1)[0]
+        kinds = [(conv.get(sort), short(sort)) for sort in fn.input_sorts]
+        out_prefix, sort_of_op = short(fn.output_sort), op.split(".", 1)[0]
         for row in fn.rows:
-            if row.subsumed:
-                continue
-            args = []
-            for (k, prefix), v in zip(kinds, row.inputs):
-                if k is not None:
-                    args.append(("p", k(v)))
-                else:
-                    c = classes.get(v)
-                    if c is None:
-                        c = classes[v] = f"{prefix}-{len(classes)}"
-                    args.append(("c", c))
-            c = classes.get(row.output)
-            if c is None:
-                c = classes[row.output] = f"{out_prefix}-{len(classes)}"
-            nodes.append(ENode(f"{len(nodes):08d}", op, tuple(args), c, sort_of_op))
+            if not row.subsumed:
+                args = tuple(("p", k(v)) if k is not None else ("c", cls(prefix, v))
+                             for (k, prefix), v in zip(kinds, row.inputs))
+                nodes.append(ENode(f"{len(nodes):08d}", op, args, cls(out_prefix, row.output), sort_of_op))
     return Graph(nodes, outputs, shape_cls)
 
 

@@ -544,24 +544,16 @@ def _expr_reads(e, reads: set) -> None:
 
 def _scan(s, reads, writes, swrites, local):
     """Names a statement reads and writes (buffers/tensors in writes, scalars in swrites)."""
-    def expr(e):
-        if isinstance(e, Ref):
-            reads.add(e.name)
-        elif isinstance(e, Index):
-            reads.add(e.base)
-        for c in e.children():
-            expr(c)
-
     if isinstance(s, (For, If)):
         if isinstance(s, If):
-            expr(s.cond)
+            _expr_reads(s.cond, reads)
         for b in _sub(s):
             _scan(b, reads, writes, swrites, local)
     elif isinstance(s, Store):
-        expr(s.value)
+        _expr_reads(s.value, reads)
         writes.add(s.buf)
     elif isinstance(s, Assign):
-        expr(s.value)
+        _expr_reads(s.value, reads)
         if s.aug:
             reads.add(s.name)
         (swrites if s.value.ty is None else writes).add(s.name)
