@@ -1,6 +1,7 @@
 """`optimize()`: a program in, a Plan out. Reads as the list of its phases."""
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import os
@@ -10,7 +11,7 @@ import time
 
 from egglog import Ruleset
 
-from . import egraph, explain
+from . import assume, egraph, explain
 from .args import bind_args, check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
@@ -33,7 +34,7 @@ ILP_AUTO_NODES = 2000  # extract="auto" solves the exact program up to this many
 
 def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Limits | None = None,
              extract: str = "auto", candidates: int = 1, _checked: bool = False,
-             _keep_extractor: bool = False) -> "Plan":
+             _keep_extractor: bool = False, _lowered=None, _assuming: bool = True) -> "Plan":
     """Find the cheapest equivalent form of `prog` at these sizes and return it as a Plan.
 
     rules:  None for every family in `eqsat.rules.FAMILIES`; otherwise a list of family
@@ -55,6 +56,12 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
             `eqsat/candidates.py`). `plan.compiled(backend)` then runs each once where a
             timing means something (numpy on this CPU; triton on a CUDA device) and keeps
             the fastest; `plan.tuning` gives the modeled and the measured rank of each.
+
+    Families that hold only under an assumption checked at run time (`rules.ASSUMING`:
+    "finite", on by default) never join the exact search: where the program has a site
+    for one, a second search adds them, and its plan is returned when the model rates it
+    cheaper with the check included; it then runs only on arguments that pass the check,
+    and `plan.fallback`, the exact plan, on the others (`eqsat/assume.py`).
     """
     check_program(prog, "optimize()")
     # terms of a long chain of layers are deep; Python 3.11 recursion does not use the C
@@ -89,7 +96,15 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
 
             rulecheck.check(user, list(FAMILIES))
             t = lap("rule check", t0)
-    lowered = lower(prog, shapes)                                  # loop IR -> functional terms
+    from .rules import ASSUMING
+
+    listed = _rule_list(rules)
+    assuming = [r for r in (ASSUMING if rules is None else listed) if isinstance(r, str) and r in ASSUMING]
+    if not _assuming:  # the second search itself: the assuming families run in it
+        assuming = []
+    elif assuming:
+        rules = [r for r in listed if not (isinstance(r, str) and r in ASSUMING)]
+    lowered = lower(prog, shapes) if _lowered is None else _lowered  # loop IR -> functional terms
     t = lap("lower", t)
     with EGGLOG_LOCK:  # egglog's declarations are process state: one thread at a time in it
         t = lap("wait for egglog", t)
@@ -175,7 +190,35 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     plan.egraph_nodes = graph.n_nodes()
     plan.optimize_seconds = time.perf_counter() - t0
     give_back_memory()  # what the e-graph held goes back to the system, not to an idle arena
+    if assuming and assume.has_site(lowered):
+        plan = _assuming_plan(plan, assuming, t0)
     return plan
+
+
+def _assuming_plan(exact: "Plan", assuming: list, t0: float) -> "Plan":
+    """The exact plan, or the plan of a second search with the assuming families added
+    where the model rates it cheaper by `assume.MARGIN` with the run-time check's cost
+    included (that plan then carries `assumes` and the exact plan as `fallback`). The
+    second search gets what is left of `Limits.seconds`."""
+    req = exact._request
+    left = req["limits"].seconds - (time.perf_counter() - t0)
+    if left <= 0.05 * req["limits"].seconds:
+        return exact
+    rules = _rule_list(req["rules"]) + list(assuming)
+    fast = optimize(exact.program, exact.dims, target=exact.target, rules=rules,
+                    limits=dataclasses.replace(req["limits"], seconds=left), extract=req["extract"],
+                    candidates=1 + len(exact.alternatives), _checked=True, _lowered=exact.lowered, _assuming=False)
+    check = assume.check_seconds(exact.program, exact.dims, TARGETS[exact.target])
+    if not fast.cost + check < assume.MARGIN * exact.cost:
+        exact.phases["assuming search"] = fast.optimize_seconds
+        exact.optimize_seconds = time.perf_counter() - t0
+        return exact
+    fast.cost += check
+    fast.assumes = "every float argument is finite"
+    fast.fallback = exact
+    fast.phases = {**exact.phases, "assuming search": fast.optimize_seconds}
+    fast.optimize_seconds = time.perf_counter() - t0
+    return fast
 
 
 _TABLES: dict = {}  # rule sets in use -> their RuleTable, built once
@@ -226,9 +269,9 @@ def _support(families=()) -> Ruleset:
 
 
 def _is_family(r) -> bool:
-    from .rules import FAMILIES
+    from .rules import ASSUMING, FAMILIES
 
-    return isinstance(r, str) and r in FAMILIES
+    return isinstance(r, str) and (r in FAMILIES or r in ASSUMING)
 
 
 def _rule_list(rules) -> list:
@@ -261,7 +304,7 @@ def resolve_rules(rules) -> list:
     for r in _rule_list(rules):
         if isinstance(r, Ruleset):
             out.append((str(getattr(r, "name", "ruleset")), r, None))
-        elif isinstance(r, str) and r in FAMILIES:
+        elif _is_family(r):
             out.append(_family(r, importlib.import_module(f"eqsat.rules.{r}")))
         elif isinstance(r, (str, os.PathLike)) and os.path.isfile(r):
             out.append(_family(os.path.basename(str(r)), _load_rule_file(str(r))))
@@ -322,6 +365,8 @@ class Plan:
         self.alternatives: list = []  # optimize(candidates=k): the next cheapest distinct plans
         self.tuning: list | None = None  # their modeled and measured ranks, once compiled
         self.cost = self.costing.total(roots)
+        self.assumes: str | None = None  # what the arguments must satisfy for this plan (eqsat/assume.py)
+        self.fallback: Plan | None = None  # the exact plan, run where they do not
         self.baseline_cost = self.costing.total(lowered.roots)
         self.nest_terms = {}
         self.var_extent = {}
@@ -380,6 +425,9 @@ class Plan:
                 i, self.tuning = candidates.fastest(self.candidates, backend, random_args(self.program, self.dims))
                 chosen = self.candidates[i]
             c = chosen._compile_one(backend)
+            if self.fallback is not None:
+                floats = [i for i, p in enumerate(self.program.params) if p.dtype is not int]
+                c = assume.Guarded(c, self.fallback.compiled(backend), floats, self.assumes)
             self.compile_seconds = time.perf_counter() - t0
             runners[backend] = c
         return c
@@ -485,6 +533,9 @@ class Plan:
             f"optimize() took {getattr(self, 'optimize_seconds', 0):.3f} s",
             f"  rules: {', '.join(self.rules) or '(none)'}",
         ]
+        if self.fallback is not None:
+            lines.append(f"  assumes {self.assumes} (checked on every call; otherwise the exact plan runs, "
+                         f"modeled {self.fallback.cost * 1e6:.3f} us)")
         names = self.names()
         for k in self.kernels:
             epi = f" + {'+'.join(k.epilogue)}" if k.epilogue else ""

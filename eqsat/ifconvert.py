@@ -196,14 +196,49 @@ def _widen(f: For, dims, shapes, path):
     n = _store_axis(f, shapes)
     if n is not None and 0 <= lo and hi <= n:
         lo, hi = 0, n
-    # the bound's condition: the sides that depend on enclosing loops, and a constant side
-    # narrower than the range run
+    elif (n := _read_axis(f, shapes)) is not None and 0 <= lo and hi <= n and (lo, hi) != (0, n):
+        # a loop that only reads along an axis holding the hull (the k of `for k in
+        # range(i + 1, M): c[i, j] += a[k, i] * b[k, j]`) runs over that whole axis too: a
+        # masked sum over full rows and columns is a matmul of masked operands
+        wide = _masked_loop(f, 0, n, _bound_conds(f, 0, n, dims), dims, shapes, path)
+        if wide is not None:
+            return wide
+    return _masked_loop(f, lo, hi, _bound_conds(f, lo, hi, dims), dims, shapes, path)
+
+
+def _bound_conds(f: For, lo: int, hi: int, dims) -> list:
+    """The condition of loop f's bounds over [lo, hi): the sides that depend on enclosing
+    loops, and a constant side narrower than the range run."""
     conds = []
     if ie_names(f.lo) - set(dims) or ie_eval(f.lo, dims) > lo:
         conds.append(Compare(f.loc, ">=", Dim(f.loc, f.var), _value(f.lo, f.loc)))
     if ie_names(f.hi) - set(dims) or ie_eval(f.hi, dims) < hi:
         conds.append(Compare(f.loc, "<", Dim(f.loc, f.var), _value(f.hi, f.loc)))
-    return _masked_loop(f, lo, hi, conds, dims, shapes, path)
+    return conds
+
+
+def _read_axis(f: For, shapes) -> int | None:
+    """The size of the axes that loads in loop `f` index with its plain variable, if they
+    all have one size (and there is one); else None."""
+    sizes: set = set()
+
+    def expr(e):
+        if isinstance(e, Index) and e.base in shapes and len(e.idx) == len(shapes[e.base]):
+            sizes.update(shapes[e.base][pos] for pos, ie in enumerate(e.idx) if ie == ("name", f.var))
+        for c in e.children():
+            expr(c)
+
+    def stmts(body):
+        for b in body:
+            if isinstance(b, (Assign, Store)):
+                expr(b.value)
+            if isinstance(b, If):
+                expr(b.cond)
+            if isinstance(b, (For, If)):
+                stmts(list(b.body) + list(getattr(b, "orelse", [])))
+
+    stmts(f.body)
+    return sizes.pop() if len(sizes) == 1 else None
 
 
 def _masked_loop(f: For, lo: int, hi: int, conds: list, dims, shapes, path):

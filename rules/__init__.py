@@ -5,3 +5,4 @@ that states the transformation (preconditions, before, after).
 `sanity` are support and always run.
 """
 FAMILIES = ("inline", "uncache", "anti_inline", "transpose", "matmul", "epilogue", "algebra", "prologue")
+ASSUMING = ("finite",)  # families that hold only under a checked assumption (eqsat/assume.py)

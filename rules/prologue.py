@@ -15,6 +15,11 @@ Preconditions:
      and scalar parameters may appear anywhere; no reduction.
   3. It is more than a load (a function, or two loads combined), so plain operands and
      constant factors (the algebra family's business) make no tensor.
+  4. A conditional `a if l cmp r else b` is elementwise when its branches are (or are
+     constants) and `l`, `r` are constants or the operand's own index variables (plus a
+     constant offset): a triangular mask of the operand, `(a[k, i] if k > i else 0.0)`.
+     The product keeps its meaning exactly: the masked operand is a value like any other
+     (a masked-out 0 times an infinite other factor is NaN in the loop and in the matmul).
 
 Before:  for[i, j] sum[k] relu(a[i, k]) * b[k, j]
 After:   for[i, j] sum[k] (for[p, q] relu(a[p, q]))[i, k] * b[k, j]     (then: relu(a) @ b)
@@ -37,11 +42,17 @@ prologue_of = relation("prologue_of", Sc, Ixs, Shp)
 constant = relation("constant", Sc)
 vector_at = relation("vector_at", Sc, Var)
 """vector_at(s, v): s loads a closed 1-D tensor at the plain index variable v."""
+position = relation("position", Sc, Var)
+"""position(s, v): s is the index variable v as a value, plus a constant offset or none."""
+has_var = relation("has_var", Ixs, Var)
+"""has_var(idx, v): the index list of an elementwise operand holds the plain variable v."""
+fits = relation("fits", Sc, Ixs)
+"""fits(s, idx): s is a constant, or a position at one of idx's variables (a mask's side)."""
 
 
 @ruleset
 def analysis(p: Sc, s: Sc, x: Sc, y: Sc, t: Ten, v: Var, i: Var, j: Var, r: Var, n: i64, f: String, c: f64,
-             name: String, idx: Ixs, sh: Shp, M: i64, N: i64, B: i64):
+             name: String, idx: Ixs, sh: Shp, M: i64, N: i64, B: i64, lhs: Sc, rhs: Sc, rest: Ixs, h: Ix, h2: Ix, o: i64):
     """Facts only: which operands are elementwise over one index list."""
     yield rule(eq(p).to(Sc.red("sum", v, n, Sc.mul(x, y)))).then(operand(x), operand(y))
     for op in BINARY:
@@ -72,6 +83,21 @@ def analysis(p: Sc, s: Sc, x: Sc, y: Sc, t: Ten, v: Var, i: Var, j: Var, r: Var,
                 prologue_of(s, idx, sh))
     yield rule(operand(s), eq(s).to(Sc.fn(f, x)), elementwise(x, idx, sh)).then(
         elementwise(s, idx, sh), prologue_of(s, idx, sh))
+
+    # masks (precondition 4): `x if lhs cmp rhs else y` over the operand's own variables
+    yield rule(operand(s), eq(s).to(Sc.select(f, lhs, rhs, x, y))).then(
+        operand(lhs), operand(rhs), operand(x), operand(y))
+    for ix in (Ix.v(v), Ix.add(Ix.v(v), Ix.lit(o)), Ix.add(Ix.lit(o), Ix.v(v))):
+        yield rule(operand(s), eq(s).to(Sc.idx(ix))).then(position(s, v))
+    for lst in (Ixs.cons(Ix.v(v), rest), Ixs.cons(h, Ixs.cons(Ix.v(v), rest)),
+                Ixs.cons(h, Ixs.cons(h2, Ixs.cons(Ix.v(v), rest)))):
+        yield rule(elementwise(x, idx, sh), eq(idx).to(lst)).then(has_var(idx, v))
+    yield rule(elementwise(x, idx, sh), position(s, v), has_var(idx, v)).then(fits(s, idx))
+    yield rule(elementwise(x, idx, sh), constant(s)).then(fits(s, idx))
+    yield rule(elementwise(s, idx, sh)).then(fits(s, idx))  # a condition on the operand's own elements
+    for a, b, b_ok in ((x, y, elementwise(y, idx, sh)), (x, y, constant(y)), (y, x, constant(x))):
+        yield rule(operand(s), eq(s).to(Sc.select(f, lhs, rhs, x, y)), elementwise(a, idx, sh), b_ok,
+                   fits(lhs, idx), fits(rhs, idx)).then(elementwise(s, idx, sh), prologue_of(s, idx, sh))
 
 
 @ruleset

@@ -50,6 +50,29 @@ def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
             c[i, j] = s
     return c
 ''', ["matmul"]),
+    # a triangular mask on a contraction's operand (`triu(a.T, 2) @ b`): a matmul with the mask as
+    # its prologue; NaN in the masked-out part of `a` is not read, NaN in `b` is (as in the loop)
+    "masked_operand_matmul": ('''
+@program
+def p(a: f32["K", "M"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                c[i, j] += (a[k, i] if k > i + 1 else 0.0) * b[k, j]
+    return c
+''', ["matmul"]),
+    # a condition on the operand's own elements (relu written as a conditional)
+    "relu_operand_matmul": ('''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                c[i, j] += (a[i, k] if a[i, k] > 0.0 else 0.0) * b[k, j]
+    return c
+''', ["matmul"]),
     # a clamp by if/elif (the condition reads what a branch writes: hoisted once)
     "clamped_sum": ('''
 @program

@@ -1,0 +1,91 @@
+"""Plans that hold under an assumption checked when they run.
+
+Some rewrites are exact only for some inputs: moving a triangular loop's mask onto one
+factor of its product (`rules/finite.py`) turns a masked sum into a matmul, which differs
+from the loop only where an input is infinite or NaN. `optimize()` never mixes such a
+rewrite into the exact search (an e-class, once merged, cannot say which of its forms
+needed the assumption). Where the program has a site for one (`has_site`), it searches a
+second time with the assuming family added, and keeps that plan when the cost model rates
+it cheaper than the exact plan with the check's own cost (`check_seconds`) added. The plan
+returned is then the assuming one, with `plan.assumes` naming what it checks and
+`plan.fallback` the exact plan; its runner (`Guarded`) checks the arguments on every call
+and runs the fallback where the check fails, so a result is never the assumption's.
+
+The check: every float argument (tensors and scalars) is finite. One pass over each
+input; the family's precondition (the factor outside the mask is a load of an input)
+makes it cover every value the rewrite relies on.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .terms import Node, walk
+
+FINITE = "finite"
+MARGIN = 0.9  # the assuming plan must be modeled at most this share of the exact plan's cost
+
+
+def has_site(lowered) -> bool:
+    """Does a lowered term hold a sum of a masked product (`sum[k] (x * y if c else 0.0)`),
+    where the finite family could apply? (A cheap test before a second search.)"""
+    seen: set = set()
+    for root in list(lowered.roots) + [x for pair in lowered.unions for x in pair]:
+        for n in walk(root, seen):
+            if n.op == "Sc.red" and n.args[0] == "sum" and _masked_product(n.args[3]):
+                return True
+    return False
+
+
+def _masked_product(s: Node) -> bool:
+    if s.op != "Sc.select":
+        return False
+    a, b = s.args[3], s.args[4]
+    zero = Node("Sc.lit", 0.0)
+    return (a.op == "Sc.mul" and b is zero) or (b.op == "Sc.mul" and a is zero)
+
+
+def float_params(program) -> list:
+    """Names of the parameters the finite check reads: every float tensor and scalar."""
+    return [p.name for p in program.params if p.dtype is not int]
+
+
+def check_seconds(program, dims: dict, target) -> float:
+    """What the check costs on the target: reading every float tensor argument once (and
+    writing its flags), at the target's bandwidth."""
+    elems = 0
+    for p in program.params:
+        if p.dtype is not int and p.shape:
+            elems += math.prod(dims[d] if isinstance(d, str) else d for d in p.shape)
+    return 2 * 4 * elems / target.bandwidth
+
+
+def all_finite(values) -> bool:
+    """Every float in these arguments is finite (numpy arrays, torch tensors, scalars)."""
+    for v in values:
+        if hasattr(v, "is_floating_point") and hasattr(v, "isfinite"):  # a torch tensor
+            if v.is_floating_point() and not bool(v.isfinite().all()):
+                return False
+            continue
+        a = np.asarray(v)
+        if a.dtype.kind in "fc" and not np.isfinite(a).all():
+            return False
+    return True
+
+
+class Guarded:
+    """A runner that checks the assumption on every call: the assuming plan's runner where
+    it holds, the exact plan's where it does not."""
+
+    def __init__(self, fast, slow, positions: list, what: str):
+        self.fast, self.slow, self.positions = fast, slow, positions
+        self.plan = getattr(fast, "plan", None)
+        self.how = f"{getattr(fast, 'how', 'compiled')}; when {what}, else the exact plan ({getattr(slow, 'how', '')})"
+
+    def __call__(self, args):
+        try:
+            ok = all_finite([args[i] for i in self.positions])
+        except Exception:  # a call the exact plan's runner will refuse, saying why
+            ok = False
+        return self.fast(args) if ok else self.slow(args)

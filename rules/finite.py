@@ -1,0 +1,40 @@
+"""Finite inputs: a mask on a product moves onto the factor it describes.
+
+A triangular loop (`for k in range(i + 1, M): c[i, j] += a[k, i] * b[k, j]`) lowers to a
+sum over the whole axis of `a[k, i] * b[k, j] if k > i else 0.0` (if-conversion widens it),
+and the mask mentions only `a`'s indices. Moved onto `a`, it is `(a[k, i] if k > i else 0.0)
+* b[k, j]`: a masked operand, which the prologue rule makes a tensor, and then a matmul.
+The two differ only where the mask is false and `b[k, j]` is infinite or NaN: the loop
+never multiplies there, the matmul computes 0 * inf = NaN. So this family holds only when
+every input is finite, and it never runs in the exact search: `optimize()` runs it in a
+second search where the program has a masked product, and keeps that plan only if the
+model rates it cheaper, checks included; the plan then runs when every float parameter it
+is called with is finite and falls back on the exact plan otherwise (`eqsat/assume.py`).
+
+Preconditions:
+  1. The product sits in a sum, under a select whose other branch is 0.0.
+  2. The factor left outside the mask is a load of a program input (so the runtime check
+     on the inputs covers every value it takes; a computed factor could overflow).
+
+Before:  sum[k] (a[k, i] * b[k, j] if k > i else 0.0)
+After:   sum[k] (a[k, i] if k > i else 0.0) * b[k, j]        (then: masked(a)^T @ b)
+"""
+from __future__ import annotations
+
+from egglog import String, i64, rewrite, ruleset
+
+from eqsat.sorts import Ixs, Sc, Ten, Var
+
+ASSUMES = "finite"  # what the plan checks before running a form this family built
+
+
+@ruleset
+def ruleset(x: Sc, l: Sc, r: Sc, f: String, v: Var, n: i64, name: String, idx: Ixs):
+    y = Sc.load(Ten.input(name), idx)
+    zero = Sc.lit(0.0)
+    for prod in (Sc.mul(x, y), Sc.mul(y, x)):
+        # the mask on the product's true side, and on its false side
+        yield rewrite(Sc.red("sum", v, n, Sc.select(f, l, r, prod, zero))).to(
+            Sc.red("sum", v, n, Sc.mul(Sc.select(f, l, r, x, zero), y)))
+        yield rewrite(Sc.red("sum", v, n, Sc.select(f, l, r, zero, prod))).to(
+            Sc.red("sum", v, n, Sc.mul(Sc.select(f, l, r, zero, x), y)))

@@ -1,0 +1,121 @@
+"""Plans under a checked assumption (`eqsat/assume.py`, `rules/finite.py`): a triangular
+loop's masked sum becomes a matmul of a masked operand only for finite arguments; the plan
+checks them on every call and runs the exact plan otherwise. Every run is compared with
+`reference`, non-finite arguments included, on both backends."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat
+from eqsat.rules import FAMILIES
+
+D = {"M": 24, "N": 30}
+
+TRIANGULAR = '''
+@program
+def p(alpha: f32, A: f32["M", "M"], B: f32["M", "N"]) -> f32["M", "N"]:
+    for i in range(M):
+        for j in range(N):
+            for k in range(i + 1, M):
+                B[i, j] += A[k, i] * B[k, j]
+            B[i, j] = alpha * B[i, j]
+    return B
+'''
+
+
+def _args(seed=0):
+    rng = np.random.default_rng(seed)
+    return [np.float32(1.5), rng.standard_normal((D["M"], D["M"])).astype(np.float32),
+            rng.standard_normal((D["M"], D["N"])).astype(np.float32)]
+
+
+def _agrees(got, want):
+    return np.allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+@pytest.fixture
+def triangular(tmp_program):
+    prog = tmp_program(TRIANGULAR)
+    return prog, eqsat.optimize(prog, D, target="cpu")
+
+
+def test_triangular_sum_becomes_a_matmul_under_the_finite_check(triangular):
+    prog, plan = triangular
+    assert plan.assumes == "every float argument is finite", plan
+    assert plan.fallback is not None and any(k.kind == "loop" for k in plan.fallback.kernels), plan.fallback
+    assert "matmul" in [k.kind for k in plan.kernels] and "loop" not in [k.kind for k in plan.kernels], plan
+    assert plan.cost < plan.fallback.cost
+    assert "assumes every float argument is finite" in str(plan)
+    args = _args()
+    want = eqsat.reference(prog, *args)
+    for backend in ("numpy", "triton"):
+        assert _agrees(plan.run(*args, backend=backend), want), backend
+
+
+@pytest.mark.parametrize("where", ["masked", "read", "scalar", "nan"])
+def test_non_finite_arguments_run_the_exact_plan(triangular, where):
+    prog, plan = triangular
+    args = _args(1)
+    if where == "masked":  # B[0, 3] is never multiplied for rows i >= 0: the masked-out part
+        args[2][0, 3] = np.inf
+    elif where == "read":  # a value the loop does multiply
+        args[2][D["M"] - 1, 2] = -np.inf
+    elif where == "scalar":
+        args[0] = np.float32(np.inf)
+    else:
+        args[1][3, 1] = np.nan
+    want = eqsat.reference(prog, *[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    for backend in ("numpy", "triton"):
+        assert _agrees(plan.run(*args, backend=backend), want), (backend, where)
+    if where == "masked":
+        # the check matters: the assuming plan alone computes 0 * inf = NaN there
+        fast = plan.compiled("numpy").fast
+        with np.errstate(invalid="ignore"):
+            assert not _agrees(fast(args), want)
+
+
+def test_the_exact_search_alone_assumes_nothing(tmp_program):
+    prog = tmp_program(TRIANGULAR)
+    plan = eqsat.optimize(prog, D, target="cpu", rules=list(FAMILIES))
+    assert plan.assumes is None and plan.fallback is None
+    assert "finite" not in plan.rules
+    assert any(k.kind == "loop" for k in plan.kernels), plan
+
+
+def test_finite_family_named_explicitly(tmp_program):
+    prog = tmp_program(TRIANGULAR)
+    plan = eqsat.optimize(prog, D, target="cpu", rules=list(FAMILIES) + ["finite"])
+    assert plan.fallback is not None and "finite" in plan.rules and "finite" not in plan.fallback.rules
+
+
+def test_no_masked_product_no_second_search(tmp_program):
+    prog = tmp_program('''
+@program
+def p(a: f32["M", "N"], b: f32["N", "M"]) -> f32["M", "M"]:
+    return relu(a @ b)
+''')
+    plan = eqsat.optimize(prog, D, target="cpu")
+    assert plan.fallback is None and "assuming search" not in plan.phases
+
+
+def test_masked_operand_needs_no_assumption(tmp_program):
+    # the mask written on the operand itself: exact, so the exact search finds the matmul
+    prog = tmp_program('''
+@program
+def p(A: f32["M", "M"], B: f32["M", "N"]) -> f32["M", "N"]:
+    C = zeros((M, N))
+    for i in range(M):
+        for j in range(N):
+            for k in range(M):
+                C[i, j] += (A[k, i] if k > i else 0.0) * B[k, j]
+    return C
+''')
+    plan = eqsat.optimize(prog, D, target="cpu")
+    assert plan.fallback is None and [k.kind for k in plan.kernels] == ["pointwise", "matmul"], plan
+    args = _args()[1:]
+    args[1][0, 0] = np.inf
+    want = eqsat.reference(prog, *args)
+    for backend in ("numpy", "triton"):
+        with np.errstate(invalid="ignore"):
+            assert _agrees(plan.run(*args, backend=backend), want), backend
