@@ -512,7 +512,7 @@ class Plan:
         if req is None:
             raise EqsatError("this plan was not made by optimize(); it has no e-graph to look in")
         again = optimize(self.program, self.dims, target=self.target, rules=req["rules"], limits=req["limits"],
-                         extract=req["extract"], _checked=True, _keep_extractor=True)
+                         extract=req["extract"], _checked=True, _keep_extractor=True, _assuming=False)
         return again._extractor
 
     def names(self) -> dict:
