@@ -192,6 +192,9 @@ def saturation_html(d: dict) -> str:
     text = (f"<p>{s['nodes']} e-nodes after {s['iterations']} rounds; stopped: <b id=stop-reason>"
             f"{_e(s['stop_reason'])}</b>. Saturation {s['seconds'] * 1e3:.1f} ms, build "
             f"{s['build_seconds'] * 1e3:.1f} ms{ext}. Rule families run: {_e(fams)}.</p>")
+    if s.get("assumes"):
+        text += (f"<p id=assumes>This plan assumes {_e(s['assumes'])}: every call checks its arguments "
+                 f"and runs the exact plan (modeled {s['fallback_cost'] * 1e6:.3f} us) where they fail.</p>")
     rounds = s["rounds"]
     if rounds:
         points = [(r["round"], r["nodes"], r) for r in rounds]

@@ -113,6 +113,8 @@ def saturation(plan) -> dict:
         "rounds": [dict(x) for x in rounds] if rounds else None,
         "rule_matches": None if matches is None else sorted(matches.items(), key=lambda kv: (-kv[1], kv[0])),
         "families": list(plan.rules),
+        "assumes": plan.assumes,  # a plan under a checked assumption (eqsat/assume.py), else None
+        "fallback_cost": plan.fallback.cost if plan.fallback is not None else None,
     }
 
 

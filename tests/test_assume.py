@@ -141,3 +141,9 @@ def test_polybench_triangular_kernels_assume_and_fall_back(name):
             with np.errstate(invalid="ignore", over="ignore"):
                 got = plan.run(*a, backend=backend)
             assert _agrees(got, want), (name, backend, poison)
+
+
+def test_viewer_page_says_what_the_plan_assumes(triangular, tmp_path):
+    _, plan = triangular
+    page = open(plan.view(tmp_path / "p.html")).read()
+    assert "id=assumes" in page and "every float argument is finite" in page
