@@ -12,6 +12,8 @@ import builtins
 import copy
 import inspect
 
+import numpy as np
+
 from . import lang
 from .errors import Loc, ProgramError
 from .ir import (
@@ -73,8 +75,23 @@ class _Parser:
             return self.globals[name]
         return getattr(builtins, name, None)
 
+    def is_f32_dtype(self, kw: ast.keyword) -> bool:
+        """`dtype=np.float32` (or `"float32"`, `f32`) in a buffer's allocation."""
+        if kw.arg != "dtype":
+            return False
+        v = kw.value
+        if isinstance(v, ast.Constant):
+            return v.value in ("float32", "f4")
+        if isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name):
+            return self.resolve_global(v.value.id) is np and v.attr == "float32"
+        return isinstance(v, ast.Name) and self.resolve_global(v.id) in (np.float32, lang.f32)
+
     def fn_name(self, node) -> str | None:
-        """The library function a call's callee names, or None."""
+        """The library function a call's callee names, or None. numpy's own `np.zeros` and
+        `np.empty` name the language's buffers (with `dtype=np.float32` or no dtype)."""
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                self.resolve_global(node.value.id) is np and node.attr in ("zeros", "empty"):
+            return node.attr
         if not isinstance(node, ast.Name):
             return None
         obj = self.resolve_global(node.id)
@@ -370,8 +387,8 @@ class _Parser:
         if isinstance(value, ast.Call) and self.fn_name(value.func) in ("empty", "zeros"):
             if aug is not None:
                 raise self.err(n, "cannot augment-assign a new buffer")
-            if len(value.args) != 1 or value.keywords:
-                extra = " and no keyword arguments (the dtype is f32)" if value.keywords else ""
+            if len(value.args) != 1 or any(not self.is_f32_dtype(k) for k in value.keywords):
+                extra = " and no keyword but dtype=np.float32 (buffers are f32)" if value.keywords else ""
                 raise self.err(value, f"{self.fn_name(value.func)}(shape) takes one shape tuple{extra}")
             sh = value.args[0]
             elts = sh.elts if isinstance(sh, ast.Tuple) else [sh]

@@ -783,10 +783,20 @@ def test_buffer_allocator_with_keyword():
     def build():
         @program
         def p(x: f32["M"]) -> f32["M"]:
-            y = zeros((M,), dtype=f32)  # ERR:zeros-kw
+            y = zeros((M,), order="F")  # ERR:zeros-kw
             return y
 
     expect_program_error(build, "zeros-kw", "keyword")
+
+
+def test_numpy_buffer_of_another_dtype():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = np.zeros((M,), dtype=np.float64)  # ERR:np-f64
+            return y
+
+    expect_program_error(build, "np-f64", "dtype=np.float32", "f32")
 
 
 def test_buffer_allocator_used_in_an_expression():
