@@ -258,16 +258,18 @@ class NestFlow:
         return info.compute_flow().get_must_dependence().reverse()
 
     # ------------------------------------------------------------------ fission
-    def order_edges(self) -> set:
+    def order_edges(self, skip=frozenset()) -> set:
         """(a, b) leaf ids where some instance of leaf a runs before an instance of leaf b
-        that touches the same tensor location, one of the two writing it: a dependence
-        that any distribution of the nest must keep in that order. (Scalars are not
-        modeled here; the caller keeps the leaves that share one together.)"""
+        that touches the same location, one of the two writing it: a dependence that any
+        distribution of the nest must keep in that order. The names in `skip` are left
+        out (scalars the caller expands into one location per iteration, eqsat/expand.py;
+        the caller orders their statements itself)."""
         acc_r, acc_w = {}, {}
         for leaf in self.leaves:
-            acc_w[leaf.sid] = self._union([a for _, a in self._leaf_accesses(leaf, _writes(leaf.stmt))])
+            acc_w[leaf.sid] = self._union([a for _, a in self._leaf_accesses(
+                leaf, [(n, idx) for n, idx in _writes(leaf.stmt) if n not in skip])])
             acc_r[leaf.sid] = self._union([a for _, a in self._leaf_accesses(
-                leaf, [(n, idx) for _, n, idx in _reads(leaf.stmt)])])
+                leaf, [(n, idx) for _, n, idx in _reads(leaf.stmt) if n not in skip])])
         sched = self._union(self._sched)
         before = sched.lex_lt_union_map(sched)
         edges = set()

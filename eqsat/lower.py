@@ -33,6 +33,7 @@ from itertools import count
 
 import islpy as isl
 
+from . import expand
 from . import terms as T
 from .bounds import _index_of, check_bounds
 from .dataflow import Conditional, Mismatch, NestFlow, Source, span, trip
@@ -326,14 +327,21 @@ class _Lowerer:
     # ------------------------------------------------------------ nests
     def nest(self, s):
         _declare_shapes(s, self)  # tensors allocated or bound inside the nest
-        functional, reason, parts = None, "", None
+        functional, reason, parts, dropped = None, "", None, set()
         try:
             merged = unsplit(s, self.dims, self.fresh, _reorder_check(s, self))
             functional = _NestRun(self, ifconvert(merged, self.dims, self.shapes)).run()
             functional = {n: None if t is None else self.normalized(t) for n, t in functional.items()}
         except NotFunctional as why:
             reason = str(why)
-            parts = _fission(s, self) if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) else None
+            live = self.read_after if s is self.current_top else None
+            split = _fission(s, self, live) if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) \
+                else None
+            if split is not None:
+                parts, buffers, dropped = split
+                for name, shape in buffers.items():  # scalars carried between parts (expand.py)
+                    self.shapes[name] = shape
+                    self.env[name] = self.zeros(shape)
         opaque, swrites = self._as_written(s, reason)
         if parts:
             # no functional form as a whole: distribute the loops over groups of statements
@@ -343,7 +351,9 @@ class _Lowerer:
             for part in parts:
                 part.views = getattr(s, "views", {})
                 self.nest(part)
-            functional = {n: self.env[n] for n in opaque if n in self.env}
+            # (a scalar renamed or carried by expand.py is dead after the nest: no part
+            # defines the nest's own final value of it, so it gets no functional form)
+            functional = {n: self.env[n] for n in opaque if n in self.env and n not in dropped}
             functional = {n: (t.args[0] if n in swrites and t.op == "Sc.load" and t.args[0].op == "Ten.opaque"
                               else t) for n, t in functional.items()}
         for n, o in opaque.items():
@@ -415,7 +425,7 @@ def _reorder_check(s, low):
     return ok
 
 
-def _fission(s, low) -> list | None:
+def _fission(s, low, live: set | None = None):
     """Nest `s` as several nests, one per group of its leaf statements, each group inside
     copies of its enclosing loops; None where it stays one.
 
@@ -426,13 +436,23 @@ def _fission(s, low) -> list | None:
     distribution models tensor elements only). Groups run in an order that keeps every
     edge (textual order where free), each with its leaves in their own order, so every
     dependent pair of instances runs in its original order: the same program
-    (Kennedy and Allen's loop distribution, over the whole nest at once)."""
+    (Kennedy and Allen's loop distribution, over the whole nest at once).
+
+    With `live` (the names read after a top-level nest), scalars in the way are handled
+    first (`eqsat/expand.py`): webs renamed, and a scalar private to an iteration that later
+    statements only read gets a one-way edge, producer before reader, and is carried
+    between parts in a buffer. Returns (parts, {buffer: shape}, names no part defines as
+    the nest did), or None."""
     if not _one_to_one(s):
         return None
+    renamed: set = set()
+    if live is not None:
+        s, renamed = expand.rename_webs(s, live)
     leaves = _leaves(s)
+    priv = expand.privates(s, live, leaves) if live is not None else {}
     try:
         flow = NestFlow(s, low.dims, low.shapes, set())
-        edges = flow.order_edges()
+        edges = flow.order_edges(skip=set(priv))
     except (isl.Error, Conditional):
         return None
     sid = {id(leaf.stmt): leaf.sid for leaf in flow.leaves}
@@ -452,8 +472,18 @@ def _fission(s, low) -> list | None:
         local |= swrites | ({x.name} if isinstance(x, (Alloc, Assign)) else set())
     for a in range(n):
         for b in range(n):
-            if a != b and touched[a] & touched[b] & local:
-                reach[idx[a]][idx[b]] = reach[idx[b]][idx[a]] = True
+            if a == b:
+                continue
+            for name in touched[a] & touched[b] & local:
+                p = priv.get(name)
+                if p is not None and id(leaves[a]) in p.readers and id(leaves[b]) in p.readers:
+                    continue  # two readers of a carried scalar: no order between them
+                if p is not None and id(leaves[a]) in p.producers and id(leaves[b]) in p.readers:
+                    reach[idx[a]][idx[b]] = True  # producer before reader, one way
+                elif p is not None and id(leaves[a]) in p.readers and id(leaves[b]) in p.producers:
+                    reach[idx[b]][idx[a]] = True
+                else:
+                    reach[idx[a]][idx[b]] = reach[idx[b]][idx[a]] = True
     for k in range(n):  # transitive closure (a nest has few leaves)
         for a in range(n):
             if reach[a][k]:
@@ -474,17 +504,26 @@ def _fission(s, low) -> list | None:
                                                for b in left[h]))
         order.append(left.pop(head))
     keep_of = {a: id(x) for a, x in zip(idx, leaves)}
-    return [_restrict(s, {keep_of[a] for a in g}) for g in order]
+    kept = [{keep_of[a] for a in g} for g in order]
+    copies = [{} for _ in kept]
+    parts = [_restrict(s, k, c) for k, c in zip(kept, copies)]
+    try:
+        buffers = expand.expand(parts, copies, priv, low.dims, kept)
+    except (ValueError, KeyError):
+        return None
+    carried = {p.name for p in priv.values()}
+    return parts, buffers, renamed | carried
 
 
-def _restrict(s, keep: set):
+def _restrict(s, keep: set, copies: dict | None = None):
     """A copy of nest `s` holding only the leaf statements whose ids are in `keep` (and the
-    loops around them), its source cut the same way; None if none is left."""
+    loops around them), its source cut the same way; None if none is left. `copies`, if
+    given, maps each loop's id to its copy."""
     if not isinstance(s, For):
         return s if id(s) in keep else None
     body, nodes = [], []
     for b, nb in zip(s.body, s.node.body):
-        r = _restrict(b, keep)
+        r = _restrict(b, keep, copies)
         if r is not None:
             body.append(r)
             nodes.append(r.node if isinstance(r, For) else nb)
@@ -492,7 +531,10 @@ def _restrict(s, keep: set):
         return None
     node = copy.copy(s.node)
     node.body = nodes
-    return For(s.loc, s.var, s.lo, s.hi, body, node=node, step=s.step)
+    out = For(s.loc, s.var, s.lo, s.hi, body, node=node, step=s.step)
+    if copies is not None:
+        copies[id(s)] = out
+    return out
 
 
 def _one_to_one(s) -> bool:

@@ -75,6 +75,77 @@ def p(x: f32["M", "N"]) -> tuple[f32["M", "N"], f32["M", "N"]]:
             u[i, j] = u[i, j] + v[i, j]
     return u, v
 ''', "no loop"),
+    # a softmax row by row: the row max and the row sum are scalars private to each row
+    # that later statements only read; carried between parts in buffers (eqsat/expand.py),
+    # the nest becomes a max reduction, a sum reduction and the normalization
+    "softmax_rows": ('''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        m = x[i, 0]
+        for j in range(1, N):
+            m = max(m, x[i, j])
+        s = 0.0
+        for j in range(N):
+            y[i, j] = exp(x[i, j] - m)
+            s += y[i, j]
+        for j in range(N):
+            y[i, j] /= s
+    return y
+''', "no loop"),
+    # a scalar read in the middle of its updates (t) and at the end (u, c): the statements
+    # up to its last update stay together; the reader after them gets the final value
+    "read_between_updates": ('''
+@program
+def p(a: f32["M", "N"], b: f32["M", "N"]) -> tuple[f32["M"], f32["M"], f32["M", "N"]]:
+    t = empty((M,))
+    u = empty((M,))
+    c = empty((M, N))
+    for i in range(M):
+        s = 0.0
+        for j in range(N):
+            s += a[i, j]
+        t[i] = s
+        for j in range(N):
+            s += b[i, j]
+        u[i] = s
+        for j in range(N):
+            y = a[i, j] * s
+            c[i, j] = exp(y) - y
+    return t, u, c
+''', None),
+    # the scalar is read after the nest: not carried, the nest keeps its meaning
+    "scalar_read_after": ('''
+@program
+def p(a: f32["M", "N"]) -> tuple[f32["M", "N"], f32]:
+    c = empty((M, N))
+    s = 0.0
+    for i in range(M):
+        s = 0.0
+        for j in range(N):
+            s += a[i, j]
+            c[i, j] = a[i, j]
+        for j in range(N):
+            c[i, j] = c[i, j] / (s * s + 1.0)
+    return c, s
+''', None),
+    # one name, two unrelated values (set first in each loop): renamed per loop
+    "scalar_webs": ('''
+@program
+def p(a: f32["M", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for i in range(M):
+        t = 0.0
+        for j in range(N):
+            s = a[i, j] * 2.0
+            t += s
+            c[i, j] = s
+        for j in range(N):
+            s = a[i, j] + t
+            c[i, j] += s * s
+    return c
+''', "no loop"),
 }
 
 
