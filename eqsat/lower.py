@@ -123,6 +123,7 @@ class _Lowerer:
         self.fresh = count()
         self.var_extent: dict = {}
         self.hoisted: dict = {}  # term -> its hoisted form, shared by every nest (hoist.py)
+        self.hoist_canon: dict = {}  # a hoisted term, up to its variables -> its tensor's axes (hoist.py)
         # the top-level statement being lowered, and the names read after it (statements
         # after it, the returns): what a nest kept as written leaves live (parallel.py)
         self.current_top = None
@@ -371,7 +372,8 @@ class _Lowerer:
         """A nest's functional term with split reductions merged and loop-invariant
         reductions hoisted out of the reductions around them (eqsat/hoist.py)."""
         t = merge_split_reductions(t, lambda e: self.new_var("k", e))
-        return hoist_invariant_reductions(t, _free_vars, self.new_var, self.var_extent.get, self.hoisted)
+        return hoist_invariant_reductions(t, _free_vars, self.new_var, self.var_extent.get, self.hoisted,
+                                          self.hoist_canon)
 
     def _as_written(self, s, reason: str):
         """Nest `s` as a `loop` kernel run as written: ({output: its Ten.opaque term}, the
