@@ -80,7 +80,8 @@ class _Gen:
             return got
         op = n.op
         if op == "Sc.lit":
-            out = repr(float(n.args[0]))
+            x = float(n.args[0])
+            out = repr(x) if math.isfinite(x) else f"float('{x}')"  # float('-inf'): '-inf' is no literal
         elif op == "Sc.param":
             out = f"p_{n.args[0]}"
         elif op == "Sc.acc":

@@ -48,7 +48,7 @@ from itertools import count
 
 from .bounds import leaving_axis, loop_values
 from .ir import (
-    Assign, Bin, BoolOp, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_eval, ie_names, written,
+    Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_eval, ie_names, written,
 )
 
 
@@ -438,6 +438,15 @@ def _guard(x, cond, holds: bool):
         out = copy.copy(x)
         out.value = val
         return out
+    if isinstance(x, Assign) and _is_extremum(x):
+        # `m = max(m, e)` stays an accumulation: `m = max(m, e if c else -inf)` (+inf for
+        # min); max(m, -inf) is m, a NaN m included, as when the statement does not run
+        e = x.value.args[1]
+        unit = Const(x.loc, float("-inf") if x.value.fn == "max" else float("inf"))
+        pick = Select(x.loc, c, e, unit, ty=e.ty) if holds else Select(x.loc, c, unit, e, ty=e.ty)
+        out = copy.copy(x)
+        out.value = Call(x.value.loc, x.value.fn, (x.value.args[0], pick), ty=x.value.ty)
+        return out
     if isinstance(x, Assign):
         old = Ref(x.loc, x.name, ty=x.value.ty)
         new = Bin(x.loc, x.aug_op, Ref(x.loc, x.name, ty=x.value.ty), x.value, ty=x.value.ty) if x.aug else x.value
@@ -448,6 +457,13 @@ def _guard(x, cond, holds: bool):
     new = Bin(x.loc, x.aug_op, cur, x.value, ty=x.value.ty) if x.aug else x.value
     val = Select(x.loc, c, new, old, ty=x.value.ty) if holds else Select(x.loc, c, old, new, ty=x.value.ty)
     return Store(x.loc, x.buf, tuple(x.idx), val, guarded=True)
+
+
+def _is_extremum(x: Assign) -> bool:
+    """`x = max(x, e)` or `x = min(x, e)`, the accumulator first (a scalar reduction)."""
+    v = x.value
+    return (not x.aug and v.ty is None and isinstance(v, Call) and v.fn in ("max", "min") and len(v.args) == 2
+            and isinstance(v.args[0], Ref) and v.args[0].name == x.name)
 
 
 def _names(e) -> set:
