@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import copy
 import inspect
 
@@ -269,10 +270,14 @@ class _Parser:
             out.append(self.stmt(nxt, top))
         return [x for x in out if x is not None]
 
-    def if_(self, n: ast.If, top: bool) -> If:
+    def if_(self, n: ast.If, top: bool):
         cond = self.cond(n.test)
         body = self.block(n.body, top)
         orelse = self.block(n.orelse, top)
+        update = _extremum_update(cond, body, orelse)
+        if update is not None:  # `if e > m: m = e` is `m = max(m, e)`: a max reduction
+            fn, name, e = update
+            return Assign(self.loc(n), name, Call(cond.loc, fn, (Ref(cond.loc, name), e)))
         return If(self.loc(n), cond, body, orelse, node=n)
 
     def block(self, stmts, top):
@@ -824,3 +829,32 @@ def _shape_str(ty) -> str:
 def _opname(op) -> str:
     return {ast.Mult: "*", ast.Div: "/", ast.Mod: "%", ast.Pow: "**", ast.FloorDiv: "//", ast.BitAnd: "&",
             ast.BitOr: "|", ast.LShift: "<<", ast.RShift: ">>", ast.BitXor: "^"}.get(type(op), type(op).__name__)
+
+
+def _extremum_update(cond, body: list, orelse: list):
+    """`if e > m: m = e` (or `m < e`) as ("max", m, e); `if e < m: m = e` (or `m > e`) as
+    ("min", m, e); else None. The same program for every value: with the strict comparison
+    a NaN `e` leaves `m`, a NaN `m` stays, as builtin `max(m, e)` does (`>=` would differ
+    on the sign of a zero: not taken)."""
+    if orelse or len(body) != 1 or not isinstance(cond, Compare) or cond.op not in ("<", ">"):
+        return None
+    st = body[0]
+    if not isinstance(st, Assign) or st.aug or st.value.ty is not None:
+        return None
+    a, b = cond.a, cond.b
+    for new, old, bigger in ((a, b, cond.op == ">"), (b, a, cond.op == "<")):
+        if isinstance(old, Ref) and old.name == st.name and _same(new, st.value):
+            return ("max" if bigger else "min"), st.name, st.value
+    return None
+
+
+def _same(x, y) -> bool:
+    """Two IR expressions written alike (locations and types aside)."""
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, tuple):
+        return len(x) == len(y) and all(_same(p, q) for p, q in zip(x, y))
+    if not dataclasses.is_dataclass(x):
+        return x == y
+    return all(_same(getattr(x, f.name), getattr(y, f.name)) for f in dataclasses.fields(x)
+               if f.name not in ("loc", "ty"))

@@ -928,7 +928,14 @@ class _NestRun:
         if isinstance(s, Alloc) or (isinstance(s, Assign) and s.value.ty is not None):
             raise NotFunctional("a tensor allocated or assigned inside a reduction loop")
         if s.aug or _max_min(s) is not None:
-            raise NotFunctional(f"{s.name!r} is updated inside a reduction loop it is not reduced over")
+            cur = self.scal.get(s.name)
+            if cur is None or cur[1].free != tuple(self.open):
+                raise NotFunctional(f"{s.name!r} is updated inside a reduction loop it is not reduced over")
+            # set earlier in this same iteration (`v = x[i, j]` then `v = max(v, -1.0)`): an
+            # update of a private value, read from that assignment (a claim isl checks)
+            value = Bin(s.loc, s.aug_op, Ref(s.loc, s.name), s.value) if s.aug else s.value
+            self.scal[s.name] = (self.low.scalar(value, ctx), Source(s, s.name, tuple(self.open)))
+            return
         self.scal[s.name] = (self.low.scalar(s.value, ctx), Source(s, s.name, tuple(self.open)))
 
 

@@ -73,6 +73,25 @@ def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
                 c[i, j] += (a[i, k] if a[i, k] > 0.0 else 0.0) * b[k, j]
     return c
 ''', ["matmul"]),
+    # a row max written with `if` (strict >: `m = max(m, e)` for every value, NaN included)
+    # and a row min with the comparison the other way round: reductions
+    "max_by_if": ('''
+@program
+def p(x: f32["M", "N"]) -> tuple[f32["M"], f32["M"]]:
+    hi = empty((M,))
+    lo = empty((M,))
+    for i in range(M):
+        m = x[i, 0]
+        n = x[i, 0]
+        for j in range(1, N):
+            if x[i, j] > m:
+                m = x[i, j]
+            if n > x[i, j]:
+                n = x[i, j]
+        hi[i] = m
+        lo[i] = n
+    return hi, lo
+''', ["reduction", "reduction"]),
     # a clamp by if/elif (the condition reads what a branch writes: hoisted once)
     "clamped_sum": ('''
 @program

@@ -32,6 +32,24 @@ def p(x: f32["M", "N"]) -> f32["M", "N"]:
             y[i, j] /= s
     return y
 ''', ["reduction", "reduction", "pointwise"]),
+    # the row max written with `if` (the front end reads it as `m = max(m, x[i, j])`)
+    "softmax_if": ('''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        m = x[i, 0]
+        for j in range(1, N):
+            if x[i, j] > m:
+                m = x[i, j]
+        s = 0.0
+        for j in range(N):
+            y[i, j] = exp(x[i, j] - m)
+            s += y[i, j]
+        for j in range(N):
+            y[i, j] = y[i, j] / s
+    return y
+''', ["reduction", "reduction", "pointwise"]),
     "layernorm": ('''
 @program
 def p(x: f32["M", "N"], g: f32["N"], b: f32["N"]) -> f32["M", "N"]:
