@@ -501,7 +501,10 @@ class _Parser:
         t = self.iexpr(e)
         for nm in ie_names(t):
             if nm not in self.loopvars and self.sym.get(nm, ("",))[0] != "dim":
-                raise self.err(e, f"index uses {nm!r}, which is neither a loop variable nor a dimension")
+                hint = ("; a scalar local is a float value, not an index: write its expression in the "
+                        "index itself (x[i + di - 1], not ii = i + di - 1 then x[ii])"
+                        if self.sym.get(nm, ("",))[0] == "slocal" else "")
+                raise self.err(e, f"index uses {nm!r}, which is neither a loop variable nor a dimension{hint}")
         def fail(msg):
             raise self.err(e, msg)
 

@@ -472,7 +472,8 @@ def test_index_by_scalar_local():
                 y[i] = a[s]  # ERR:scalar-index
             return y
 
-    expect_program_error(build, "scalar-index", "'s'", "neither a loop variable nor a dimension")
+    expect_program_error(build, "scalar-index", "'s'", "neither a loop variable nor a dimension",
+                         "write its expression in the index itself")
 
 
 def test_slicing():
