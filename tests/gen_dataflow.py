@@ -271,6 +271,14 @@ def gen_scalar(b: _Builder) -> DataflowProgram:
         if n_in == 0:
             b.emit(2, f"y[i, j] = {ch.choice(scal)}")
         stores += stmts(1, outer_x, outer_y, 0, 2)
+        if ch.coin(0.4):  # a second inner loop: scalars carried into it, or set first in both (webs)
+            b.tag("second_loop")
+            b.emit(1, f"for j in range({N}):")
+            if ch.coin(0.5):
+                v = ch.choice(scal)
+                b.emit(2, f"{v} = {inner_x} * 0.5")
+            if stmts(2, inner_x, inner_y, 1, 3) == 0:
+                b.emit(2, f"y[i, j] = {ch.choice(scal)} + y[i, j]")
     else:
         stores += stmts(1, inner_x, inner_y, 1, 5)
         if stores == 0:
