@@ -68,6 +68,15 @@ def context() -> isl.Context:
 _PARSE_CACHE_SIZE = 4096
 
 
+def _flow_cache() -> dict:
+    """This thread's solved flow problems (`NestFlow._flow`), by their text up to the name."""
+    cache = getattr(_THREAD, "flows", None)
+    if cache is None:
+        context()
+        cache = _THREAD.flows = {}
+    return cache
+
+
 def _parse_cache() -> dict:
     """This thread's parsed isl maps by their text (for this thread's context only)."""
     cache = getattr(_THREAD, "parsed", None)
@@ -251,11 +260,29 @@ class NestFlow:
         sources = self._writes.get(name, [])
         if not sources:
             return self._union([])
+        key = None
+        if sched is None and not any(f"F_{name}[" in a for a in sink_accs):
+            # the same problem up to the location's name (a chain of layers: every nest
+            # alike, each on its own tensors): solved once per thread. The answer names
+            # statement instances only, so it holds for every name; final-value sinks
+            # (`F_<name>`) carry the name into the answer and are not shared.
+            tag = f"b_{name}["
+            key = (tuple(a.replace(tag, "b_[") for a in sink_accs), tuple(sink_scheds),
+                   tuple(a.replace(tag, "b_[") for a in sources), tuple(self._sched))
+            cache = _flow_cache()
+            got = cache.get(key)
+            if got is not None:
+                return got
         info = isl.UnionAccessInfo.from_sink(self._union(sink_accs))
         info = info.set_must_source(self._parsed(("writes", name), sources))
         whole = self._parsed(("sched",), self._sched) if sched is None else sched
         info = info.set_schedule_map(whole.union(self._union(sink_scheds)))
-        return info.compute_flow().get_must_dependence().reverse()
+        out = info.compute_flow().get_must_dependence().reverse()
+        if key is not None:
+            if len(cache) >= _PARSE_CACHE_SIZE:
+                cache.clear()
+            cache[key] = out
+        return out
 
     # ------------------------------------------------------------------ fission
     def order_edges(self, skip=frozenset()) -> set:
