@@ -23,7 +23,6 @@ import numpy as np
 
 from .terms import Node, walk
 
-FINITE = "finite"
 MARGIN = 0.9  # the assuming plan must be modeled at most this share of the exact plan's cost
 
 
@@ -44,11 +43,6 @@ def _masked_product(s: Node) -> bool:
     a, b = s.args[3], s.args[4]
     zero = Node("Sc.lit", 0.0)
     return (a.op == "Sc.mul" and b is zero) or (b.op == "Sc.mul" and a is zero)
-
-
-def float_params(program) -> list:
-    """Names of the parameters the finite check reads: every float tensor and scalar."""
-    return [p.name for p in program.params if p.dtype is not int]
 
 
 def check_seconds(program, dims: dict, target) -> float:

@@ -31,9 +31,6 @@ from egglog import String, i64, rewrite, ruleset
 
 from eqsat.sorts import Ixs, Sc, Ten, Var
 
-ASSUMES = "finite"  # what the plan checks before running a form this family built
-
-
 @ruleset
 def ruleset(x: Sc, l: Sc, r: Sc, f: String, v: Var, n: i64, name: String, idx: Ixs, w: Sc, pname: String):
     y = Sc.load(Ten.input(name), idx)
