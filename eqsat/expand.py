@@ -168,7 +168,7 @@ class Private:
     readers: set = field(default_factory=set)
 
 
-def privates(s: For, live: set, leaves: list) -> dict:
+def privates(s: For, live: set) -> dict:
     """name -> Private, for the scalars of nest `s` (not `live` after it) that expansion
     may carry across fission parts."""
     names: set = set()

@@ -451,7 +451,7 @@ def _fission(s, low, live: set | None = None):
     if live is not None:
         s, renamed = expand.rename_webs(s, live)
     leaves = _leaves(s)
-    priv = expand.privates(s, live, leaves) if live is not None else {}
+    priv = expand.privates(s, live) if live is not None else {}
     try:
         flow = NestFlow(s, low.dims, low.shapes, set())
         edges = flow.order_edges(skip=set(priv))
