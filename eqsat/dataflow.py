@@ -66,6 +66,7 @@ def context() -> isl.Context:
 
 
 _PARSE_CACHE_SIZE = 4096
+_FLOW_CACHE_SIZE = 1024  # solved flow problems kept per thread (a chain's alike layers need a few)
 
 
 def _flow_cache() -> dict:
@@ -279,7 +280,7 @@ class NestFlow:
         info = info.set_schedule_map(whole.union(self._union(sink_scheds)))
         out = info.compute_flow().get_must_dependence().reverse()
         if key is not None:
-            if len(cache) >= _PARSE_CACHE_SIZE:
+            if len(cache) >= _FLOW_CACHE_SIZE:
                 cache.clear()
             cache[key] = out
         return out
