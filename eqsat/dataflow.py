@@ -90,8 +90,12 @@ def _parse_cache() -> dict:
 class NestFlow:
     """The nest's statements, accesses and schedule as isl objects, and the claim checks."""
 
-    def __init__(self, nest, dims: dict, shapes: dict, scalars: set):
+    def __init__(self, nest, dims: dict, shapes: dict, scalars: set, ifs_as_leaves: bool = False):
+        """`ifs_as_leaves`: an `if` holding no loop is one leaf that may read and write what
+        its branches do (enough to order statements for fission, `order_edges`; the exact
+        claim checks need every statement's own instances and refuse a conditional)."""
         self.dims, self.shapes, self.scalars = dims, shapes, scalars
+        self.ifs_as_leaves = ifs_as_leaves
         self.leaves: list[Leaf] = []
         self.by_stmt: dict = {}
         self.reads: dict = {}  # (id(leaf stmt), key) -> Read
@@ -110,7 +114,7 @@ class NestFlow:
 
     # ------------------------------------------------------------------ model
     def _walk(self, s, path, pos):
-        if isinstance(s, If):
+        if isinstance(s, If) and not (self.ifs_as_leaves and not _holds_loop(s)):
             raise Conditional("a conditional inside the nest")
         if isinstance(s, For):
             self.depth = max(self.depth, len(path) + 1)
@@ -468,6 +472,10 @@ def _reads(s):
         if s.aug:
             out.append(("aug", s.buf if isinstance(s, Store) else s.name,
                         tuple(s.idx) if isinstance(s, Store) else ()))
+    elif isinstance(s, If):  # a conditional as one leaf: its condition and both branches
+        expr(s.cond)
+        for b in list(s.body) + list(s.orelse):
+            out.extend(_reads(b))
     return out
 
 
@@ -476,7 +484,13 @@ def _writes(s):
         return [(s.buf, tuple(s.idx))]
     if isinstance(s, (Assign, Alloc)):
         return [(s.name, ())]
+    if isinstance(s, If):  # what either branch may write
+        return [w for b in list(s.body) + list(s.orelse) for w in _writes(b)]
     return []
+
+
+def _holds_loop(s) -> bool:
+    return isinstance(s, For) or (isinstance(s, If) and any(_holds_loop(b) for b in list(s.body) + list(s.orelse)))
 
 
 def index_can_leave(path: tuple, ie, size: int, dims: dict, guards: tuple = ()) -> bool:

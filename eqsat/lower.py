@@ -336,8 +336,7 @@ class _Lowerer:
         except NotFunctional as why:
             reason = str(why)
             live = self.read_after if s is self.current_top else None
-            split = _fission(s, self, live) if isinstance(s, For) and len(_leaves(s)) > 1 and not _has_if(s) \
-                else None
+            split = _fission(s, self, live) if isinstance(s, For) and len(_leaves(s)) > 1 else None
             if split is not None:
                 parts, buffers, dropped = split
                 for name, shape in buffers.items():  # scalars carried between parts (expand.py)
@@ -453,7 +452,7 @@ def _fission(s, low, live: set | None = None):
     leaves = _leaves(s)
     priv = expand.privates(s, live) if live is not None else {}
     try:
-        flow = NestFlow(s, low.dims, low.shapes, set())
+        flow = NestFlow(s, low.dims, low.shapes, set(), ifs_as_leaves=True)
         edges = flow.order_edges(skip=set(priv))
     except (isl.Error, Conditional):
         return None
@@ -545,10 +544,6 @@ def _one_to_one(s) -> bool:
     if not isinstance(s, For):
         return True
     return len(s.node.body) == len(s.body) and all(_one_to_one(b) for b in s.body)
-
-
-def _has_if(s) -> bool:
-    return isinstance(s, If) or (isinstance(s, For) and any(_has_if(b) for b in s.body))
 
 
 def _leaves(s) -> list:

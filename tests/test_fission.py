@@ -130,6 +130,38 @@ def p(a: f32["M", "N"]) -> tuple[f32["M", "N"], f32]:
             c[i, j] = c[i, j] / (s * s + 1.0)
     return c, s
 ''', None),
+    # a conditional accumulation beside a store, in one loop: the `if` is one statement
+    # for distribution (it may read and write what its branches do), the sum its own part
+    "conditional_sum_beside_store": ('''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        s = 0.0
+        for j in range(N):
+            if x[i, j] > 0.0:
+                s += x[i, j]
+            y[i, j] = x[i, j] * 2.0
+        for j in range(N):
+            y[i, j] = y[i, j] / (s * s + 1.0)
+    return y
+''', "no loop"),
+    # an argmax: two scalars updated under one condition, a recurrence: stays a loop, right
+    "argmax_then_use": ('''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        m = x[i, 0]
+        k = 0.0
+        for j in range(N):
+            if x[i, j] > m:
+                m = x[i, j]
+                k = j * 1.0
+        for j in range(N):
+            y[i, j] = x[i, j] - m + k
+    return y
+''', None),
     # one name, two unrelated values (set first in each loop): renamed per loop
     "scalar_webs": ('''
 @program
