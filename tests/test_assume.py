@@ -12,16 +12,11 @@ from eqsat.rules import FAMILIES
 
 D = {"M": 24, "N": 30}
 
-TRIANGULAR = '''
-@program
-def p(alpha: f32, A: f32["M", "M"], B: f32["M", "N"]) -> f32["M", "N"]:
-    for i in range(M):
-        for j in range(N):
-            for k in range(i + 1, M):
-                B[i, j] += A[k, i] * B[k, j]
-            B[i, j] = alpha * B[i, j]
-    return B
-'''
+def _trmm():
+    """PolyBench's trmm (tests/polybench/trmm.py): `for k in range(i + 1, M)`, a masked sum."""
+    from test_polybench import load
+
+    return load("trmm")[1]
 
 
 def _args(seed=0):
@@ -35,8 +30,8 @@ def _agrees(got, want):
 
 
 @pytest.fixture
-def triangular(tmp_program):
-    prog = tmp_program(TRIANGULAR)
+def triangular():
+    prog = _trmm()
     return prog, eqsat.optimize(prog, D, target="cpu")
 
 
@@ -75,16 +70,16 @@ def test_non_finite_arguments_run_the_exact_plan(triangular, where):
             assert not _agrees(fast(args), want)
 
 
-def test_the_exact_search_alone_assumes_nothing(tmp_program):
-    prog = tmp_program(TRIANGULAR)
+def test_the_exact_search_alone_assumes_nothing():
+    prog = _trmm()
     plan = eqsat.optimize(prog, D, target="cpu", rules=list(FAMILIES))
     assert plan.assumes is None and plan.fallback is None
     assert "finite" not in plan.rules
     assert any(k.kind == "loop" for k in plan.kernels), plan
 
 
-def test_finite_family_named_explicitly(tmp_program):
-    prog = tmp_program(TRIANGULAR)
+def test_finite_family_named_explicitly():
+    prog = _trmm()
     plan = eqsat.optimize(prog, D, target="cpu", rules=list(FAMILIES) + ["finite"])
     assert plan.fallback is not None and "finite" in plan.rules and "finite" not in plan.fallback.rules
 

@@ -75,25 +75,6 @@ def p(x: f32["M", "N"]) -> tuple[f32["M", "N"], f32["M", "N"]]:
             u[i, j] = u[i, j] + v[i, j]
     return u, v
 ''', "no loop"),
-    # a softmax row by row: the row max and the row sum are scalars private to each row
-    # that later statements only read; carried between parts in buffers (eqsat/expand.py),
-    # the nest becomes a max reduction, a sum reduction and the normalization
-    "softmax_rows": ('''
-@program
-def p(x: f32["M", "N"]) -> f32["M", "N"]:
-    y = empty((M, N))
-    for i in range(M):
-        m = x[i, 0]
-        for j in range(1, N):
-            m = max(m, x[i, j])
-        s = 0.0
-        for j in range(N):
-            y[i, j] = exp(x[i, j] - m)
-            s += y[i, j]
-        for j in range(N):
-            y[i, j] /= s
-    return y
-''', "no loop"),
     # a scalar read in the middle of its updates (t) and at the end (u, c): the statements
     # up to its last update stay together; the reader after them gets the final value
     "read_between_updates": ('''
