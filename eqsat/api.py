@@ -346,6 +346,9 @@ def _opaque_shapes(lowered) -> dict:
     return out
 
 
+_NONE: dict = {}  # (read only) no runner built yet
+
+
 class Plan:
     """The chosen form of a program at fixed sizes (see DESIGN.md for the contract)."""
 
@@ -385,8 +388,11 @@ class Plan:
         parameters are passed by value). backend "numpy" (BLAS and numba on this CPU) or
         "triton" (the generated kernels; results in the caller's kind: torch in, torch out
         on the same device). Each backend's runner is built on the first call."""
-        runner = self.__dict__.get("_runners", {}).get(backend)
-        return (runner or self.compiled(backend))(args)
+        call = self.__dict__.get("_calls", _NONE).get(backend)
+        if call is None:  # the first call on this backend: build its runner, keep its entry
+            runner = self.compiled(backend)
+            call = self.__dict__.setdefault("_calls", {}).setdefault(backend, getattr(runner, "entry", runner))
+        return call(args)
 
     def check_dims_of_call(self, dims: dict) -> None:
         for d, n in dims.items():
