@@ -58,13 +58,19 @@ def check_seconds(program, dims: dict, target) -> float:
 def all_finite(values) -> bool:
     """Every float in these arguments is finite (numpy arrays, torch tensors, scalars)."""
     for v in values:
-        if hasattr(v, "is_floating_point") and hasattr(v, "isfinite"):  # a torch tensor
+        if isinstance(v, np.ndarray):  # the common case first: one ufunc and one reduction
+            if v.dtype.kind in "fc" and not np.isfinite(v).all():
+                return False
+        elif isinstance(v, (float, np.floating)):
+            if not math.isfinite(v):
+                return False
+        elif hasattr(v, "is_floating_point") and hasattr(v, "isfinite"):  # a torch tensor
             if v.is_floating_point() and not bool(v.isfinite().all()):
                 return False
-            continue
-        a = np.asarray(v)
-        if a.dtype.kind in "fc" and not np.isfinite(a).all():
-            return False
+        else:
+            a = np.asarray(v)
+            if a.dtype.kind in "fc" and not np.isfinite(a).all():
+                return False
     return True
 
 
