@@ -344,19 +344,20 @@ def expect(plan, pattern: str) -> bool:
 def _rules_arg(text: str | None):
     if text is None:
         return None
-    from .rules import FAMILIES
+    from .rules import ASSUMING, FAMILIES
 
+    known = FAMILIES + ASSUMING  # as optimize(rules=None): the assuming ones in a search of their own
     out: list = []
     for r in (x.strip() for x in text.split(",")):
         if not r:
             continue
         if r in ("all", "default"):
-            out += [f for f in FAMILIES if f not in out]
-        elif r in FAMILIES:
+            out += [f for f in known if f not in out]
+        elif r in known:
             out.append(r)
         else:
             if not os.path.exists(r):
-                raise CliError(f"--rules: {r!r} is neither a rule family ({', '.join(FAMILIES)}) nor a file")
+                raise CliError(f"--rules: {r!r} is neither a rule family ({', '.join(known)}) nor a file")
             if os.path.isdir(r):
                 raise CliError(f"--rules: {r} is a directory; name its rule files")
             out.append(os.path.abspath(r))
