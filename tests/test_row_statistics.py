@@ -139,3 +139,55 @@ def test_row_statistic_is_computed_once_per_row(tmp_program, name):
     for backend in ("numpy", "triton"):
         np.testing.assert_allclose(np.asarray(plan.run(*args, backend=backend)), want, rtol=1e-4, atol=1e-5,
                                    err_msg=f"{backend}\n{plan}")
+
+
+WHOLE = {
+    "dot": '''
+@program
+def p(x: f32["N"], y: f32["N"]) -> f32:
+    s = 0.0
+    for i in range(N):
+        s += x[i] * y[i]
+    return s
+''',
+    "max": '''
+@program
+def p(x: f32["N"]) -> f32:
+    m = x[0]
+    for i in range(1, N):
+        if x[i] > m:
+            m = x[i]
+    return m
+''',
+    "sum_of_squares": '''
+@program
+def p(x: f32["N"]) -> f32:
+    s = 0.0
+    for i in range(N):
+        s += x[i] * x[i]
+    return s
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHOLE))
+def test_whole_array_reduction_runs_right(tmp_program, name):
+    prog = tmp_program(WHOLE[name])
+    dims = {"N": 4096}
+    plan = eqsat.optimize(prog, dims)
+    args = random_args(prog, dims)
+    want = eqsat.reference(prog, *args)
+    for backend in ("numpy", "triton"):
+        np.testing.assert_allclose(float(plan.run(*args, backend=backend)), float(want), rtol=1e-4, atol=1e-3,
+                                   err_msg=f"{backend}\n{plan}")
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 goal not met: the Triton backend reduces a whole array in one lane "
+                                       "(a serial chain the model prices as such), so the kept loop is cheaper; "
+                                       "needs a block-wide tree reduction (tl.sum over a block of the axis)")
+@pytest.mark.parametrize("name", sorted(WHOLE))
+def test_whole_array_reduction_is_a_reduction_kernel(tmp_program, name):
+    """A dot product, a max and a sum of squares over 4096 elements, written as loops, are
+    one reduction kernel each at the default target (the issue's goal)."""
+    plan = eqsat.optimize(tmp_program(WHOLE[name]), {"N": 4096})
+    assert [k.kind for k in plan.kernels] == ["reduction"], plan
