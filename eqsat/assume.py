@@ -37,12 +37,14 @@ def has_site(lowered) -> bool:
     return False
 
 
+_ZERO = Node("Sc.lit", 0.0)
+
+
 def _masked_product(s: Node) -> bool:
     if s.op != "Sc.select":
         return False
     a, b = s.args[3], s.args[4]
-    zero = Node("Sc.lit", 0.0)
-    return (a.op == "Sc.mul" and b is zero) or (b.op == "Sc.mul" and a is zero)
+    return (a.op == "Sc.mul" and b is _ZERO) or (b.op == "Sc.mul" and a is _ZERO)
 
 
 def check_seconds(program, dims: dict, target) -> float:

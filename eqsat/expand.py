@@ -31,40 +31,16 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from .bounds import loop_values
-from .ir import Assign, For, If, Index, Ref, Store
+from .ifconvert import _mentions, _names, _rename_expr
+from .ir import Assign, For, If, Index, Ref, Store, leaves, written
 
 _NAMES = count()
 
 
 # ------------------------------------------------------------------ helpers on the IR
-def _expr_names(e, out: set) -> None:
-    if isinstance(e, Ref):
-        out.add(e.name)
-    for c in e.children():
-        _expr_names(c, out)
-
-
 def _touches(s, name: str) -> bool:
     """Does statement `s` (and what it holds) read or assign scalar `name`?"""
-    if isinstance(s, (For, If)):
-        if isinstance(s, If):
-            got: set = set()
-            _expr_names(s.cond, got)
-            if name in got:
-                return True
-        return any(_touches(b, name) for b in list(s.body) + list(getattr(s, "orelse", [])))
-    if isinstance(s, Assign) and s.name == name:
-        return True
-    got = set()
-    if isinstance(s, (Assign, Store)):
-        _expr_names(s.value, got)
-    return name in got
-
-
-def _assigns(s, name: str) -> bool:
-    if isinstance(s, (For, If)):
-        return any(_assigns(b, name) for b in list(s.body) + list(getattr(s, "orelse", [])))
-    return isinstance(s, Assign) and s.name == name
+    return name in _mentions(s)
 
 
 def _sets_first(body: list, name: str) -> bool:
@@ -74,9 +50,7 @@ def _sets_first(body: list, name: str) -> bool:
         if not _touches(b, name):
             continue
         if isinstance(b, Assign) and b.name == name and not b.aug and b.value.ty is None:
-            got: set = set()
-            _expr_names(b.value, got)
-            return name not in got
+            return name not in _names(b.value)
         return False
     return False
 
@@ -90,19 +64,15 @@ def _scalars_assigned(s, out: set) -> None:
 
 
 def _rename_ir(s, old: str, new: str) -> None:
-    def expr(e):
-        if isinstance(e, Ref) and e.name == old:
-            e.name = new
-        for c in e.children():
-            expr(c)
-
+    """Scalar `old` renamed `new` in statement `s` and all it holds, in place."""
+    mapping = {old: new}
     if isinstance(s, (For, If)):
         if isinstance(s, If):
-            expr(s.cond)
+            s.cond = _rename_expr(s.cond, mapping)
         for b in list(s.body) + list(getattr(s, "orelse", [])):
             _rename_ir(b, old, new)
     elif isinstance(s, (Assign, Store)):
-        expr(s.value)
+        s.value = _rename_expr(s.value, mapping)
         if isinstance(s, Assign) and s.name == old:
             s.name = new
 
@@ -179,10 +149,10 @@ def privates(s: For, live: set) -> dict:
         if found is None:
             continue
         loop, path = found
-        last = max(k for k, b in enumerate(loop.body) if _assigns(b, x))
+        last = max(k for k, b in enumerate(loop.body) if x in written(b))
         p = Private(x, loop, path)
         for k, b in enumerate(loop.body):
-            for leaf in _leaves(b):
+            for leaf in leaves(b):
                 if _touches(leaf, x):
                     (p.producers if k <= last else p.readers).add(id(leaf))
         if p.readers:
@@ -200,12 +170,6 @@ def _private_loop(f: For, x: str, path: list):
         if found is not None:
             return found
     return (f, path) if _sets_first(f.body, x) else None
-
-
-def _leaves(s) -> list:
-    if isinstance(s, For):
-        return [x for b in s.body for x in _leaves(b)]
-    return [s]
 
 
 def expand(parts: list, copies: list, priv: dict, dims: dict, groups: list) -> dict:

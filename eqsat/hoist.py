@@ -61,8 +61,8 @@ def _hoist_from(red: Node, free_vars, new_var, extent, canon: dict) -> Node:
 def _hoist_from_compute(t: Node, free_vars, new_var, extent, canon: dict) -> Node:
     axes = {v for v, _ in T.unlist(t.args[0])}
     body = t.args[1]
-    if len(axes) < 2 and not (axes and body.op != "Sc.red"):
-        return t  # one axis whose body is the reduction itself: nothing to save
+    if not axes or (len(axes) == 1 and body.op == "Sc.red"):
+        return t  # no axis, or one whose body is the reduction itself: nothing to save
     mapping = _tensors_for(_invariant(body, lambda x: not axes <= free_vars(x), free_vars), free_vars, new_var,
                            extent, canon)
     if not mapping:

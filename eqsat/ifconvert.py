@@ -48,7 +48,8 @@ from itertools import count
 
 from .bounds import leaving_axis, loop_values
 from .ir import (
-    Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_eval, ie_names, written,
+    Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_eval, ie_names, max_min,
+    written,
 )
 
 
@@ -140,7 +141,7 @@ def _widen_to_axis(f: For, dims, shapes, path):
     predicable or the loop stores along axes of different sizes."""
     if f.step != 1 or (ie_names(f.lo) | ie_names(f.hi)) - set(dims):
         return None
-    n = _store_axis(f, shapes)
+    n = _plain_axis(f, shapes)
     if n is None:
         return None
     lo, hi = ie_eval(f.lo, dims), ie_eval(f.hi, dims)
@@ -154,21 +155,34 @@ def _widen_to_axis(f: For, dims, shapes, path):
     return _masked_loop(f, 0, n, conds, dims, shapes, path)
 
 
-def _store_axis(f: For, shapes) -> int | None:
-    """The size of the axes that stores in loop `f` index with its plain variable, if they
-    all have one size; else None."""
+def _plain_axis(f: For, shapes, reads: bool = False) -> int | None:
+    """The size of the axes that stores in loop `f` (with `reads`: loads) index with its
+    plain variable, if they all have one size (and there is one); else None."""
     sizes: set = set()
-    _store_axes(f.body, f.var, shapes, sizes)
+
+    def add(name, idx):
+        if name in shapes and len(idx) == len(shapes[name]):
+            sizes.update(shapes[name][pos] for pos, ie in enumerate(idx) if ie == ("name", f.var))
+
+    def expr(e):
+        if isinstance(e, Index):
+            add(e.base, e.idx)
+        for c in e.children():
+            expr(c)
+
+    def stmts(body):
+        for b in body:
+            if isinstance(b, Store) and not reads:
+                add(b.buf, b.idx)
+            elif isinstance(b, (Assign, Store)) and reads:
+                expr(b.value)
+            elif isinstance(b, (For, If)):
+                if isinstance(b, If) and reads:
+                    expr(b.cond)
+                stmts(list(b.body) + list(getattr(b, "orelse", [])))
+
+    stmts(f.body)
     return sizes.pop() if len(sizes) == 1 else None
-
-
-def _store_axes(stmts, var, shapes, sizes: set):
-    """The sizes of the axes that stores in `stmts` index with plain `var`."""
-    for b in stmts:
-        if isinstance(b, Store) and b.buf in shapes and len(b.idx) == len(shapes[b.buf]):
-            sizes |= {shapes[b.buf][pos] for pos, ie in enumerate(b.idx) if ie == ("name", var)}
-        elif isinstance(b, (For, If)):
-            _store_axes(list(b.body) + list(getattr(b, "orelse", [])), var, shapes, sizes)
 
 
 _TEMPS = count()  # names of hoisted conditions: isl needs plain names; the front end refuses this prefix
@@ -193,10 +207,10 @@ def _widen(f: For, dims, shapes, path):
     hi = last + 1
     # where the loop stores along an axis that holds the hull, it runs over the whole axis
     # (values outside the hull fail the bound's condition)
-    n = _store_axis(f, shapes)
+    n = _plain_axis(f, shapes)
     if n is not None and 0 <= lo and hi <= n:
         lo, hi = 0, n
-    elif (n := _read_axis(f, shapes)) is not None and 0 <= lo and hi <= n and (lo, hi) != (0, n):
+    elif (n := _plain_axis(f, shapes, reads=True)) is not None and 0 <= lo and hi <= n and (lo, hi) != (0, n):
         # a loop that only reads along an axis holding the hull (the k of `for k in
         # range(i + 1, M): c[i, j] += a[k, i] * b[k, j]`) runs over that whole axis too: a
         # masked sum over full rows and columns is a matmul of masked operands
@@ -215,30 +229,6 @@ def _bound_conds(f: For, lo: int, hi: int, dims) -> list:
     if ie_names(f.hi) - set(dims) or ie_eval(f.hi, dims) < hi:
         conds.append(Compare(f.loc, "<", Dim(f.loc, f.var), _value(f.hi, f.loc)))
     return conds
-
-
-def _read_axis(f: For, shapes) -> int | None:
-    """The size of the axes that loads in loop `f` index with its plain variable, if they
-    all have one size (and there is one); else None."""
-    sizes: set = set()
-
-    def expr(e):
-        if isinstance(e, Index) and e.base in shapes and len(e.idx) == len(shapes[e.base]):
-            sizes.update(shapes[e.base][pos] for pos, ie in enumerate(e.idx) if ie == ("name", f.var))
-        for c in e.children():
-            expr(c)
-
-    def stmts(body):
-        for b in body:
-            if isinstance(b, (Assign, Store)):
-                expr(b.value)
-            if isinstance(b, If):
-                expr(b.cond)
-            if isinstance(b, (For, If)):
-                stmts(list(b.body) + list(getattr(b, "orelse", [])))
-
-    stmts(f.body)
-    return sizes.pop() if len(sizes) == 1 else None
 
 
 def _masked_loop(f: For, lo: int, hi: int, conds: list, dims, shapes, path):
@@ -438,7 +428,7 @@ def _guard(x, cond, holds: bool):
         out = copy.copy(x)
         out.value = val
         return out
-    if isinstance(x, Assign) and _is_extremum(x):
+    if isinstance(x, Assign) and not x.aug and x.value.ty is None and max_min(x) is not None:
         # `m = max(m, e)` stays an accumulation: `m = max(m, e if c else -inf)` (+inf for
         # min); max(m, -inf) is m, a NaN m included, as when the statement does not run
         e = x.value.args[1]
@@ -457,13 +447,6 @@ def _guard(x, cond, holds: bool):
     new = Bin(x.loc, x.aug_op, cur, x.value, ty=x.value.ty) if x.aug else x.value
     val = Select(x.loc, c, new, old, ty=x.value.ty) if holds else Select(x.loc, c, old, new, ty=x.value.ty)
     return Store(x.loc, x.buf, tuple(x.idx), val, guarded=True)
-
-
-def _is_extremum(x: Assign) -> bool:
-    """`x = max(x, e)` or `x = min(x, e)`, the accumulator first (a scalar reduction)."""
-    v = x.value
-    return (not x.aug and v.ty is None and isinstance(v, Call) and v.fn in ("max", "min") and len(v.args) == 2
-            and isinstance(v.args[0], Ref) and v.args[0].name == x.name)
 
 
 def _names(e) -> set:

@@ -247,6 +247,27 @@ def written(s) -> set:
     return set()
 
 
+def leaves(s) -> list:
+    """The statements of a nest that are not loops, in textual order (an `if` is one)."""
+    if isinstance(s, For):
+        return [x for b in s.body for x in leaves(b)]
+    return [s]
+
+
+def max_min(s: Assign):
+    """`s = max(s, e)` -> ("max", e, the Ref of s) (min alike); else None.
+
+    Only with the accumulator first: builtin max(s, e) keeps s when e is NaN, which a
+    NaN-skipping reduction reproduces; max(e, s) forgets an earlier NaN and is no reduction.
+    """
+    v = s.value
+    if isinstance(v, Call) and v.fn in ("max", "min") and len(v.args) == 2:
+        a, b = v.args
+        if isinstance(a, Ref) and a.name == s.name:
+            return v.fn, b, a
+    return None
+
+
 def ie_names(e: IExpr) -> set:
     if e[0] == "name":
         return {e[1]}

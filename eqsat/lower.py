@@ -43,6 +43,7 @@ from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Select, Store,
     Transpose, ie_affine, ie_eval, ie_names, written,
 )
+from .ir import leaves as _leaves, max_min as _max_min
 from .terms import Node
 from .hoist import hoist_invariant_reductions
 from .unsplit import merge_split_reductions, unsplit
@@ -544,12 +545,6 @@ def _one_to_one(s) -> bool:
     if not isinstance(s, For):
         return True
     return len(s.node.body) == len(s.body) and all(_one_to_one(b) for b in s.body)
-
-
-def _leaves(s) -> list:
-    if isinstance(s, For):
-        return [x for b in s.body for x in _leaves(b)]
-    return [s]
 
 
 def _sub(s) -> list:
@@ -1059,20 +1054,6 @@ def _wrap(op, red, body):
     for v, ext in reversed(red):
         body = Node("Sc.red", op, v, ext, body)
     return body
-
-
-def _max_min(s: Assign):
-    """`s = max(s, e)` -> ("max", e, the Ref of s); else None.
-
-    Only with the accumulator first: builtin max(s, e) keeps s when e is NaN, which a
-    NaN-skipping reduction reproduces; max(e, s) forgets an earlier NaN and is no reduction.
-    """
-    v = s.value
-    if isinstance(v, Call) and v.fn in ("max", "min") and len(v.args) == 2:
-        a, b = v.args
-        if isinstance(a, Ref) and a.name == s.name:
-            return v.fn, b, a
-    return None
 
 
 def _idx_names(idx) -> set:

@@ -31,18 +31,18 @@ from egglog import String, i64, rewrite, ruleset
 
 from eqsat.sorts import Ixs, Sc, Ten, Var
 
+
 @ruleset
 def ruleset(x: Sc, l: Sc, r: Sc, f: String, v: Var, n: i64, name: String, idx: Ixs, w: Sc, pname: String):
     y = Sc.load(Ten.input(name), idx)
     zero = Sc.lit(0.0)
-    for p in (Sc.param(pname),):  # (not a literal: the check does not see one; 1e39 is inf in f32)
-        # (p * x) * w, (x * p) * w, x * (p * w), x * (w * p) -> p * (x * w), under a mask
-        for prod in (Sc.mul(Sc.mul(p, x), w), Sc.mul(Sc.mul(x, p), w), Sc.mul(x, Sc.mul(p, w)),
-                     Sc.mul(x, Sc.mul(w, p))):
-            yield rewrite(Sc.select(f, l, r, prod, zero)).to(Sc.select(f, l, r, Sc.mul(p, Sc.mul(x, w)), zero))
-        # (p * x if m else 0.0) -> p * (x if m else 0.0)
-        yield rewrite(Sc.select(f, l, r, Sc.mul(p, x), zero)).to(Sc.mul(p, Sc.select(f, l, r, x, zero)))
-        yield rewrite(Sc.select(f, l, r, zero, Sc.mul(p, x))).to(Sc.mul(p, Sc.select(f, l, r, zero, x)))
+    p = Sc.param(pname)  # (not a literal: the check does not see one; 1e39 is inf in f32)
+    # (p * x) * w, (x * p) * w, x * (p * w), x * (w * p) -> p * (x * w), under a mask
+    for prod in (Sc.mul(Sc.mul(p, x), w), Sc.mul(Sc.mul(x, p), w), Sc.mul(x, Sc.mul(p, w)), Sc.mul(x, Sc.mul(w, p))):
+        yield rewrite(Sc.select(f, l, r, prod, zero)).to(Sc.select(f, l, r, Sc.mul(p, Sc.mul(x, w)), zero))
+    # (p * x if m else 0.0) -> p * (x if m else 0.0)
+    yield rewrite(Sc.select(f, l, r, Sc.mul(p, x), zero)).to(Sc.mul(p, Sc.select(f, l, r, x, zero)))
+    yield rewrite(Sc.select(f, l, r, zero, Sc.mul(p, x))).to(Sc.mul(p, Sc.select(f, l, r, zero, x)))
     for prod in (Sc.mul(x, y), Sc.mul(y, x)):
         # the mask on the product's true side, and on its false side
         yield rewrite(Sc.red("sum", v, n, Sc.select(f, l, r, prod, zero))).to(

@@ -95,7 +95,8 @@ def analysis(p: Sc, s: Sc, x: Sc, y: Sc, t: Ten, v: Var, i: Var, j: Var, r: Var,
     yield rule(elementwise(x, idx, sh), position(s, v), has_var(idx, v)).then(fits(s, idx))
     yield rule(elementwise(x, idx, sh), constant(s)).then(fits(s, idx))
     yield rule(elementwise(s, idx, sh)).then(fits(s, idx))  # a condition on the operand's own elements
-    for a, b, b_ok in ((x, y, elementwise(y, idx, sh)), (x, y, constant(y)), (y, x, constant(x))):
+    # one branch elementwise, the other elementwise too or a constant
+    for a, b_ok in ((x, elementwise(y, idx, sh)), (x, constant(y)), (y, constant(x))):
         yield rule(operand(s), eq(s).to(Sc.select(f, lhs, rhs, x, y)), elementwise(a, idx, sh), b_ok,
                    fits(lhs, idx), fits(rhs, idx)).then(elementwise(s, idx, sh), prologue_of(s, idx, sh))
 
