@@ -20,6 +20,7 @@ import os
 import re
 
 
+from eqsat.cost import GPU_RED_LANES, pow2
 from eqsat.plan import fused_prologue
 from eqsat.terms import Node, unlist, walk
 
@@ -44,8 +45,12 @@ class _Gen:
     """Scalar terms to Triton statements; `shape` is the block shape of every value."""
 
     def __init__(self, var_expr: dict, shape: str, operands: dict, indent: str = "    ", mask: str = "mask",
-                 prefix: str = "t", vectors: dict | None = None):
+                 prefix: str = "t", vectors: dict | None = None, tree: bool = False, counter: list | None = None):
         self.var_expr = var_expr  # Var node -> Triton index expression
+        # reductions as trees: the values are (XBLOCK, 1) blocks, a reduction runs over
+        # (XBLOCK, RBLOCK) blocks of its axis and combines the lanes with tl.sum/max/min;
+        # otherwise (inside a tree, in a matmul epilogue) a reduction is a loop per element
+        self.tree = tree
         # block index expression -> (its 1-D form, how to broadcast it back, its 1-D mask): a
         # load that only one of them indexes is loaded once per tile as a vector
         self.vectors = vectors or {}
@@ -54,14 +59,18 @@ class _Gen:
         self.operands = operands  # tensor node -> (pointer arg name, [stride arg names])
         self.lines: list = []
         self.indent = indent
-        self.n = 0
+        self.counter = counter if counter is not None else [0]  # shared with nested generators
         self.memo: dict = {}
 
     def tmp(self, text: str) -> str:
-        name = f"{self.prefix}{self.n}"
-        self.n += 1
+        name = f"{self.prefix}{self.counter[0]}"
+        self.counter[0] += 1
         self.lines.append(f"{self.indent}{name} = {text}")
         return name
+
+    def inner(self, var_expr: dict, shape: str, mask: str) -> "_Gen":
+        """A generator for a reduction's body, one level deeper."""
+        return _Gen(var_expr, shape, self.operands, self.indent + "    ", mask, self.prefix, counter=self.counter)
 
     def ix(self, x: Node) -> str:
         if x.op == "Ix.v":
@@ -109,24 +118,49 @@ class _Gen:
             cmp, l, r, a, b = n.args
             out = self.tmp(f"tl.where({self.sc(l)} {cmp} {self.sc(r)}, {self.sc(a)}, {self.sc(b)})")
         elif op == "Sc.red":
-            kind, v, ext, body = n.args
-            init = {"sum": "0.0", "max": "float('-inf')", "min": "float('inf')"}[kind]
-            r = self.tmp(f"tl.full({self.shape}, {init}, tl.float32)")
-            name = _ident(v)
-            self.lines.append(f"{self.indent}for {name} in range({ext}):")
-            inner = _Gen({**self.var_expr, v: name}, self.shape, self.operands, self.indent + "    ", self.mask,
-                         self.prefix)
-            inner.n = self.n + 1000
-            b = inner.sc(body)
-            self.lines += inner.lines
-            step = {"sum": f"{r} + {b}", "max": f"tl.where({b} > {r}, {b}, {r})",
-                    "min": f"tl.where({b} < {r}, {b}, {r})"}[kind]  # NaN-skipping
-            self.lines.append(f"{self.indent}    {r} = {step}")
-            out = r
+            out = self.tree_reduction(n) if self.tree else self.chain_reduction(n)
         else:
             raise NotImplementedError(op)
         self.memo[n] = out
         return out
+
+
+    def chain_reduction(self, n: Node) -> str:
+        """A reduction as a loop over its axis, one step per iteration, in every lane."""
+        kind, v, ext, body = n.args
+        r = self.tmp(f"tl.full({self.shape}, {_INIT[kind]}, tl.float32)")
+        name = _ident(v)
+        self.lines.append(f"{self.indent}for {name} in range({ext}):")
+        inner = self.inner({**self.var_expr, v: name}, self.shape, self.mask)
+        b = inner.sc(body)
+        self.lines += inner.lines + [f"{self.indent}    {r} = {_step(kind, r, b)}"]
+        return r
+
+    def tree_reduction(self, n: Node) -> str:
+        """A reduction over RBLOCK lanes of its axis at a time, each lane accumulating its
+        share, then the lanes combined (tl.sum/max/min). A max or min step skips NaN, so
+        the partial results hold none and the lanes combine in any order to the same
+        value; masked-off lanes keep the initial value."""
+        kind, v, ext, body = n.args
+        r = self.tmp(f"tl.full((XBLOCK, RBLOCK), {_INIT[kind]}, tl.float32)")
+        name = _ident(v)
+        rmask = f"{name}_mask"
+        self.lines += [f"{self.indent}for {name}_0 in range(0, {ext}, RBLOCK):",
+                       f"{self.indent}    {name} = {name}_0 + lanes",
+                       f"{self.indent}    {rmask} = {self.mask} & ({name} < {ext})"]
+        inner = self.inner({**self.var_expr, v: name}, "(XBLOCK, RBLOCK)", rmask)
+        b = inner.sc(body)
+        self.lines += inner.lines + [f"{self.indent}    {r} = tl.where({rmask}, {_step(kind, r, b)}, {r})"]
+        return self.tmp(f"tl.{kind}({r}, 1)[:, None]")
+
+
+_INIT = {"sum": "0.0", "max": "float('-inf')", "min": "float('inf')"}
+
+
+def _step(kind: str, acc: str, x: str) -> str:
+    """One reduction step; max and min skip NaN (Python's max(m, e) keeps m when e is NaN)."""
+    return {"sum": f"{acc} + {x}", "max": f"tl.where({x} > {acc}, {x}, {acc})",
+            "min": f"tl.where({x} < {acc}, {x}, {acc})"}[kind]
 
 
 def _fn(name: str, x: str) -> str:
@@ -154,6 +188,20 @@ def _fn(name: str, x: str) -> str:
         u = f"tl.minimum(tl.maximum(0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x}), -15.0), 15.0)"
         return f"(0.5 * {x} * (1.0 + (2.0 / (1.0 + tl.exp(-2.0 * {u})) - 1.0)))"
     raise NotImplementedError(name)
+
+
+def _outer_reductions(term: Node) -> list:
+    """The reductions of a body that no other reduction holds."""
+    out, stack = [], [term]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, Node):
+            continue
+        if x.op == "Sc.red":
+            out.append(x)
+        else:
+            stack.extend(x.args)
+    return out
 
 
 def _loaded(term: Node) -> list:
@@ -200,17 +248,32 @@ class Kernel:
         for v, e in reversed(dims):
             var_expr[v] = f"((offs // {inner}) % {e})"
             inner *= e
-        g = _Gen(var_expr, "(BLOCK,)", ops)
-        val = g.sc(body)
+        reds = _outer_reductions(body)
         args = ", ".join(["out"] + [a for t in self.inputs for a in [ops[t][0], *ops[t][1]]]
-                         + [f"p_{p}" for p in self.params] + ["BLOCK: tl.constexpr"])
-        lines = ["@triton.jit", f"def {self.name}({args}):",
-                 "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
-                 f"    mask = offs < {total}"] + g.lines + [
-                 f"    tl.store(out + offs, {val} + tl.zeros((BLOCK,), tl.float32), mask=mask)"]
+                         + [f"p_{p}" for p in self.params])
+        if not reds:
+            g = _Gen(var_expr, "(BLOCK,)", ops)
+            val = g.sc(body)
+            lines = ["@triton.jit", f"def {self.name}({args}, BLOCK: tl.constexpr):",
+                     "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
+                     f"    mask = offs < {total}"] + g.lines + [
+                     f"    tl.store(out + offs, {val} + tl.zeros((BLOCK,), tl.float32), mask=mask)"]
+            self.grid = (max(1, -(-total // BLOCK)),)
+            self.meta = {"BLOCK": BLOCK}
+        else:
+            # (XBLOCK outputs) x (RBLOCK lanes of a reduced axis); about BLOCK * 4 values a block
+            rblock = min(pow2(max(r.args[2] for r in reds)), GPU_RED_LANES)  # cost.lanes on a GPU target
+            xblock = max(1, min(pow2(total), (4 * BLOCK) // rblock))
+            g = _Gen(var_expr, "(XBLOCK, 1)", ops, tree=True)
+            val = g.sc(body)
+            lines = ["@triton.jit", f"def {self.name}({args}, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):",
+                     "    offs = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]",
+                     f"    mask = offs < {total}",
+                     "    lanes = tl.arange(0, RBLOCK)[None, :]"] + g.lines + [
+                     f"    tl.store(out + offs, {val} + tl.zeros((XBLOCK, 1), tl.float32), mask=mask)"]
+            self.grid = (max(1, -(-total // xblock)),)
+            self.meta = {"XBLOCK": xblock, "RBLOCK": rblock}
         self.source = "\n".join(lines)
-        self.grid = (max(1, -(-total // BLOCK)),)
-        self.meta = {"BLOCK": BLOCK}
 
     def _matmul(self, mm: Node, fused: Node | None, plan):
         a, b = mm.args

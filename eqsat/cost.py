@@ -11,10 +11,16 @@ A kernel costs ``max(flops / peak, bytes / bandwidth, latency) + launch``:
   load outside a reduction reads `min(elements, size of the tensor)` items (broadcasts
   are cached), each load inside a reduction is re-read on every step (no tiling);
 - `latency` is the chain of dependent memory round trips one thread makes, each a
-  `load_latency`: a tiled matmul makes one per K-tile (`ceil(K / tile_k)`; its epilogue
-  operands are fetched alongside the first tile); an untiled kernel issues the loads of
+  `load_latency`: a tiled matmul makes one per `tiles_in_flight` K-tiles (its loads run
+  that many tiles ahead; its epilogue operands are fetched alongside the first tile); an
+  untiled kernel issues the loads of
   its element `loads_in_flight` at a time, and adds each step of its reductions as a
-  dependent multiply-add (`fma_latency`). This is what
+  dependent multiply-add (`fma_latency`). A reduction of n steps is a tree over
+  `lanes = min(next power of two >= n, red_lanes)` lanes: each lane runs ceil(n / lanes)
+  steps and the lanes combine in log2(lanes) levels, a shuffle each within a warp and one
+  trip through shared memory across warps (Triton's block-wide `tl.sum` over a block of
+  the axis; numpy's pairwise sums); a reduction nested inside another one runs
+  as a chain in each lane of the outer one. This is what
   makes a matmul recomputed inside another kernel's reduction lose to two matmul
   kernels, even at sizes where one launch more would otherwise dominate;
 - a loop nest kept as written (`loop`) runs as what it is: one sequential chain of scalar
@@ -37,6 +43,7 @@ import math
 from dataclasses import dataclass, field
 
 INF = math.inf
+GPU_RED_LANES = 512  # the Triton backend's widest block of a reduced axis (RBLOCK)
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,9 @@ class Target:
     load_latency: float = 3.5e-7  # a global load's latency (~600 cycles at 1.7 GHz)
     loads_in_flight: int = 8  # independent loads one thread keeps outstanding
     tile_k: int = 32  # K-depth of one matmul tile step
+    # K-tiles whose loads a matmul keeps in flight (software pipelining: Triton's default
+    # num_stages = 3 loads two tiles ahead of the one it multiplies)
+    tiles_in_flight: int = 2
     fma_latency: float = 2.5e-9  # a dependent fused multiply-add (~4 cycles)
     # an elementwise operand of a matmul evaluated on its tiles as they load (Triton on a
     # GPU); False where the backend computes it as a tensor first (numpy on the CPU), so
@@ -68,19 +78,31 @@ class Target:
     host_latency: float = 0.0
     # cores a kept nest's parallel loops (eqsat/parallel.py) spread over, where kept nests run
     loop_cores: int = 1
+    # lanes one output element's reduction is split over (a tree): a GPU kernel's block of
+    # the reduced axis (`backends/triton_backend.py` uses the same number), numpy's
+    # unrolled pairwise sums on the CPU
+    red_lanes: int = 1
+    # combining the lanes of a tree: each level within a warp is a shuffle; beyond a warp
+    # the warps' partials meet once in shared memory behind a barrier
+    warp: int = 32
+    shuffle_latency: float = 2e-8  # ~30 cycles
+    barrier_latency: float = 6e-8  # a shared-memory round trip and a barrier, ~100 cycles
 
 
 TARGETS = {
     # H100 SXM datasheet: 67 TF FP32, 495 TF TF32 dense, 3.35 TB/s HBM3
     # (PCIe 5.0 x16: ~25 GB/s in practice, ~10 us a copy)
-    "h100": Target("h100", 67e12, 495e12, 3.35e12, 4e-6, host_link=25e9, host_latency=1e-5),
+    "h100": Target("h100", 67e12, 495e12, 3.35e12, 4e-6, host_link=25e9, host_latency=1e-5,
+                   red_lanes=GPU_RED_LANES),
     # A100 SXM 80GB: 19.5 TF FP32, 156 TF TF32 dense, 2.04 TB/s HBM2e (PCIe 4.0 x16)
-    "a100": Target("a100", 19.5e12, 156e12, 2.04e12, 4e-6, host_link=12.5e9, host_latency=1e-5),
+    "a100": Target("a100", 19.5e12, 156e12, 2.04e12, 4e-6, host_link=12.5e9, host_latency=1e-5,
+                   red_lanes=GPU_RED_LANES),
     # a 2-core x86 machine running numpy: no tensor cores; BLAS reaches ~the SIMT peak
     # kept loops on the CPU run compiled on one core: ~1 ns an operation, ~5 GB/s
     "cpu": Target("cpu", 100e9, 100e9, 20e9, 2e-6, loop_op_time=1e-9, loop_bandwidth=5e9,
-                  load_latency=1e-8, loads_in_flight=4, tile_k=256, fma_latency=1e-9, fused_prologues=False,
-                  pass_bytes=12.0, loop_cores=2),
+                  load_latency=1e-8, loads_in_flight=4, tile_k=256, tiles_in_flight=1, fma_latency=1e-9,
+                  fused_prologues=False,
+                  pass_bytes=12.0, loop_cores=2, red_lanes=8, warp=8, shuffle_latency=1e-9, barrier_latency=0.0),
 }
 
 # flops charged per application of a function
@@ -98,7 +120,12 @@ class ScInfo:
     red_bytes: float = 0.0  # bytes read inside reductions (re-read per step)
     deps: dict = field(default_factory=dict)  # kernel key -> its own cost
     has_red: bool = False
-    steps: float = 0.0  # dependent reduction steps per evaluation
+    steps: float = 0.0  # dependent reduction steps per evaluation, every reduction a chain
+    # one lane's chain where the outermost reductions are trees (`lanes`): its steps and
+    # the bytes it reads inside reductions
+    tree_steps: float = 0.0
+    tree_bytes: float = 0.0
+    combine: float = 0.0  # seconds its trees spend combining lanes (`combine_latency`)
 
     def per_eval(self, t: Target) -> float:
         return self.flops / t.simt_flops + (ITEM * len(self.loads) + self.red_bytes) / t.bandwidth
@@ -131,7 +158,18 @@ def _combine(parts: list, flops: float) -> ScInfo:
     """An operation over scalar `parts` that costs `flops` itself: all parts are evaluated."""
     return ScInfo(sum(p.flops for p in parts) + flops, frozenset().union(*(p.loads for p in parts)),
                   sum(p.red_bytes for p in parts), union(*(p.deps for p in parts)),
-                  any(p.has_red for p in parts), sum(p.steps for p in parts))
+                  any(p.has_red for p in parts), sum(p.steps for p in parts),
+                  sum(p.tree_steps for p in parts), sum(p.tree_bytes for p in parts), sum(p.combine for p in parts))
+
+
+def pow2(n: int) -> int:
+    """The least power of two >= n (1 for n <= 1)."""
+    return 1 << max(0, math.ceil(math.log2(max(n, 1))))
+
+
+def lanes(t: Target, n: int) -> int:
+    """Lanes a reduction of `n` steps is split over on target `t` (a power of two)."""
+    return min(pow2(n), t.red_lanes)
 
 
 def kernel_time(t: Target, flops: float, bytes_: float, latency: float = 0.0, tensor_cores: bool = False) -> float:
@@ -139,14 +177,26 @@ def kernel_time(t: Target, flops: float, bytes_: float, latency: float = 0.0, te
     return max(flops / peak, bytes_ / t.bandwidth, latency) + t.launch
 
 
-def untiled_latency(t: Target, body: "ScInfo") -> float:
-    """Dependent load steps of one element of an untiled kernel."""
-    trips = math.ceil((len(body.loads) + body.red_bytes / ITEM) / t.loads_in_flight)
-    return trips * t.load_latency + body.steps * t.fma_latency
+def combine_latency(t: Target, lanes_: int) -> float:
+    """Combining `lanes_` partial results: a shuffle a level within a warp, and the warps'
+    partials through shared memory."""
+    levels = math.log2(lanes_)
+    in_warp = min(levels, math.log2(t.warp))
+    cross = levels - in_warp
+    return in_warp * t.shuffle_latency + (t.barrier_latency + cross * t.shuffle_latency if cross > 0 else 0.0)
+
+
+def untiled_latency(t: Target, body: "ScInfo", tree: bool = True) -> float:
+    """Dependent load steps of one element of an untiled kernel: its outermost reductions
+    as trees over lanes (`tree`), or every reduction a chain (inside another reduction)."""
+    chain, steps, combine = (body.tree_bytes, body.tree_steps, body.combine) if tree else \
+        (body.red_bytes, body.steps, 0.0)
+    trips = math.ceil((len(body.loads) + chain / ITEM) / t.loads_in_flight)
+    return trips * t.load_latency + steps * t.fma_latency + combine
 
 
 def matmul_latency(t: Target, k: int) -> float:
-    return math.ceil(k / t.tile_k) * t.load_latency
+    return math.ceil(math.ceil(k / t.tile_k) / t.tiles_in_flight) * t.load_latency
 
 
 def loop_rates(t: Target) -> Target:
@@ -215,15 +265,18 @@ class Model:
             return _combine(a, 1)
         if op == "Sc.fn":
             x = a[1]
-            return ScInfo(x.flops + FN_FLOPS.get(a[0], 4), x.loads, x.red_bytes, x.deps, x.has_red, x.steps)
+            return ScInfo(x.flops + FN_FLOPS.get(a[0], 4), x.loads, x.red_bytes, x.deps, x.has_red, x.steps,
+                          x.tree_steps, x.tree_bytes, x.combine)
         if op == "Sc.select":  # a compare and a select; both values are computed
             return _combine(a[1:], 2)
         if op == "Sc.red":
             n, x = a[2], a[3]
             passes = n * (x.flops + 1) * self.t.pass_bytes
-            return ScInfo(n * (x.flops + 1), frozenset(), n * (math.fsum(self.item(k) for k, _ in x.loads) + x.red_bytes)
-                          + passes, x.deps,
-                          True, n * (x.steps + 1))
+            step_bytes = math.fsum(self.item(k) for k, _ in x.loads) + x.red_bytes
+            w = lanes(self.t, n)
+            per_lane = math.ceil(n / w)
+            return ScInfo(n * (x.flops + 1), frozenset(), n * step_bytes + passes, x.deps, True, n * (x.steps + 1),
+                          per_lane * (x.steps + 1), per_lane * step_bytes, combine_latency(self.t, w))
         return None
 
     # -------------------------------------------------------------- tensors
@@ -269,6 +322,7 @@ class Model:
             flops, by, deps, lat, pro = imm.mm
             elems = float(math.prod(extents))
             epi = math.fsum(min(elems, self.size(k)) * self.item(k) for k, _ in body.loads) + elems * body.red_bytes
+            # an epilogue's reductions run as chains on the accumulator tile
             lat += math.ceil(body.red_bytes / ITEM / t.loads_in_flight) * t.load_latency + body.steps * t.fma_latency
             simt = pro + elems * body.flops
             own = max(flops / t.tc_flops + simt / t.simt_flops, (by + epi) / t.bandwidth, lat) + t.launch

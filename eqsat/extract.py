@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .cost import INF, Model, ScInfo, TenInfo, untiled_latency
+from .cost import INF, Model, ScInfo, TenInfo, lanes, untiled_latency
 from .terms import Node
 
 CONSTRUCTORS = {
@@ -275,8 +275,14 @@ class Extractor:
         kernel, though the kernel's latency then multiplies (softmax over q.k rows)."""
         if not info.has_red:
             return 0.0
-        serial = math.prod(self.extent.get(v, 1) for v in self.fv.get(cid, ()) if v in self.red_vars)
-        return untiled_latency(self.model.t, info) * serial
+        outer = [self.extent.get(v, 1) for v in self.fv.get(cid, ()) if v in self.red_vars]
+        if not outer:  # its kernel's own reductions: trees over lanes
+            return untiled_latency(self.model.t, info)
+        # inside other reductions, it runs as a chain in each lane of the outermost one (a
+        # tree over at most lanes(its extent)); which one is outermost is not known here, so
+        # the one that divides least
+        width = min(lanes(self.model.t, e) for e in outer)
+        return untiled_latency(self.model.t, info, tree=False) * math.prod(outer) / width
 
     def mult(self, cid) -> float:
         m = self._mult.get(cid)

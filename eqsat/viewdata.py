@@ -85,7 +85,8 @@ def peaks(plan) -> dict:
     return {"simt_flops": t.simt_flops, "tc_flops": t.tc_flops, "bandwidth": t.bandwidth, "launch": t.launch,
             "loop_op_time": loop_rates(t).loop_op_time, "loop_bandwidth": loop_rates(t).loop_bandwidth,
             "host_link": t.host_link, "host_latency": t.host_latency,
-            "load_latency": t.load_latency, "loads_in_flight": t.loads_in_flight, "tile_k": t.tile_k}
+            "load_latency": t.load_latency, "loads_in_flight": t.loads_in_flight, "tile_k": t.tile_k,
+            "tiles_in_flight": t.tiles_in_flight, "red_lanes": t.red_lanes}
 
 
 def explain_text(plan) -> str | None:
