@@ -19,7 +19,7 @@ import numpy as np
 
 from eqsat import lang
 from eqsat.plan import fused_prologue
-from eqsat.terms import Node, shape_list, unlist, walk
+from eqsat.terms import Node, leaving_axes, shape_list, unlist, walk
 
 def _py_choice(pick):
     """Python's builtin max/min on arrays: `b if b > a else a` (a NaN in b keeps a)."""
@@ -437,8 +437,11 @@ class _Eval:
         idx = unlist(n.args[1])
         if arr.ndim != len(idx):
             raise RuntimeError(f"rank {arr.ndim} tensor loaded with {len(idx)} indices")
+        # an index that may leave its axis (only where a select drops the value) is clamped
+        # into it: loads are total (eqsat/terms.py)
+        leaving = {axis for axis, _ in leaving_axes(idx, arr.shape, self.extent.__getitem__)}
         # fast path: distinct plain variables -> a transposed, reshaped view
-        if all(i.op == "Ix.v" for i in idx) and len({i.args[0] for i in idx}) == len(idx):
+        if not leaving and all(i.op == "Ix.v" for i in idx) and len({i.args[0] for i in idx}) == len(idx):
             ext = [self.extent[i.args[0]] for i in idx]
             if any(e != n for e, n in zip(ext, arr.shape)):  # a loop over part of an axis
                 arr = xp.call(operator.getitem, arr, tuple(slice(0, e) for e in ext))
@@ -449,7 +452,10 @@ class _Eval:
             for p, s in zip(sorted(pos), view.shape):
                 shape[p] = s
             return view if tuple(shape) == view.shape else xp.reshape(view, shape)
-        return xp.call(operator.getitem, arr, tuple(self.ix(i) for i in idx))
+        at = [self.ix(i) for i in idx]
+        for axis in leaving:
+            at[axis] = np.clip(at[axis], 0, arr.shape[axis] - 1)
+        return xp.call(operator.getitem, arr, tuple(at))
 
     def reduce(self, n: Node):
         xp = self.r.np

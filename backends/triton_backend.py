@@ -22,7 +22,7 @@ import re
 
 from eqsat.cost import GPU_RED_LANES, pow2
 from eqsat.plan import fused_prologue
-from eqsat.terms import Node, unlist, walk
+from eqsat.terms import Node, leaving_axes, unlist, walk
 
 from .tuning import DEFAULT
 
@@ -45,8 +45,10 @@ class _Gen:
     """Scalar terms to Triton statements; `shape` is the block shape of every value."""
 
     def __init__(self, var_expr: dict, shape: str, operands: dict, indent: str = "    ", mask: str = "mask",
-                 prefix: str = "t", vectors: dict | None = None, tree: bool = False, counter: list | None = None):
+                 prefix: str = "t", vectors: dict | None = None, tree: bool = False, counter: list | None = None,
+                 extents: dict | None = None):
         self.var_expr = var_expr  # Var node -> Triton index expression
+        self.extents = extents or {}  # Var node -> its extent (to see which loads may leave)
         # reductions as trees: the values are (XBLOCK, 1) blocks, a reduction runs over
         # (XBLOCK, RBLOCK) blocks of its axis and combines the lanes with tl.sum/max/min;
         # otherwise (inside a tree, in a matmul epilogue) a reduction is a loop per element
@@ -56,7 +58,7 @@ class _Gen:
         self.vectors = vectors or {}
         self.shape = shape
         self.mask, self.prefix = mask, prefix
-        self.operands = operands  # tensor node -> (pointer arg name, [stride arg names])
+        self.operands = operands  # tensor node -> (pointer arg name, [stride arg names], shape)
         self.lines: list = []
         self.indent = indent
         self.counter = counter if counter is not None else [0]  # shared with nested generators
@@ -68,9 +70,10 @@ class _Gen:
         self.lines.append(f"{self.indent}{name} = {text}")
         return name
 
-    def inner(self, var_expr: dict, shape: str, mask: str) -> "_Gen":
-        """A generator for a reduction's body, one level deeper."""
-        return _Gen(var_expr, shape, self.operands, self.indent + "    ", mask, self.prefix, counter=self.counter)
+    def inner(self, v: Node, expr: str, ext: int, shape: str, mask: str) -> "_Gen":
+        """A generator for the body of a reduction over `v`, one level deeper."""
+        return _Gen({**self.var_expr, v: expr}, shape, self.operands, self.indent + "    ", mask, self.prefix,
+                    counter=self.counter, extents={**self.extents, v: ext})
 
     def ix(self, x: Node) -> str:
         if x.op == "Ix.v":
@@ -96,17 +99,24 @@ class _Gen:
         elif op == "Sc.acc":
             out = "acc"
         elif op == "Sc.load":
-            ptr, strides = self.operands[n.args[0]]
-            idx = [self.ix(i) for i in unlist(n.args[1])]
+            ptr, strides, shape = self.operands[n.args[0]]
+            terms = unlist(n.args[1])
+            idx = [self.ix(i) for i in terms]
             off = " + ".join(f"({i}) * {s}" for i, s in zip(idx, strides)) or "0"
+            # an index that may leave its axis (only where a select drops the value) is
+            # masked there: loads are total (eqsat/terms.py), and never touch other memory
+            inside = "".join(f" & ({idx[a]} >= 0) & ({idx[a]} < {shape[a]})"
+                             for a, _ in leaving_axes(terms, shape, self.extents.__getitem__))
             atoms = {a for a in self.var_expr.values() if any(a in i for i in idx)}
             if len(atoms) == 1 and next(iter(atoms)) in self.vectors:  # a row or column vector
                 atom = next(iter(atoms))
                 flat, back, vmask = self.vectors[atom]
+                vmask = f"({vmask}){inside.replace(atom, flat)}" if inside else vmask
                 out = self.tmp(f"tl.load({ptr} + {off.replace(atom, flat)}, mask={vmask}, other=0.0){back}")
             else:
                 # broadcast the offset to the block: an element every lane shares is a scalar offset
-                out = self.tmp(f"tl.load({ptr} + {off} + tl.zeros({self.shape}, tl.int32), mask={self.mask}, "
+                mask = f"({self.mask}){inside}" if inside else self.mask
+                out = self.tmp(f"tl.load({ptr} + {off} + tl.zeros({self.shape}, tl.int32), mask={mask}, "
                                f"other=0.0)")
         elif op in _BIN:
             out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
@@ -131,7 +141,7 @@ class _Gen:
         r = self.tmp(f"tl.full({self.shape}, {_INIT[kind]}, tl.float32)")
         name = _ident(v)
         self.lines.append(f"{self.indent}for {name} in range({ext}):")
-        inner = self.inner({**self.var_expr, v: name}, self.shape, self.mask)
+        inner = self.inner(v, name, ext, self.shape, self.mask)
         b = inner.sc(body)
         self.lines += inner.lines + [f"{self.indent}    {r} = {_step(kind, r, b)}"]
         return r
@@ -148,7 +158,7 @@ class _Gen:
         self.lines += [f"{self.indent}for {name}_0 in range(0, {ext}, RBLOCK):",
                        f"{self.indent}    {name} = {name}_0 + lanes",
                        f"{self.indent}    {rmask} = {self.mask} & ({name} < {ext})"]
-        inner = self.inner({**self.var_expr, v: name}, "(XBLOCK, RBLOCK)", rmask)
+        inner = self.inner(v, name, ext, "(XBLOCK, RBLOCK)", rmask)
         b = inner.sc(body)
         self.lines += inner.lines + [f"{self.indent}    {r} = tl.where({rmask}, {_step(kind, r, b)}, {r})"]
         return self.tmp(f"tl.{kind}({r}, 1)[:, None]")
@@ -237,12 +247,17 @@ class Kernel:
         else:
             self._elementwise(term)
 
+    def _operands(self) -> dict:
+        """Each input tensor -> (its pointer argument, its stride arguments, its shape)."""
+        return {t: (f"in{i}", [f"in{i}_s{d}" for d in range(len(self.ranks[t]))], self.ranks[t])
+                for i, t in enumerate(self.inputs)}
+
     def _elementwise(self, term: Node):
         dims = unlist(term.args[0])
         body = term.args[1]
         self.inputs = _loaded(body)
         self.params = _params(body)
-        ops = {t: (f"in{i}", [f"in{i}_s{d}" for d in range(len(self.ranks[t]))]) for i, t in enumerate(self.inputs)}
+        ops = self._operands()
         total = math.prod(self.shape)
         var_expr, inner = {}, 1
         for v, e in reversed(dims):
@@ -252,7 +267,7 @@ class Kernel:
         args = ", ".join(["out"] + [a for t in self.inputs for a in [ops[t][0], *ops[t][1]]]
                          + [f"p_{p}" for p in self.params])
         if not reds:
-            g = _Gen(var_expr, "(BLOCK,)", ops)
+            g = _Gen(var_expr, "(BLOCK,)", ops, extents=dict(dims))
             val = g.sc(body)
             lines = ["@triton.jit", f"def {self.name}({args}, BLOCK: tl.constexpr):",
                      "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
@@ -264,7 +279,7 @@ class Kernel:
             # (XBLOCK outputs) x (RBLOCK lanes of a reduced axis); about BLOCK * 4 values a block
             rblock = min(pow2(max(r.args[2] for r in reds)), GPU_RED_LANES)  # cost.lanes on a GPU target
             xblock = max(1, min(pow2(total), (4 * BLOCK) // rblock))
-            g = _Gen(var_expr, "(XBLOCK, 1)", ops, tree=True)
+            g = _Gen(var_expr, "(XBLOCK, 1)", ops, tree=True, extents=dict(dims))
             val = g.sc(body)
             lines = ["@triton.jit", f"def {self.name}({args}, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):",
                      "    offs = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]",
@@ -290,7 +305,7 @@ class Kernel:
                     self.inputs.append(u)
         self.params = sorted(set(_params(body)).union(
             *[_params(fused_prologue(t, plan.costing)[0].args[1]) for t in (a, b) if fused_prologue(t, plan.costing)]))
-        ops = {t: (f"in{i}", [f"in{i}_s{d}" for d in range(len(self.ranks[t]))]) for i, t in enumerate(self.inputs)}
+        ops = self._operands()
         dims = unlist(fused.args[0]) if fused is not None else []
         var_expr = {}
         names = ["pid_b", "rm[:, None]", "rn[None, :]"] if len(dims) == 3 else ["rm[:, None]", "rn[None, :]"]
@@ -298,7 +313,7 @@ class Kernel:
             var_expr[v] = e
         vectors = {} if len(dims) == 3 else {"rm[:, None]": ("rm", "[:, None]", f"rm < {M}"),
                                              "rn[None, :]": ("rn", "[None, :]", f"rn < {N}")}
-        g = _Gen(var_expr, "(BLOCK_M, BLOCK_N)", ops, vectors=vectors)
+        g = _Gen(var_expr, "(BLOCK_M, BLOCK_N)", ops, vectors=vectors, extents=dict(dims))
         val = g.sc(body)
         tiles = []
         for name, t, rows, cols in (("a", a, "rm", "ka"), ("b", b, "ka", "rn")):
@@ -312,7 +327,7 @@ class Kernel:
                 # axis a of the operand is axis perm[a] of the computation
                 pg = _Gen({axes[perm[k]]: e for k, e in enumerate(at)},
                           "(BLOCK_M, BLOCK_K)" if name == "a" else "(BLOCK_K, BLOCK_N)", ops,
-                          "        ", f"{name}_mask", f"{name}p")
+                          "        ", f"{name}_mask", f"{name}p", extents=dict(unlist(comp.args[0])))
                 val_t = pg.sc(comp.args[1])
                 tiles += [f"        {name}_mask = {tile_mask}"] + pg.lines + [
                     f"        {name} = tl.where({name}_mask, {val_t}, 0.0)"]

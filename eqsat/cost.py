@@ -23,9 +23,10 @@ A kernel costs ``max(flops / peak, bytes / bandwidth, latency) + launch``:
   as a chain in each lane of the outer one. This is what
   makes a matmul recomputed inside another kernel's reduction lose to two matmul
   kernels, even at sizes where one launch more would otherwise dominate;
-- a loop nest kept as written (`loop`) runs as what it is: one sequential chain of scalar
-  operations (one thread; on the CPU target one core, compiled), each `loop_op_time`, its
-  bytes at the `loop_bandwidth` one thread reaches, plus one launch per library call
+- a loop nest kept as written (`loop`) runs as what it is: one thread's sequence of scalar
+  operations (on the CPU target one core, compiled), each `loop_op_time` (operations and
+  loads; constants and names are registers), its loads and stores at the
+  `loop_bandwidth` one thread reaches, plus one launch per library call
   inside it; the work inside the loops that run in parallel (`eqsat/parallel.py`) is
   spread over `loop_cores`. So a sum over 2^24 elements written as a loop costs what a sequential loop
   costs, and lifting it into a parallel reduction kernel pays. On a GPU target the backend
@@ -66,11 +67,16 @@ class Target:
     # GPU); False where the backend computes it as a tensor first (numpy on the CPU), so
     # it is a kernel there, paid once however many matmuls read it
     fused_prologues: bool = True
-    # bytes of memory traffic per element for each scalar operation of a kernel body: 0
-    # where a kernel keeps its intermediates in registers (a GPU kernel); numpy evaluates a
-    # body one operation at a time, each a pass over a temporary (two operands read, one
-    # result written: 12 bytes an element), and a reduction over its whole broadcast space
-    pass_bytes: float = 0.0
+    # seconds per element for each operation of a kernel body (its epilogue's, for a
+    # matmul) evaluated one at a time: 0 where a kernel keeps its intermediates in
+    # registers (a GPU kernel); numpy makes each operation a pass over a temporary (a
+    # reduction's over its whole broadcast space), a select (np.where) a slower one, and a
+    # load at an index that is not a view of its tensor (shifted, or two variables on one
+    # axis) a gather (fancy indexing); measured on this project's 2-core VM on 2.4M-element
+    # arrays: a multiply 0.11 ns an element, np.where 1.9 ns, a 2-D gather 4.7 ns
+    pass_time: float = 0.0
+    select_time: float = 0.0
+    gather_time: float = 0.0
     # where kept loop nests run on a host across a link (a GPU target: the Triton backend
     # runs them on the CPU, compiled): the link's bytes/s and one copy's latency; 0 where
     # they run beside the data (the CPU target)
@@ -98,11 +104,14 @@ TARGETS = {
     "a100": Target("a100", 19.5e12, 156e12, 2.04e12, 4e-6, host_link=12.5e9, host_latency=1e-5,
                    red_lanes=GPU_RED_LANES),
     # a 2-core x86 machine running numpy: no tensor cores; BLAS reaches ~the SIMT peak
-    # kept loops on the CPU run compiled on one core: ~1 ns an operation, ~5 GB/s
-    "cpu": Target("cpu", 100e9, 100e9, 20e9, 2e-6, loop_op_time=1e-9, loop_bandwidth=5e9,
+    # kept loops on the CPU run compiled (numba) on one core: 0.3 ns an operation and 20 GB/s
+    # (a compiled loop's independent operations overlap and its data is mostly in cache:
+    # calibrated on PolyBench's kept nests at MEDIUM, where 1 ns and 5 GB/s modeled them
+    # 2.5-36x slower than they run; now 0.7-9.5x, the vectorized stencils the highest)
+    "cpu": Target("cpu", 100e9, 100e9, 20e9, 2e-6, loop_op_time=3e-10, loop_bandwidth=2e10,
                   load_latency=1e-8, loads_in_flight=4, tile_k=256, tiles_in_flight=1, fma_latency=1e-9,
                   fused_prologues=False,
-                  pass_bytes=12.0, loop_cores=2, red_lanes=8, warp=8, shuffle_latency=1e-9, barrier_latency=0.0),
+                  pass_time=1.5e-10, select_time=2e-9, gather_time=5e-9, loop_cores=2, red_lanes=8, warp=8, shuffle_latency=1e-9, barrier_latency=0.0),
 }
 
 # flops charged per application of a function
@@ -126,9 +135,10 @@ class ScInfo:
     tree_steps: float = 0.0
     tree_bytes: float = 0.0
     combine: float = 0.0  # seconds its trees spend combining lanes (`combine_latency`)
+    passes: float = 0.0  # seconds per evaluation of its operations' passes (`Target.pass_time`)
 
     def per_eval(self, t: Target) -> float:
-        return self.flops / t.simt_flops + (ITEM * len(self.loads) + self.red_bytes) / t.bandwidth
+        return self.flops / t.simt_flops + (ITEM * len(self.loads) + self.red_bytes) / t.bandwidth + self.passes
 
 
 @dataclass
@@ -154,12 +164,14 @@ def union(*ds) -> dict:
     return out
 
 
-def _combine(parts: list, flops: float) -> ScInfo:
-    """An operation over scalar `parts` that costs `flops` itself: all parts are evaluated."""
+def _combine(parts: list, flops: float, passes: float) -> ScInfo:
+    """An operation over scalar `parts` that costs `flops` and `passes` itself: all parts
+    are evaluated."""
     return ScInfo(sum(p.flops for p in parts) + flops, frozenset().union(*(p.loads for p in parts)),
                   sum(p.red_bytes for p in parts), union(*(p.deps for p in parts)),
                   any(p.has_red for p in parts), sum(p.steps for p in parts),
-                  sum(p.tree_steps for p in parts), sum(p.tree_bytes for p in parts), sum(p.combine for p in parts))
+                  sum(p.tree_steps for p in parts), sum(p.tree_bytes for p in parts), sum(p.combine for p in parts),
+                  sum(p.passes for p in parts) + passes)
 
 
 def pow2(n: int) -> int:
@@ -234,10 +246,13 @@ class Model:
     kernel's modeled work. Keys are e-class ids during extraction and terms afterwards.
     """
 
-    def __init__(self, target: Target, shape, nest_work, item=None):
+    def __init__(self, target: Target, shape, nest_work, item=None, gather=None):
         self.t = target
         self.shape = shape
         self.nest_work = nest_work
+        # whether a load's index list (its key) reads other than a view of its tensor: a
+        # gather where a backend evaluates loads as arrays (numpy)
+        self.gather = gather or (lambda key: False)
         # bytes an element of a tensor takes in memory: its dtype's for a program input of
         # f16 or bf16 (and views of one), 4 for everything eqsat computes (f32)
         self.item = item or (lambda key: ITEM)
@@ -260,23 +275,24 @@ class Model:
             key, info = a[0]
             if info.own == INF:
                 return None
-            return ScInfo(0.0, frozenset({(key, a[1])}), 0.0, self.entry(key, info))
+            return ScInfo(0.0, frozenset({(key, a[1])}), 0.0, self.entry(key, info),
+                          passes=self.t.gather_time if self.gather(a[1]) else 0.0)
         if op in ("Sc.add", "Sc.sub", "Sc.mul", "Sc.div", "Sc.max", "Sc.min"):
-            return _combine(a, 1)
+            return _combine(a, 1, self.t.pass_time)
         if op == "Sc.fn":
             x = a[1]
             return ScInfo(x.flops + FN_FLOPS.get(a[0], 4), x.loads, x.red_bytes, x.deps, x.has_red, x.steps,
-                          x.tree_steps, x.tree_bytes, x.combine)
+                          x.tree_steps, x.tree_bytes, x.combine, x.passes + self.t.pass_time)
         if op == "Sc.select":  # a compare and a select; both values are computed
-            return _combine(a[1:], 2)
+            return _combine(a[1:], 2, self.t.pass_time + self.t.select_time)
         if op == "Sc.red":
             n, x = a[2], a[3]
-            passes = n * (x.flops + 1) * self.t.pass_bytes
             step_bytes = math.fsum(self.item(k) for k, _ in x.loads) + x.red_bytes
             w = lanes(self.t, n)
             per_lane = math.ceil(n / w)
-            return ScInfo(n * (x.flops + 1), frozenset(), n * step_bytes + passes, x.deps, True, n * (x.steps + 1),
-                          per_lane * (x.steps + 1), per_lane * step_bytes, combine_latency(self.t, w))
+            return ScInfo(n * (x.flops + 1), frozenset(), n * step_bytes, x.deps, True, n * (x.steps + 1),
+                          per_lane * (x.steps + 1), per_lane * step_bytes, combine_latency(self.t, w),
+                          n * (x.passes + self.t.pass_time))
         return None
 
     # -------------------------------------------------------------- tensors
@@ -300,7 +316,8 @@ class Model:
             elems = float(math.prod(extents))
             by = math.fsum(min(elems, self.size(k)) * self.item(k) for k, _ in body.loads) + elems * body.red_bytes + \
                 elems * ITEM
-            return TenInfo(kernel_time(t, elems * body.flops, by, untiled_latency(t, body)), dict(body.deps),
+            own = kernel_time(t, elems * body.flops, by, untiled_latency(t, body)) + elems * body.passes
+            return TenInfo(own, dict(body.deps),
                            bytes=by, flops=elems * body.flops, prologue=not body.has_red,
                            pro_deps=None if body.has_red else dict(body.deps))
         if op == "Ten.matmul":
@@ -325,7 +342,8 @@ class Model:
             # an epilogue's reductions run as chains on the accumulator tile
             lat += math.ceil(body.red_bytes / ITEM / t.loads_in_flight) * t.load_latency + body.steps * t.fma_latency
             simt = pro + elems * body.flops
-            own = max(flops / t.tc_flops + simt / t.simt_flops, (by + epi) / t.bandwidth, lat) + t.launch
+            own = max(flops / t.tc_flops + simt / t.simt_flops, (by + epi) / t.bandwidth, lat) + t.launch + \
+                elems * body.passes
             return TenInfo(own, union(deps, body.deps), bytes=by + epi, flops=flops + simt)
         if op == "Ten.opaque":
             nest = a[0]

@@ -141,6 +141,8 @@ class Extractor:
         self.extent = self._extents()
         self.fv = self._free_vars()
         self.model: Model = model_factory(lambda k: self.shapes.get(k))
+        self.model.gather = self.is_gather
+        self._gathers: dict = {}
         self.best: dict[str, tuple] = {}  # class -> (key, node, info)
         self.mm_best: dict[str, tuple] = {}  # class -> (info, node) of its cheapest matmul (for fusion)
         self.epi_choice: dict[str, dict] = {}  # fused node id -> its epilogue's choices
@@ -199,6 +201,25 @@ class Extractor:
             return None
 
         self._worklist([n for c in self.g.order for n in self.g.classes[c] if n.sort in STRUCTURAL], evaluate)
+
+    def is_gather(self, cid) -> bool:
+        """Whether the index list of class `cid` is other than distinct plain variables (a
+        load there is no view of its tensor: `plan.is_gather` on terms)."""
+        got = self._gathers.get(cid)
+        if got is None:
+            seen, at, got = [], cid, True
+            while at in self.small:
+                n = self.small[at][1]
+                if n.op == "Ixs.nil":
+                    got = len(set(seen)) != len(seen)
+                    break
+                ix = self.small.get(n.args[0][1])
+                if ix is None or ix[1].op != "Ix.v":
+                    break
+                seen.append(ix[1].args[0][1])
+                at = n.args[1][1]
+            self._gathers[cid] = got
+        return got
 
     def decode_shape(self, cid) -> tuple | None:
         out = []

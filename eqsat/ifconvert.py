@@ -461,19 +461,12 @@ def _names(e) -> set:
 
 
 def _inside(x, dims, shapes, path) -> bool:
-    """Every index `x` uses stays inside its tensor on every iteration of `path`."""
+    """The element `x` stores stays inside its tensor on every iteration of `path`. Its
+    reads may leave on iterations where its guard is false: the lowered terms' loads are
+    total (a load outside its tensor reads some element of it, or 0, on both backends), and
+    the select drops what such a read computes."""
     ranges = _ranges(path, dims)
-    accesses = []
-
-    def expr(e):
-        if isinstance(e, Index):
-            accesses.append((e.base, e.idx))
-        for c in e.children():
-            expr(c)
-
-    expr(x.value)
-    if isinstance(x, Store):
-        accesses.append((x.buf, x.idx))
+    accesses = [(x.buf, x.idx)] if isinstance(x, Store) else []
     for base, idx in accesses:
         shape = shapes.get(base)
         if shape is None:

@@ -85,6 +85,13 @@ def free_vars(n: Node, memo: dict) -> frozenset:
     return out
 
 
+def is_gather(ixs: Node) -> bool:
+    """Whether a load at index list `ixs` is other than distinct plain variables: no view
+    of its tensor (numpy gathers it)."""
+    idx = unlist(ixs)
+    return any(i.op != "Ix.v" for i in idx) or len({i.args[0] for i in idx}) != len(idx)
+
+
 class TermCost:
     """The cost model applied to concrete terms (the chosen plan, or the program as written)."""
 
@@ -92,7 +99,7 @@ class TermCost:
         self.shape_memo: dict = {}
         self.input_shapes, self.nest_shapes = input_shapes, nest_shapes
         self.input_items = input_items or {}  # input name -> bytes an element (f16, bf16: 2)
-        self.model = Model(target, self.shape, nest_work, self.item)
+        self.model = Model(target, self.shape, nest_work, self.item, is_gather)
         self.infos: dict = {}
         self.fv: dict = {}
 

@@ -12,7 +12,9 @@ Sorts and constructors (argument kinds in brackets):
     Ix    Ix.v[Var] Ix.lit[int] Ix.add[Ix, Ix] Ix.scale[Ix, int]     affine index
     Ixs   Ixs.nil Ixs.cons[Ix, Ixs]
     Dims  Dims.nil Dims.cons[Var, int, Dims]                         bound output axes
-    Sc    Sc.lit[float] Sc.param[str] Sc.load[Ten, Ixs]
+    Sc    Sc.lit[float] Sc.param[str] Sc.load[Ten, Ixs]   (total: outside its tensor, some
+                                         element of it or 0; only a select's dropped side
+                                         reads there, after if-conversion widened a loop)
           Sc.add Sc.sub Sc.mul Sc.div Sc.max Sc.min [Sc, Sc]
           Sc.fn[str, Sc]                 relu gelu silu sigmoid tanh exp sqrt neg
           Sc.red[str, Var, int, Sc]      reduction "sum" | "max" | "min" over a variable
@@ -199,6 +201,34 @@ def unlist(n: Node) -> list:
         else:
             out.append(n.args[0])
             n = n.args[1]
+    return out
+
+
+def ix_range(x: Node, extent) -> tuple:
+    """(smallest, largest) value of an index term, each variable v over 0..extent(v) - 1."""
+    op = x.op
+    if op == "Ix.lit":
+        return x.args[0], x.args[0]
+    if op == "Ix.v":
+        return 0, extent(x.args[0]) - 1
+    if op == "Ix.add":
+        (a, b), (c, d) = ix_range(x.args[0], extent), ix_range(x.args[1], extent)
+        return a + c, b + d
+    if op == "Ix.scale":
+        a, b = ix_range(x.args[0], extent)
+        k = x.args[1]
+        return (a * k, b * k) if k >= 0 else (b * k, a * k)
+    raise ValueError(f"index term {op}")
+
+
+def leaving_axes(idx: list, shape, extent) -> list:
+    """(axis, index term) for each index of a load that may leave its axis of `shape`. Loads
+    are total (module doc): a backend reads some element there, or 0."""
+    out = []
+    for axis, (x, n) in enumerate(zip(idx, shape)):
+        lo, hi = ix_range(x, extent)
+        if lo < 0 or hi >= n:
+            out.append((axis, x))
     return out
 
 

@@ -2,7 +2,7 @@
 flops and calls of library operations inside it (what `cost.loop_time` charges)."""
 from __future__ import annotations
 
-from .ir import Alloc, For, If, MatMul, ie_eval
+from .ir import Alloc, Const, Dim, For, If, Index, MatMul, Ref, ie_eval
 
 
 def nest_work(s, dims, iters=1) -> dict:
@@ -10,10 +10,14 @@ def nest_work(s, dims, iters=1) -> dict:
     w = {"ops": 0, "bytes": 0, "lib_flops": 0, "lib_calls": 0}
 
     def expr_ops(e):
-        n = 1
+        """Operations and loads (constants, names and loop variables are free: registers)."""
+        n = 0 if isinstance(e, (Const, Ref, Dim)) else 1
         for c in e.children():
             n += expr_ops(c)
         return n
+
+    def loads(e):
+        return (1 if isinstance(e, Index) else 0) + sum(loads(c) for c in e.children())
 
     def lib(e):
         if isinstance(e, MatMul):
@@ -48,7 +52,7 @@ def nest_work(s, dims, iters=1) -> dict:
             return
         e = s.value
         w["ops"] += iters * expr_ops(e)
-        w["bytes"] += iters * 4 * (1 + expr_ops(e))
+        w["bytes"] += iters * 4 * (1 + loads(e))  # its loads and its store or assignment
         f = lib(e)
         if f:
             w["lib_flops"] += iters * f

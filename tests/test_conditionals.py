@@ -162,9 +162,9 @@ def p(a: f32["N", "N"]) -> f32["N", "N"]:
     return c
 ''', ["pointwise"])
 
-KEPT = {
-    # a triangular nest whose index leaves the tensor on the hull: not masked
-    "triangular_out_of_hull": '''
+# a triangular nest whose read leaves the tensor on the hull (a[i - j] for j > i): masked
+# there (loads are total, the select drops what they read), one reduction
+LIFTED["triangular_out_of_hull"] = ('''
 @program
 def p(a: f32["N"]) -> f32["N"]:
     c = zeros((N,))
@@ -172,7 +172,9 @@ def p(a: f32["N"]) -> f32["N"]:
         for j in range(i + 1):
             c[i] += a[i - j]
     return c
-''',
+''', ["reduction"])
+
+KEPT = {
     # the access is in bounds only where the condition holds: not predicated
     "guarded_index": '''
 @program
