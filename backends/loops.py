@@ -81,7 +81,7 @@ def build(plan, nest):
     mode = policy()
     if mode == "never":
         return None, "interpreted (EQSAT_COMPILE_LOOPS=never)"
-    if mode == "auto" and nest.work["ops"] < COMPILE_MIN_OPS:
+    if mode == "auto" and nest.work["nodes"] < COMPILE_MIN_OPS:
         return None, f"interpreted (under {COMPILE_MIN_OPS} operations: compiling would cost more)"
     try:
         import numba  # noqa: F401

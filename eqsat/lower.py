@@ -396,7 +396,7 @@ class _Lowerer:
         # what runs on several cores; a whole top-level nest knows what is read after it (a
         # part of one, from fission, does not: nothing it assigns may be private then)
         live = (writes | swrites) & self.read_after if s is self.current_top else None
-        par = parallel_work(s, self.dims, self.shapes, views, live=live, ops=work["ops"])
+        par = parallel_work(s, self.dims, self.shapes, views, live=live, ops=work["nodes"])
         work["parallel_ops"], work["parallel_bytes"] = par["ops"], par["bytes"]
         # what crosses to a host that runs the nest (cost.loop_time on a GPU target): the
         # tensors it reads and the ones it writes

@@ -33,7 +33,7 @@ from .ir import Alloc, Assign, For, Store, ie_eval
 from .work import nest_work
 
 _PLAIN = (ast.Assign, ast.AugAssign, ast.For, ast.Expr, ast.Pass)
-MIN_OPS = 250_000  # modeled operations in one execution of a loop, for it to run in parallel
+MIN_OPS = 250_000  # expression nodes evaluated in one execution of a loop, for it to run in parallel
 
 
 def enabled() -> bool:
@@ -45,7 +45,7 @@ def parallel_work(stmt, dims: dict, shapes: dict, views=(), live=None, ops=None)
     """{"ops", "bytes"}: the modeled work of nest `stmt` (all its executions) that runs
     inside its parallel loops (`work.nest_work`'s units), for the cost model. `live`: as
     for `parallel_loops` (None: every name the nest assigns); `ops`: the nest's own
-    `nest_work` operations, where the caller has them."""
+    `nest_work` expression nodes (the unit of MIN_OPS), where the caller has them."""
     out = {"ops": 0.0, "bytes": 0.0}
     for f, iters, at in _parallel(stmt, dims, shapes, views, live, ops):
         w = nest_work(f, at)
@@ -67,7 +67,7 @@ def _parallel(stmt, dims: dict, shapes: dict, views, live=None, ops=None) -> lis
     parallel loops; [] when none or unsure (or turned off)."""
     if not enabled() or views or not isinstance(stmt, For) or stmt.node is None:
         return []
-    if (nest_work(stmt, dims)["ops"] if ops is None else ops) < MIN_OPS:
+    if (nest_work(stmt, dims)["nodes"] if ops is None else ops) < MIN_OPS:
         return []  # no loop inside can reach MIN_OPS an execution: skip the analysis
     try:
         flow = NestFlow(stmt, dims, shapes, set())
@@ -80,7 +80,7 @@ def _parallel(stmt, dims: dict, shapes: dict, views, live=None, ops=None) -> lis
     def visit(f: For, depth: int, env: dict, iters: float):
         at = {**dims, **env}
         private = _privates(f, stmt.node, live)
-        if private is not None and nest_work(f, at)["ops"] >= MIN_OPS and \
+        if private is not None and nest_work(f, at)["nodes"] >= MIN_OPS and \
                 _carries_nothing(flow, f, depth, private):
             out.append((f, iters, at))
             return  # the loops inside run within one iteration: one parallel level is enough

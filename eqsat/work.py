@@ -7,7 +7,9 @@ from .ir import Alloc, Const, Dim, For, If, Index, MatMul, Ref, ie_eval
 
 def nest_work(s, dims, iters=1) -> dict:
     """Modeled work of a nest run as written: scalar ops and bytes, library flops and calls."""
-    w = {"ops": 0, "bytes": 0, "lib_flops": 0, "lib_calls": 0}
+    # "nodes": every expression node, constants and names included (the unit of
+    # parallel.MIN_OPS, measured in it)
+    w = {"ops": 0, "nodes": 0, "bytes": 0, "lib_flops": 0, "lib_calls": 0}
 
     def expr_ops(e):
         """Operations and loads (constants, names and loop variables are free: registers)."""
@@ -15,6 +17,9 @@ def nest_work(s, dims, iters=1) -> dict:
         for c in e.children():
             n += expr_ops(c)
         return n
+
+    def nodes(e):
+        return 1 + sum(nodes(c) for c in e.children())
 
     def loads(e):
         return (1 if isinstance(e, Index) else 0) + sum(loads(c) for c in e.children())
@@ -41,6 +46,7 @@ def nest_work(s, dims, iters=1) -> dict:
             return
         if isinstance(s, If):  # the condition, and both branches as an upper bound
             w["ops"] += iters * expr_ops(s.cond)
+            w["nodes"] += iters * nodes(s.cond)
             for b in s.body + s.orelse:
                 go(b, iters, env)
             return
@@ -52,6 +58,7 @@ def nest_work(s, dims, iters=1) -> dict:
             return
         e = s.value
         w["ops"] += iters * expr_ops(e)
+        w["nodes"] += iters * nodes(e)
         w["bytes"] += iters * 4 * (1 + loads(e))  # its loads and its store or assignment
         f = lib(e)
         if f:
