@@ -811,10 +811,11 @@ def make_args(prog, shapes: dict, rng: np.random.Generator) -> list:
 # `optimize` runs inside egglog (Rust), which a Python signal or exception cannot interrupt.
 # To turn a hang into an ordinary test failure, programs run in a worker process that the
 # test kills when it does not answer in time.
-def execute(path: str, name: str, shapes: dict, seed: int) -> dict:
-    """Load the program in `path`, draw inputs from `seed`, run `reference`, `optimize`, `run`.
+def execute(path: str, name: str, shapes: dict, seed: int, backends: tuple = ("numpy",)) -> dict:
+    """Load the program in `path`, draw inputs from `seed`, run `reference`, `optimize`, `run`
+    on each of `backends`.
 
-    Returns {"want": outputs, "got": outputs, "plan": str, "kinds": [...], "epilogues": [...]}
+    Returns {"want": outputs, "got": {backend: outputs}, "plan": str, "kinds": [...]}
     or {"error": stage, "traceback": text} when a stage raises.
     """
     import traceback
@@ -837,10 +838,12 @@ def execute(path: str, name: str, shapes: dict, seed: int) -> dict:
             stage = "optimize"
             plan = eqsat.optimize(prog, shapes)
             out["plan"] = str(plan)
-            stage = "run"
-            got = plan.run(*args)
+            out["got"] = {}
+            for backend in backends:
+                stage = f"run ({backend})"
+                got = plan.run(*args, backend=backend)
+                out["got"][backend] = got if isinstance(got, tuple) else (got,)
         out["want"] = want if isinstance(want, tuple) else (want,)
-        out["got"] = got if isinstance(got, tuple) else (got,)
         out["kinds"] = [k.kind for k in plan.kernels]
         return out
     except BaseException:  # noqa: BLE001 - everything is reported to the test
@@ -899,11 +902,11 @@ class Worker:
         self.wconn = Connection(req_w, readable=False)
         self.rconn = Connection(res_r, writable=False)
 
-    def call(self, path: str, name: str, shapes: dict, seed: int) -> dict:
+    def call(self, path: str, name: str, shapes: dict, seed: int, backends: tuple = ("numpy",)) -> dict:
         if self.proc is None or self.proc.poll() is not None:
             self.close()
             self._start()
-        self.wconn.send((path, name, shapes, seed))
+        self.wconn.send((path, name, shapes, seed, tuple(backends)))
         limit = self.after_hang if self.hung else self.timeout
         if not self.rconn.poll(limit):
             self.close()

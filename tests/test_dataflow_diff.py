@@ -16,6 +16,7 @@ input arrays bit-identical (parameters are passed by value). For the matmul fami
 plan must have exactly the kernels the program was built to have.
 
     EQSAT_DIFF_EXAMPLES=400 pytest tests/test_dataflow_diff.py     # a longer run
+    EQSAT_DIFF_BACKENDS=numpy,triton pytest tests/test_dataflow_diff.py  # Triton too (interpreted)
 
 EQSAT_DIFF_EXAMPLES (default 300) is the total number of random programs, split evenly
 over the eight families (one hypothesis test each, so a bug in one family does not hide the
@@ -50,6 +51,7 @@ from conftest import random_args, rel_err
 from gen_dataflow import FAMILIES, HEADER, DataflowProgram, generate_seeded, load, programs
 
 EXAMPLES = int(os.environ.get("EQSAT_DIFF_EXAMPLES", "300"))
+BACKENDS = tuple(b for b in os.environ.get("EQSAT_DIFF_BACKENDS", "numpy").split(",") if b)
 PER_FAMILY = max(1, math.ceil(EXAMPLES / len(FAMILIES)))
 REL_L2 = 1e-4
 LIMITS = dict(seconds=5)
@@ -131,16 +133,21 @@ def check(gp: DataflowProgram, directory: str, seed: int = 0):
         if err:
             pytest.fail(err + where)
         where += f"\n{plan}"
-        got, err = _attempt("plan.run", lambda: plan.run(*args))
-        if err:
-            pytest.fail(err + where)
+        runs = {}
+        for backend in BACKENDS:
+            runs[backend], err = _attempt(f"plan.run ({backend})", lambda: plan.run(*args, backend=backend))
+            if err:
+                pytest.fail(err + where)
     assert _digest(args) == before, f"plan.run modified its input arrays{where}"
     if not isinstance(want, tuple):
-        got, want = (got,), (want,)
-    assert isinstance(got, tuple) and len(got) == len(want), f"{len(got)} outputs, expected {len(want)}{where}"
-    for n, (g, w) in enumerate(zip(got, want)):
-        ok, why = _close(g, w)
-        assert ok, f"output {n} differs from the reference: {why}{where}\ngot  {np.asarray(g)!r}\nwant {w!r}"
+        want = (want,)
+    for backend, got in runs.items():
+        got = got if isinstance(got, tuple) else (got,)
+        assert len(got) == len(want), f"{len(got)} outputs, expected {len(want)} ({backend}){where}"
+        for n, (g, w) in enumerate(zip(got, want)):
+            ok, why = _close(g, w)
+            assert ok, (f"output {n} differs from the reference on {backend}: {why}{where}\n"
+                        f"got  {np.asarray(g)!r}\nwant {w!r}")
     if gp.kernels is not None:
         kinds = [k.kind for k in plan.kernels]
         assert kinds == gp.kernels, f"kernels {kinds}, expected {gp.kernels}{where}"

@@ -8,6 +8,11 @@ on the numpy backend; the result must match the oracle `eqsat.reference` (relati
 error under 1e-4, or allclose with rtol=1e-4, atol=1e-5, in float32).
 
     EQSAT_DIFF_EXAMPLES=10000 pytest tests/test_differential.py    # a long run
+    EQSAT_DIFF_BACKENDS=numpy,triton pytest tests/test_differential.py   # both backends
+
+Every plan runs on the numpy backend; with EQSAT_DIFF_BACKENDS it also runs on the others
+named (Triton through its interpreter: tree reductions, masked loads, prologues and
+epilogues on tiles), each compared with the reference.
 
 Each example runs in a worker process: egglog cannot be interrupted from Python, so an
 `optimize` that never returns would otherwise hang the test run. After
@@ -34,6 +39,7 @@ from gen_programs import FAMILIES, NEAR_MISSES, GenProgram, Hang, Worker, genera
 
 EXAMPLES = int(os.environ.get("EQSAT_DIFF_EXAMPLES", "200"))
 TIMEOUT = float(os.environ.get("EQSAT_DIFF_TIMEOUT", "30"))
+BACKENDS = tuple(b for b in os.environ.get("EQSAT_DIFF_BACKENDS", "numpy").split(",") if b)
 RTOL, ATOL, REL_L2 = 1e-4, 1e-5, 1e-4
 
 # Near-misses whose meaning is not one full matmul: they must keep their meaning and
@@ -91,18 +97,19 @@ def check(gp: GenProgram, directory: str, worker: Worker, seed: int) -> dict:
     path = write(gp, directory)
     where = f"\n{gp}\nfile: {path}\ninput seed: {seed}"
     try:
-        res = worker.call(path, gp.name, gp.shapes, seed)
+        res = worker.call(path, gp.name, gp.shapes, seed, BACKENDS)
     except Hang as e:
         pytest.fail(f"{e}{where}")
     if "plan" in res:
         where += "\n" + res["plan"]
     if "error" in res:
         pytest.fail(f"{res['error']} raised:\n{res['traceback']}{where}")
-    got, want = res["got"], res["want"]
-    assert len(got) == len(want), f"{len(got)} outputs, expected {len(want)}{where}"
-    for n, (g, w) in enumerate(zip(got, want)):
-        ok, why = close(g, w)
-        assert ok, f"output {n} differs from the reference: {why}{where}"
+    want = res["want"]
+    for backend, got in res["got"].items():
+        assert len(got) == len(want), f"{len(got)} outputs, expected {len(want)} ({backend}){where}"
+        for n, (g, w) in enumerate(zip(got, want)):
+            ok, why = close(g, w)
+            assert ok, f"output {n} differs from the reference on {backend}: {why}{where}"
     near = next((t[len("near_"):] for t in gp.tags if t.startswith("near_")), None)
     # (recur_init runs i from 1: with M = 2 one iteration, no recurrence, and the exact
     # dataflow may rightly split it into a copy and a matmul)
