@@ -109,7 +109,14 @@ class Runner:
             acc = self.np.matmul(self.tensor(mm.args[0]), self.tensor(mm.args[1]))
             self.values[n] = self.evaluate(n.args[0], n.args[1], out=acc, acc=acc)
         else:
-            self.values[n] = self.evaluate(n.args[0], n.args[1])
+            compiled = _compiled_kernel(self.plan, k)
+            if compiled is None:
+                self.values[n] = self.evaluate(n.args[0], n.args[1])
+                return
+            xp = self.np
+            v = xp.call(compiled.fn, *[self.tensor(t) for t in compiled.inputs],
+                        *[np.float32(self.scalars[p]) for p in compiled.params])
+            self.values[n] = v if compiled.shape else xp.reshape(v, ())
 
     def evaluate(self, dims: Node, body: Node, out=None, acc=None) -> np.ndarray:
         pairs = unlist(dims)
@@ -262,6 +269,19 @@ def _find_direct(plan, nid: int, scalar_names: tuple):
     where = [positional.index(o) if o not in compiled.returned else -1 - compiled.returned.index(o)
              for o in nest.outputs]
     return compiled.fn, copied, where
+
+
+def _compiled_kernel(plan, k):
+    """Kernel k's compiled function (cpu_kernels.CompiledKernel), or None where numpy
+    evaluates it; built on first use."""
+    from eqsat.backends import cpu_kernels
+
+    got = plan.kernel_runners.get(k.name)
+    if got is None:
+        if not cpu_kernels.wanted(plan, k):
+            return None
+        got = plan.kernel_runners[k.name] = cpu_kernels.build(plan, k)
+    return got[0]
 
 
 def _runner(plan, nid: int):

@@ -365,6 +365,9 @@ class Plan:
         # nest id -> (compiled runner or None, how it runs): filled by the numpy backend on the
         # first run (kept loops compile once per plan; see backends/loops.py)
         self.loop_runners: dict = {}
+        # kernel name -> (compiled kernel or None, how it runs): pointwise and reduction
+        # kernels the numpy backend compiles (backends/cpu_kernels.py), on the first run
+        self.kernel_runners: dict = {}
         self.alternatives: list = []  # optimize(candidates=k): the next cheapest distinct plans
         self.tuning: list | None = None  # their modeled and measured ranks, once compiled
         self.cost = self.costing.total(roots)
@@ -460,10 +463,14 @@ class Plan:
         does it). Returns the seconds it took; `loop_runners` then says how each runs."""
         from eqsat.backends import loops
 
+        from eqsat.backends import cpu_kernels
+
         t0 = time.perf_counter()
         for k in self.kernels:
             if k.kind == "loop" and k.nest not in self.loop_runners:
                 self.loop_runners[k.nest] = loops.build(self, self.lowered.nests[k.nest])
+            elif cpu_kernels.wanted(self, k) and k.name not in self.kernel_runners:
+                self.kernel_runners[k.name] = cpu_kernels.build(self, k)
         return time.perf_counter() - t0
 
     def vectorization(self, ptx: bool = False, arch: int = 90) -> list:
@@ -549,6 +556,8 @@ class Plan:
             runs = f"; {self.loop_runners[k.nest][1]}" if k.kind == "loop" and k.nest in self.loop_runners else ""
             what = (f"loop nest #{k.nest} as written ({self.lowered.nests[k.nest].reason or 'kept'}{runs})"
                     if k.kind == "loop" else describe(k.term, {n: m for n, m in names.items() if n is not k.term}))
+            if k.name in self.kernel_runners:
+                what += f"  [{self.kernel_runners[k.name][1]}]"
             lines.append(f"  {k.name:<14} {epi:<26} {k.cost * 1e6:9.3f} us  {what}")
         outs = ", ".join(show(r, names) for r in self.roots)
         lines.append(f"  return {outs}")

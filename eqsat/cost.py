@@ -45,6 +45,10 @@ from dataclasses import dataclass, field
 
 INF = math.inf
 GPU_RED_LANES = 512  # the Triton backend's widest block of a reduced axis (RBLOCK)
+# modeled operations (elements x flops) from which a target with `compiled_kernels` runs a
+# pointwise or reduction kernel compiled (`backends/cpu_kernels.py`): below, numpy
+# evaluates it in a few passes before numba would have compiled it
+COMPILE_MIN_OPS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,9 @@ class Target:
     pass_time: float = 0.0
     select_time: float = 0.0
     gather_time: float = 0.0
+    # kernels of at least COMPILE_MIN_OPS operations run compiled, one pass at the kept
+    # loops' rates over `loop_cores` (the numpy backend, `backends/cpu_kernels.py`)
+    compiled_kernels: bool = False
     # where kept loop nests run on a host across a link (a GPU target: the Triton backend
     # runs them on the CPU, compiled): the link's bytes/s and one copy's latency; 0 where
     # they run beside the data (the CPU target)
@@ -111,7 +118,7 @@ TARGETS = {
     "cpu": Target("cpu", 100e9, 100e9, 20e9, 2e-6, loop_op_time=3e-10, loop_bandwidth=2e10,
                   load_latency=1e-8, loads_in_flight=4, tile_k=256, tiles_in_flight=1, fma_latency=1e-9,
                   fused_prologues=False,
-                  pass_time=1.5e-10, select_time=2e-9, gather_time=5e-9, loop_cores=2, red_lanes=8, warp=8, shuffle_latency=1e-9, barrier_latency=0.0),
+                  pass_time=1.5e-10, select_time=2e-9, gather_time=5e-9, compiled_kernels=True, loop_cores=2, red_lanes=8, warp=8, shuffle_latency=1e-9, barrier_latency=0.0),
 }
 
 # flops charged per application of a function
@@ -136,6 +143,11 @@ class ScInfo:
     tree_bytes: float = 0.0
     combine: float = 0.0  # seconds its trees spend combining lanes (`combine_latency`)
     passes: float = 0.0  # seconds per evaluation of its operations' passes (`Target.pass_time`)
+    # variables that move a load across rows (in an axis before its last, not in its last)
+    # outside any reduction here; whether a reduction's own variable does that in its body
+    # (a compiled loop would stride through memory: `Target.compiled_kernels` does not apply)
+    strided: frozenset = frozenset()
+    unstreamed: bool = False
 
     def per_eval(self, t: Target) -> float:
         return self.flops / t.simt_flops + (ITEM * len(self.loads) + self.red_bytes) / t.bandwidth + self.passes
@@ -151,6 +163,7 @@ class TenInfo:
     pro_deps: dict | None = None  # the prologue's own dependencies (its inputs' kernels)
     bytes: float = 0.0  # DRAM bytes this kernel reads and writes
     flops: float = 0.0
+    compiled: bool = False  # a pointwise or reduction kernel run compiled (`Target.compiled_kernels`)
 
     @property
     def total(self) -> float:
@@ -171,7 +184,8 @@ def _combine(parts: list, flops: float, passes: float) -> ScInfo:
                   sum(p.red_bytes for p in parts), union(*(p.deps for p in parts)),
                   any(p.has_red for p in parts), sum(p.steps for p in parts),
                   sum(p.tree_steps for p in parts), sum(p.tree_bytes for p in parts), sum(p.combine for p in parts),
-                  sum(p.passes for p in parts) + passes)
+                  sum(p.passes for p in parts) + passes, frozenset().union(*(p.strided for p in parts)),
+                  any(p.unstreamed for p in parts))
 
 
 def pow2(n: int) -> int:
@@ -246,13 +260,17 @@ class Model:
     kernel's modeled work. Keys are e-class ids during extraction and terms afterwards.
     """
 
-    def __init__(self, target: Target, shape, nest_work, item=None, gather=None):
+    def __init__(self, target: Target, shape, nest_work, item=None, gather=None, strided=None, last_var=None):
         self.t = target
         self.shape = shape
         self.nest_work = nest_work
         # whether a load's index list (its key) reads other than a view of its tensor: a
         # gather where a backend evaluates loads as arrays (numpy)
         self.gather = gather or (lambda key: False)
+        # the variables that move a load at index list `key` across rows (`ScInfo.strided`),
+        # and the last variable of a Dims list (the innermost loop of a compiled kernel)
+        self.strided = strided or (lambda key: frozenset())
+        self.last_var = last_var or (lambda key: None)
         # bytes an element of a tensor takes in memory: its dtype's for a program input of
         # f16 or bf16 (and views of one), 4 for everything eqsat computes (f32)
         self.item = item or (lambda key: ITEM)
@@ -276,13 +294,13 @@ class Model:
             if info.own == INF:
                 return None
             return ScInfo(0.0, frozenset({(key, a[1])}), 0.0, self.entry(key, info),
-                          passes=self.t.gather_time if self.gather(a[1]) else 0.0)
+                          passes=self.t.gather_time if self.gather(a[1]) else 0.0, strided=self.strided(a[1]))
         if op in ("Sc.add", "Sc.sub", "Sc.mul", "Sc.div", "Sc.max", "Sc.min"):
             return _combine(a, 1, self.t.pass_time)
         if op == "Sc.fn":
             x = a[1]
             return ScInfo(x.flops + FN_FLOPS.get(a[0], 4), x.loads, x.red_bytes, x.deps, x.has_red, x.steps,
-                          x.tree_steps, x.tree_bytes, x.combine, x.passes + self.t.pass_time)
+                          x.tree_steps, x.tree_bytes, x.combine, x.passes + self.t.pass_time, x.strided, x.unstreamed)
         if op == "Sc.select":  # a compare and a select; both values are computed
             return _combine(a[1:], 2, self.t.pass_time + self.t.select_time)
         if op == "Sc.red":
@@ -292,7 +310,7 @@ class Model:
             per_lane = math.ceil(n / w)
             return ScInfo(n * (x.flops + 1), frozenset(), n * step_bytes, x.deps, True, n * (x.steps + 1),
                           per_lane * (x.steps + 1), per_lane * step_bytes, combine_latency(self.t, w),
-                          n * (x.passes + self.t.pass_time))
+                          n * (x.passes + self.t.pass_time), frozenset(), x.unstreamed or a[1] in x.strided)
         return None
 
     # -------------------------------------------------------------- tensors
@@ -316,8 +334,15 @@ class Model:
             elems = float(math.prod(extents))
             by = math.fsum(min(elems, self.size(k)) * self.item(k) for k, _ in body.loads) + elems * body.red_bytes + \
                 elems * ITEM
-            own = kernel_time(t, elems * body.flops, by, untiled_latency(t, body)) + elems * body.passes
-            return TenInfo(own, dict(body.deps),
+            compiled = t.compiled_kernels and elems * body.flops >= COMPILE_MIN_OPS and not body.unstreamed and \
+                self.last_var(a[0]) not in body.strided
+            if compiled:
+                # one pass, its outermost axis in parallel (at most the loops' bandwidth)
+                own = max(elems * body.flops * t.loop_op_time / t.loop_cores,
+                          by / min(t.loop_bandwidth * t.loop_cores, t.bandwidth)) + t.launch
+            else:
+                own = kernel_time(t, elems * body.flops, by, untiled_latency(t, body)) + elems * body.passes
+            return TenInfo(own, dict(body.deps), compiled=compiled,
                            bytes=by, flops=elems * body.flops, prologue=not body.has_red,
                            pro_deps=None if body.has_red else dict(body.deps))
         if op == "Ten.matmul":

@@ -141,8 +141,9 @@ class Extractor:
         self.extent = self._extents()
         self.fv = self._free_vars()
         self.model: Model = model_factory(lambda k: self.shapes.get(k))
-        self.model.gather = self.is_gather
+        self.model.gather, self.model.strided, self.model.last_var = self.is_gather, self.strided, self.last_var
         self._gathers: dict = {}
+        self._strided: dict = {}
         self.best: dict[str, tuple] = {}  # class -> (key, node, info)
         self.mm_best: dict[str, tuple] = {}  # class -> (info, node) of its cheapest matmul (for fusion)
         self.epi_choice: dict[str, dict] = {}  # fused node id -> its epilogue's choices
@@ -220,6 +221,39 @@ class Extractor:
                 at = n.args[1][1]
             self._gathers[cid] = got
         return got
+
+    def _ix_vars(self, cid) -> frozenset:
+        """The variable classes an index class mentions (through its smallest form)."""
+        if cid not in self.small:
+            return frozenset()
+        n = self.small[cid][1]
+        if n.op == "Ix.v":
+            return frozenset({n.args[0][1]})
+        out = frozenset()
+        for kind, v in n.args:
+            if kind == "c":
+                out |= self._ix_vars(v)
+        return out
+
+    def strided(self, cid) -> frozenset:
+        """`cost.ScInfo.strided` of a load at index list class `cid` (`plan.strided` on terms)."""
+        got = self._strided.get(cid)
+        if got is None:
+            axes, at = [], cid
+            while at in self.small and self.small[at][1].op == "Ixs.cons":
+                n = self.small[at][1]
+                axes.append(self._ix_vars(n.args[0][1]))
+                at = n.args[1][1]
+            got = self._strided[cid] = frozenset().union(*axes[:-1]) - axes[-1] if axes else frozenset()
+        return got
+
+    def last_var(self, cid):
+        last = None
+        while cid in self.small and self.small[cid][1].op == "Dims.cons":
+            n = self.small[cid][1]
+            last = n.args[0][1]
+            cid = n.args[2][1]
+        return last
 
     def decode_shape(self, cid) -> tuple | None:
         out = []

@@ -92,6 +92,13 @@ def is_gather(ixs: Node) -> bool:
     return any(i.op != "Ix.v" for i in idx) or len({i.args[0] for i in idx}) != len(idx)
 
 
+def strided(ixs: Node) -> frozenset:
+    """The variables that move a load at index list `ixs` across rows: in an axis before
+    its last, not in its last (`cost.ScInfo.strided`)."""
+    axes = [frozenset(x.args[0] for x in walk_body(i) if x.op == "Ix.v") for i in unlist(ixs)]
+    return frozenset().union(*axes[:-1]) - axes[-1] if axes else frozenset()
+
+
 class TermCost:
     """The cost model applied to concrete terms (the chosen plan, or the program as written)."""
 
@@ -99,7 +106,8 @@ class TermCost:
         self.shape_memo: dict = {}
         self.input_shapes, self.nest_shapes = input_shapes, nest_shapes
         self.input_items = input_items or {}  # input name -> bytes an element (f16, bf16: 2)
-        self.model = Model(target, self.shape, nest_work, self.item, is_gather)
+        self.model = Model(target, self.shape, nest_work, self.item, is_gather, strided,
+                           lambda d: unlist(d)[-1][0] if unlist(d) else None)
         self.infos: dict = {}
         self.fv: dict = {}
 

@@ -1,0 +1,239 @@
+"""Pointwise and reduction kernels compiled for the CPU: one pass, not one numpy pass per
+operation.
+
+numpy evaluates a kernel body one operation at a time, each a pass over a temporary the
+size of the kernel's whole iteration space (a reduction's included), and reads a shifted
+index through a gather. Where a kernel does enough work (`cost.COMPILE_MIN_OPS` modeled
+operations), the numpy backend runs it as a generated numba function instead: a loop
+over the output (its outermost axis in parallel, `numba.prange`) whose body computes one
+element, reductions as inner loops with an accumulator, loads at their indices (an index
+that may leave its axis clamped into it: loads are total, `eqsat/terms.py`). The cost
+model charges such a kernel the compiled loop rates (`cost.Model`, `Target.compiled_kernels`),
+so the two agree on which kernels compile.
+
+Semantics follow the numpy evaluation: float32 values and constants, the language's
+functions compiled from their own numpy code (`loops._lib`), max/min as Python's
+builtins (a NaN on the right is skipped), a max or min reduction skipping NaN from its
+initial value, x / 0 as inf; sums are added in order (numpy adds pairwise: the last bits
+may differ). `EQSAT_COMPILE_KERNELS=never` evaluates every kernel with numpy, `always`
+compiles every pointwise and reduction kernel (tests), `auto` (the default) as above.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import os
+import sys
+import threading
+
+import numpy as np
+
+from eqsat import lang
+from eqsat.terms import Node, leaving_axes, unlist, walk
+
+from . import loops
+
+_CMP = {"<", "<=", ">", ">=", "==", "!="}
+
+
+def policy() -> str:
+    mode = os.environ.get("EQSAT_COMPILE_KERNELS", "auto")
+    return mode if mode in ("auto", "always", "never") else "auto"
+
+
+def wanted(plan, k) -> bool:
+    """Whether kernel `k` of `plan` runs compiled: a pointwise or reduction kernel (a
+    `Ten.compute`) the cost model rates as one (`TenInfo.compiled`: at least
+    COMPILE_MIN_OPS operations, and every load streaming along its last axis in the
+    innermost loop around it; a sum down a column strides across rows there, and numpy's
+    whole-array passes, which stream rows, run it faster), or every one (`always`)."""
+    if k.term.op != "Ten.compute" or policy() == "never":
+        return False
+    return policy() == "always" or plan.costing.info(k.term).compiled
+
+
+class CompiledKernel:
+    """`fn(*inputs, *params)` returns the kernel's output array (rank 0: one element)."""
+
+    def __init__(self, fn, inputs: list, params: list, shape: tuple):
+        self.fn, self.inputs, self.params, self.shape = fn, inputs, params, shape
+
+
+_MODULES: dict = {}
+_LOCK = threading.Lock()
+
+
+def build(plan, k):
+    """(CompiledKernel or None, how it runs) for kernel `k`; None: numpy evaluates it."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return None, "numpy (numba is not installed)"
+    try:
+        src, inputs, params, libs = _source(plan, k.term)
+    except NotImplementedError as e:
+        return None, f"numpy ({e})"
+    key = hashlib.sha256(src.encode()).hexdigest()[:20]
+    with _LOCK:
+        fn = _MODULES.get(key)
+    if fn is None:
+        path = loops.cache_dir() / f"kernel_{key}.py"
+        if not path.exists():
+            path.write_text(src)
+        spec = importlib.util.spec_from_file_location(f"eqsat_kernel_{key}", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        try:
+            spec.loader.exec_module(mod)
+            lib = loops._lib()
+            for name in libs:
+                setattr(mod, f"f_{name}", lib[name])
+            fn = mod.kernel
+            shapes = [plan.costing.shape(t) for t in inputs]
+            fn(*[np.zeros(s, dtype=np.float32) for s in shapes], *[np.float32(0) for _ in params])
+        except Exception as e:  # noqa: BLE001 - any failure: numpy evaluates it, and says why
+            return None, f"numpy (numba: {type(e).__name__}: {str(e).splitlines()[0][:120]})"
+        with _LOCK:
+            if len(_MODULES) >= loops.MAX_MODULES:
+                _MODULES.pop(next(iter(_MODULES)))
+            _MODULES[key] = fn
+    shape = tuple(e for _, e in unlist(k.term.args[0]))
+    return CompiledKernel(loops._one_at_a_time(fn), inputs, params, shape), "compiled (numba, parallel)"
+
+
+def _source(plan, term: Node):
+    """The kernel as a module defining `kernel(in0, ..., p_a, ...)`."""
+    dims = unlist(term.args[0])
+    body = term.args[1]
+    inputs = []
+    for x in walk(body):
+        if x.op == "Sc.load" and x.args[0] not in inputs:
+            inputs.append(x.args[0])
+    params = sorted({x.args[0] for x in walk(body) if x.op == "Sc.param"})
+    gen = _Gen({t: f"in{i}" for i, t in enumerate(inputs)}, plan, {v: f"v{i}" for i, (v, _) in enumerate(dims)},
+               dict(dims))
+    out_shape = tuple(e for _, e in dims) or (1,)
+    lines, indent = [], "    "
+    lines.append(f"{indent}out = np.empty({out_shape!r}, dtype=np.float32)")
+    for i, (v, e) in enumerate(dims):
+        loop = "numba.prange" if i == 0 else "range"
+        lines.append(f"{indent}for v{i} in {loop}({e}):")
+        indent += "    "
+    gen.indent = indent
+    val = gen.sc(body)
+    lines += gen.lines
+    at = ", ".join(f"v{i}" for i in range(len(dims))) or "0"
+    lines.append(f"{indent}out[{at}] = {val}")
+    lines.append("    return out")
+    head = ["import numba", "import numpy as np", ""]
+    head += [f"{name} = np.float32({value})" for value, name in gen.consts.items()]
+    head += [f"f_{name} = None  # bound to the compiled {name} on load" for name in sorted(gen.libs)]
+    args = [f"in{i}" for i in range(len(inputs))] + [f"p_{p}" for p in params]
+    head += ["", "", '@numba.njit(cache=True, error_model="numpy", parallel=True)', f"def kernel({', '.join(args)}):"]
+    return "\n".join(head + lines) + "\n", inputs, params, sorted(gen.libs)
+
+
+class _Gen:
+    """Scalar terms to statements computing one element (`indent` deep)."""
+
+    def __init__(self, operands: dict, plan, names: dict, extents: dict, counter=None, consts=None, libs=None):
+        self.operands, self.plan = operands, plan
+        self.names, self.extents = names, extents  # Var -> Python name, Var -> extent
+        self.counter = counter if counter is not None else [0]
+        self.consts = consts if consts is not None else {}  # float value -> global name
+        self.libs = libs if libs is not None else set()
+        self.lines: list = []
+        self.indent = ""
+        self.memo: dict = {}
+
+    def tmp(self, text: str) -> str:
+        name = f"t{self.counter[0]}"
+        self.counter[0] += 1
+        self.lines.append(f"{self.indent}{name} = {text}")
+        return name
+
+    def const(self, x: float) -> str:
+        key = repr(float(x)) if math.isfinite(x) else f"float('{x}')"
+        name = self.consts.get(key)
+        if name is None:
+            name = self.consts[key] = f"C{len(self.consts)}"
+        return name
+
+    def ix(self, x: Node) -> str:
+        op = x.op
+        if op == "Ix.v":
+            return self.names[x.args[0]]
+        if op == "Ix.lit":
+            return str(int(x.args[0]))
+        if op == "Ix.add":
+            return f"({self.ix(x.args[0])} + {self.ix(x.args[1])})"
+        if op == "Ix.scale":
+            return f"({self.ix(x.args[0])} * {int(x.args[1])})"
+        raise NotImplementedError(f"index {op}")
+
+    def sc(self, n: Node) -> str:
+        got = self.memo.get(n)
+        if got is not None:
+            return got
+        op = n.op
+        if op == "Sc.lit":
+            out = self.const(float(n.args[0]))
+        elif op == "Sc.param":
+            out = f"p_{n.args[0]}"
+        elif op == "Sc.load":
+            t = n.args[0]
+            terms = unlist(n.args[1])
+            shape = self.plan.costing.shape(t)
+            idx = [self.ix(i) for i in terms]
+            for axis, _ in leaving_axes(terms, shape, self.extents.__getitem__):
+                idx[axis] = f"min(max({idx[axis]}, 0), {shape[axis] - 1})"
+            out = self.tmp(f"{self.operands[t]}[{', '.join(idx) if idx else '()'}]")
+        elif op in _BIN:
+            out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
+        elif op == "Sc.fn" and n.args[0] == "neg":
+            out = self.tmp(f"np.float32(-{self.sc(n.args[1])})")
+        elif op == "Sc.fn":
+            if n.args[0] not in lang.UNARY:
+                raise NotImplementedError(f"function {n.args[0]}")
+            self.libs.add(n.args[0])
+            out = self.tmp(f"np.float32(f_{n.args[0]}({self.sc(n.args[1])}))")
+        elif op == "Sc.idx":
+            out = self.tmp(f"np.float32({self.ix(n.args[0])})")
+        elif op == "Sc.select":
+            cmp, l, r, a, b = n.args
+            if cmp not in _CMP:
+                raise NotImplementedError(f"comparison {cmp}")
+            lv, rv, av, bv = self.sc(l), self.sc(r), self.sc(a), self.sc(b)
+            out = self.tmp(f"{av} if {lv} {cmp} {rv} else {bv}")
+        elif op == "Sc.red":
+            out = self.reduction(n)
+        else:
+            raise NotImplementedError(f"{op} in a compiled kernel")
+        self.memo[n] = out
+        return out
+
+    def reduction(self, n: Node) -> str:
+        kind, v, ext, body = n.args
+        init = {"sum": 0.0, "max": -math.inf, "min": math.inf}[kind]
+        acc = self.tmp(self.const(init))
+        name = f"r{self.counter[0]}"
+        self.counter[0] += 1
+        self.lines.append(f"{self.indent}for {name} in range({ext}):")
+        inner = _Gen(self.operands, self.plan, {**self.names, v: name}, {**self.extents, v: ext}, self.counter,
+                     self.consts, self.libs)
+        inner.indent = self.indent + "    "
+        b = inner.sc(body)
+        self.lines += inner.lines
+        if kind == "sum":
+            self.lines.append(f"{inner.indent}{acc} = np.float32({acc} + {b})")
+        else:  # skips NaN: the accumulator starts at -inf (inf) and takes b only when it compares
+            cmp = ">" if kind == "max" else "<"
+            self.lines.append(f"{inner.indent}if {b} {cmp} {acc}:")
+            self.lines.append(f"{inner.indent}    {acc} = {b}")
+        return acc
+
+
+# Python's max(a, b) and min(a, b): `b if b > a else a`
+_BIN = {"Sc.add": "np.float32({} + {})", "Sc.sub": "np.float32({} - {})", "Sc.mul": "np.float32({} * {})",
+        "Sc.div": "np.float32({} / {})", "Sc.max": "{1} if {1} > {0} else {0}", "Sc.min": "{1} if {1} < {0} else {0}"}

@@ -1,0 +1,93 @@
+"""Pointwise and reduction kernels compiled for the CPU (`backends/cpu_kernels.py`).
+
+With EQSAT_COMPILE_KERNELS=always every such kernel of a plan is generated as a numba
+function; here the corpus, the row statistics of ML layers, the conditionals and the
+shifted-read image kernels run that way against `reference` (NaN inputs included where
+the program is meant for them). And at sizes where it pays, the default (`auto`)
+compiles exactly the kernels the cost model rates as compiled: a row-wise reduction, not
+a sum down columns (its loads would stride across rows in the innermost loop)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat
+import test_conditionals as conditionals
+import test_row_statistics as rows
+import test_shifted_reads as shifted
+from conftest import corpus_paths, load_case, random_args
+
+CASES = {f"corpus_{p.stem}": p for p in corpus_paths()}
+CASES.update({f"rows_{n}": (src, (extra or [rows.D])[0]) for n, (src, _, *extra) in rows.CASES.items()})
+CASES.update({f"whole_{n}": (src, {"N": 100}) for n, src in rows.WHOLE.items()})
+CASES.update({f"cond_{n}": (src, conditionals.D) for n, (src, _) in conditionals.LIFTED.items()})
+CASES.update({f"shifted_{n}": (src, dims) for n, (src, dims, _) in shifted.PROGRAMS.items()})
+
+
+def _load(tmp_program, case):
+    if isinstance(case, tuple):
+        src, dims = case
+        return tmp_program(src), dims
+    mod, prog = load_case(case)
+    return prog, mod.SHAPES
+
+
+def _outputs(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_compiled_kernels_match_the_reference(tmp_program, monkeypatch, name):
+    monkeypatch.setenv("EQSAT_COMPILE_KERNELS", "always")
+    prog, dims = _load(tmp_program, CASES[name])
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for nan in (False, True) if name.startswith(("cond_", "shifted_")) else (False,):
+        args = random_args(prog, dims, 5)
+        if nan:
+            for a in args:
+                if isinstance(a, np.ndarray):
+                    a.flat[::4] = np.nan
+        want = eqsat.reference(prog, *args)
+        for got, w in zip(_outputs(plan.run(*args)), _outputs(want)):
+            np.testing.assert_allclose(np.asarray(got), w, rtol=1e-4, atol=1e-4, equal_nan=True,
+                                       err_msg=f"nan={nan}\n{plan}")
+    for k in plan.kernels:
+        if k.term is not None and k.term.op == "Ten.compute":
+            runner, how = plan.kernel_runners[k.name]
+            assert runner is not None, f"{k.name}: {how}\n{plan}"
+
+
+LAYERNORM = rows.CASES["layernorm"][0]
+COLUMN_SUM = '''
+@program
+def p(x: f32["M", "N"]) -> f32["N"]:
+    s = zeros((N,))
+    for i in range(M):
+        for j in range(N):
+            s[j] += x[i, j]
+    return s
+'''
+
+
+def test_auto_compiles_what_the_model_rates_compiled(tmp_program):
+    """At 1024 x 1024 a layernorm's row reductions and its pointwise kernel have the work to
+    pay for compiling, and stream rows: compiled; a sum down the columns would stride
+    across rows in the innermost loop: numpy's passes run it. Each against numpy."""
+    dims = {"M": 1024, "N": 1024}
+    prog = tmp_program(LAYERNORM)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    plan.compile_loops()
+    rated = {k.name for k in plan.kernels if k.term is not None and plan.costing.info(k.term).compiled}
+    assert rated and rated == {n for n, (r, _) in plan.kernel_runners.items() if r is not None}, plan
+    x, g, b = random_args(prog, dims, 3)
+    mu = x.astype(np.float64).mean(axis=1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+    np.testing.assert_allclose(plan.run(x, g, b), (x - mu) / np.sqrt(var + 1e-5) * g + b, rtol=1e-3, atol=1e-4)
+
+    prog = tmp_program(COLUMN_SUM)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    plan.compile_loops()
+    assert not any(r is not None for r, _ in plan.kernel_runners.values()), plan
+    assert not any(k.term is not None and plan.costing.info(k.term).compiled for k in plan.kernels), plan
+    (x,) = random_args(prog, dims, 4)
+    np.testing.assert_allclose(plan.run(x), x.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-3)
