@@ -95,7 +95,9 @@ def sigmoid(x):
 
 
 def silu(x):
-    return x * sigmoid(x)
+    # sigmoid written out: numba compiles each function alone (loops._lib), and a call to
+    # another Python function would not compile
+    return x * (np.float32(1) / (np.float32(1) + np.exp(-x)))
 
 
 def tanh(x):

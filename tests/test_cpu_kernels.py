@@ -22,6 +22,16 @@ CASES.update({f"rows_{n}": (src, (extra or [rows.D])[0]) for n, (src, _, *extra)
 CASES.update({f"whole_{n}": (src, {"N": 100}) for n, src in rows.WHOLE.items()})
 CASES.update({f"cond_{n}": (src, conditionals.D) for n, (src, _) in conditionals.LIFTED.items()})
 CASES.update({f"shifted_{n}": (src, dims) for n, (src, dims, _) in shifted.PROGRAMS.items()})
+# every function of the language, in one body (each must compile on scalars)
+CASES["functions"] = ('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        v = x[i]
+        y[i] = relu(v) + gelu(v) + sigmoid(v) + silu(v) + tanh(v) + exp(-abs(v)) + sqrt(abs(v)) + log(abs(v) + 1.0) - v
+    return y
+''', {"N": 37})
 
 
 def _load(tmp_program, case):
