@@ -91,7 +91,8 @@ def build(plan, k):
                 setattr(mod, f"f_{name}", lib[name])
             fn = mod.kernel
             shapes = [plan.costing.shape(t) for t in inputs]
-            fn(*[np.zeros(s, dtype=np.float32) for s in shapes], *[np.float32(0) for _ in params])
+            with loops.quiet_numba():  # compile now, so failures show here
+                fn(*[np.zeros(s, dtype=np.float32) for s in shapes], *[np.float32(0) for _ in params])
         except Exception as e:  # noqa: BLE001 - any failure: numpy evaluates it, and says why
             return None, f"numpy (numba: {type(e).__name__}: {str(e).splitlines()[0][:120]})"
         with _LOCK:
@@ -99,6 +100,8 @@ def build(plan, k):
                 _MODULES.pop(next(iter(_MODULES)))
             _MODULES[key] = fn
     shape = tuple(e for _, e in unlist(k.term.args[0]))
+    if not shape:
+        return CompiledKernel(fn, inputs, params, shape), "compiled (numba)"
     return CompiledKernel(loops._one_at_a_time(fn), inputs, params, shape), "compiled (numba, parallel)"
 
 
@@ -130,7 +133,8 @@ def _source(plan, term: Node):
     head += [f"{name} = np.float32({value})" for value, name in gen.consts.items()]
     head += [f"f_{name} = None  # bound to the compiled {name} on load" for name in sorted(gen.libs)]
     args = [f"in{i}" for i in range(len(inputs))] + [f"p_{p}" for p in params]
-    head += ["", "", '@numba.njit(cache=True, error_model="numpy", parallel=True)', f"def kernel({', '.join(args)}):"]
+    flags = ", parallel=True" if dims else ""  # (a whole-array reduction has no parallel loop)
+    head += ["", "", f'@numba.njit(cache=True, error_model="numpy"{flags})', f"def kernel({', '.join(args)}):"]
     return "\n".join(head + lines) + "\n", inputs, params, sorted(gen.libs)
 
 

@@ -18,6 +18,7 @@ plan says why (`Plan.loop_runners`, and `print(plan)`).
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -106,7 +107,8 @@ def build(plan, nest):
                 if name in names:
                     setattr(mod, names[name], f)
             fn = mod.nest
-            fn(*[_example(plan, nest, p) for p in params])  # compile now, so failures show here
+            with quiet_numba():  # compile now, so failures show here
+                fn(*[_example(plan, nest, p) for p in params])
         except Exception as e:  # noqa: BLE001 - any failure: run interpreted, and say why
             return None, f"interpreted (numba: {type(e).__name__}: {str(e).splitlines()[0][:120]})"
         with _MODULES_LOCK:
@@ -116,6 +118,19 @@ def build(plan, nest):
                 sys.modules.pop(f"eqsat_nest_{old}", None)
     how = f"compiled (numba; parallel loops: {', '.join(par)})" if par else "compiled (numba)"
     return CompiledNest(fn, params, list(nest.outputs), in_place(nest), bool(par)), how
+
+
+@contextlib.contextmanager
+def quiet_numba():
+    """numba's performance warnings off while it compiles generated code (a loop it could
+    not run in parallel is still correct; the user did not write this code)."""
+    import warnings
+
+    from numba.core.errors import NumbaPerformanceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        yield
 
 
 class CompiledNest:
