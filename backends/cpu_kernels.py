@@ -20,12 +20,8 @@ compiles every pointwise and reduction kernel (tests), `auto` (the default) as a
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import math
 import os
-import sys
-import threading
 
 import numpy as np
 
@@ -33,6 +29,7 @@ from eqsat import lang
 from eqsat.terms import Node, leaving_axes, unlist, walk
 
 from . import loops
+from .codegen import Emitter
 
 _CMP = {"<", "<=", ">", ">=", "==", "!="}
 
@@ -60,10 +57,6 @@ class CompiledKernel:
         self.fn, self.inputs, self.params, self.shape = fn, inputs, params, shape
 
 
-_MODULES: dict = {}
-_LOCK = threading.Lock()
-
-
 def build(plan, k):
     """(CompiledKernel or None, how it runs) for kernel `k`; None: numpy evaluates it."""
     try:
@@ -74,31 +67,13 @@ def build(plan, k):
         src, inputs, params, libs = _source(plan, k.term)
     except NotImplementedError as e:
         return None, f"numpy ({e})"
-    key = hashlib.sha256(src.encode()).hexdigest()[:20]
-    with _LOCK:
-        fn = _MODULES.get(key)
-    if fn is None:
-        path = loops.cache_dir() / f"kernel_{key}.py"
-        if not path.exists():
-            path.write_text(src)
-        spec = importlib.util.spec_from_file_location(f"eqsat_kernel_{key}", path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod
-        try:
-            spec.loader.exec_module(mod)
-            lib = loops._lib()
-            for name in libs:
-                setattr(mod, f"f_{name}", lib[name])
-            fn = mod.kernel
-            shapes = [plan.costing.shape(t) for t in inputs]
-            with loops.quiet_numba():  # compile now, so failures show here
-                fn(*[np.zeros(s, dtype=np.float32) for s in shapes], *[np.float32(0) for _ in params])
-        except Exception as e:  # noqa: BLE001 - any failure: numpy evaluates it, and says why
-            return None, f"numpy (numba: {type(e).__name__}: {str(e).splitlines()[0][:120]})"
-        with _LOCK:
-            if len(_MODULES) >= loops.MAX_MODULES:
-                _MODULES.pop(next(iter(_MODULES)))
-            _MODULES[key] = fn
+    lib = loops._lib()
+    shapes = [plan.costing.shape(t) for t in inputs]
+    try:
+        fn = loops.load_compiled("kernel", src, "kernel", {f"f_{name}": lib[name] for name in libs},
+                                 lambda: [np.zeros(s, dtype=np.float32) for s in shapes] + [np.float32(0)] * len(params))
+    except Exception as e:  # noqa: BLE001 - any failure: numpy evaluates it, and says why
+        return None, f"numpy (numba: {type(e).__name__}: {str(e).splitlines()[0][:120]})"
     shape = tuple(e for _, e in unlist(k.term.args[0]))
     if not shape:
         return CompiledKernel(fn, inputs, params, shape), "compiled (numba)"
@@ -138,24 +113,15 @@ def _source(plan, term: Node):
     return "\n".join(head + lines) + "\n", inputs, params, sorted(gen.libs)
 
 
-class _Gen:
+class _Gen(Emitter):
     """Scalar terms to statements computing one element (`indent` deep)."""
 
     def __init__(self, operands: dict, plan, names: dict, extents: dict, counter=None, consts=None, libs=None):
         self.operands, self.plan = operands, plan
         self.names, self.extents = names, extents  # Var -> Python name, Var -> extent
-        self.counter = counter if counter is not None else [0]
+        super().__init__("", "t", counter)
         self.consts = consts if consts is not None else {}  # float value -> global name
         self.libs = libs if libs is not None else set()
-        self.lines: list = []
-        self.indent = ""
-        self.memo: dict = {}
-
-    def tmp(self, text: str) -> str:
-        name = f"t{self.counter[0]}"
-        self.counter[0] += 1
-        self.lines.append(f"{self.indent}{name} = {text}")
-        return name
 
     def const(self, x: float) -> str:
         key = repr(float(x)) if math.isfinite(x) else f"float('{x}')"
@@ -164,17 +130,8 @@ class _Gen:
             name = self.consts[key] = f"C{len(self.consts)}"
         return name
 
-    def ix(self, x: Node) -> str:
-        op = x.op
-        if op == "Ix.v":
-            return self.names[x.args[0]]
-        if op == "Ix.lit":
-            return str(int(x.args[0]))
-        if op == "Ix.add":
-            return f"({self.ix(x.args[0])} + {self.ix(x.args[1])})"
-        if op == "Ix.scale":
-            return f"({self.ix(x.args[0])} * {int(x.args[1])})"
-        raise NotImplementedError(f"index {op}")
+    def var(self, v: Node) -> str:
+        return self.names[v]
 
     def sc(self, n: Node) -> str:
         got = self.memo.get(n)

@@ -89,35 +89,46 @@ def build(plan, nest):
     except ImportError:
         return None, "interpreted (numba is not installed)"
     src, names, params, par = _source(plan, nest)
-    key = hashlib.sha256(src.encode()).hexdigest()[:20]
+    lib = _lib()
+    try:
+        fn = load_compiled("nest", src, "nest", {names[n]: f for n, f in lib.items() if n in names},
+                           lambda: [_example(plan, nest, p) for p in params])
+    except Exception as e:  # noqa: BLE001 - any failure: run interpreted, and say why
+        return None, f"interpreted (numba: {type(e).__name__}: {str(e).splitlines()[0][:120]})"
+    how = f"compiled (numba; parallel loops: {', '.join(par)})" if par else "compiled (numba)"
+    return CompiledNest(fn, params, list(nest.outputs), in_place(nest), bool(par)), how
+
+
+def load_compiled(kind: str, src: str, entry: str, bind: dict, example):
+    """Function `entry` of the generated module `src`, compiled: the module is written to the
+    disk cache (`<kind>_<hash>.py`, where numba's own cache sits beside it), its globals in
+    `bind` set, and `entry` called once on `example()` so that numba compiles it now and a
+    failure raises here. Shared by every plan in the process (the least recently used are
+    dropped past MAX_MODULES; a dropped one reloads from the disk cache)."""
+    key = f"{kind}_{hashlib.sha256(src.encode()).hexdigest()[:20]}"
     with _MODULES_LOCK:
         fn = _MODULES.get(key)
         if fn is not None:
             _MODULES.move_to_end(key)
-    if fn is None:
-        path = cache_dir() / f"nest_{key}.py"
-        if not path.exists():
-            path.write_text(src)
-        spec = importlib.util.spec_from_file_location(f"eqsat_nest_{key}", path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod
-        try:
-            spec.loader.exec_module(mod)
-            for name, f in _lib().items():
-                if name in names:
-                    setattr(mod, names[name], f)
-            fn = mod.nest
-            with quiet_numba():  # compile now, so failures show here
-                fn(*[_example(plan, nest, p) for p in params])
-        except Exception as e:  # noqa: BLE001 - any failure: run interpreted, and say why
-            return None, f"interpreted (numba: {type(e).__name__}: {str(e).splitlines()[0][:120]})"
-        with _MODULES_LOCK:
-            _MODULES[key] = fn
-            while len(_MODULES) > MAX_MODULES:
-                old, _ = _MODULES.popitem(last=False)
-                sys.modules.pop(f"eqsat_nest_{old}", None)
-    how = f"compiled (numba; parallel loops: {', '.join(par)})" if par else "compiled (numba)"
-    return CompiledNest(fn, params, list(nest.outputs), in_place(nest), bool(par)), how
+            return fn
+    path = cache_dir() / f"{key}.py"
+    if not path.exists():
+        path.write_text(src)
+    spec = importlib.util.spec_from_file_location(f"eqsat_{key}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    for name, value in bind.items():
+        setattr(mod, name, value)
+    fn = getattr(mod, entry)
+    with quiet_numba():
+        fn(*example())
+    with _MODULES_LOCK:
+        _MODULES[key] = fn
+        while len(_MODULES) > MAX_MODULES:
+            old, _ = _MODULES.popitem(last=False)
+            sys.modules.pop(f"eqsat_{old}", None)
+    return fn
 
 
 @contextlib.contextmanager

@@ -24,6 +24,7 @@ from eqsat.cost import GPU_RED_LANES, pow2
 from eqsat.plan import fused_prologue
 from eqsat.terms import Node, leaving_axes, unlist, walk
 
+from .codegen import Emitter
 from .tuning import DEFAULT
 
 # elements per program of an elementwise or reduction kernel: with Triton's default 4 warps
@@ -41,7 +42,7 @@ def _ident(v: Node) -> str:
     return "v_" + re.sub(r"\W", "_", v.args[0])
 
 
-class _Gen:
+class _Gen(Emitter):
     """Scalar terms to Triton statements; `shape` is the block shape of every value."""
 
     def __init__(self, var_expr: dict, shape: str, operands: dict, indent: str = "    ", mask: str = "mask",
@@ -57,34 +58,17 @@ class _Gen:
         # load that only one of them indexes is loaded once per tile as a vector
         self.vectors = vectors or {}
         self.shape = shape
-        self.mask, self.prefix = mask, prefix
+        self.mask = mask
         self.operands = operands  # tensor node -> (pointer arg name, [stride arg names], shape)
-        self.lines: list = []
-        self.indent = indent
-        self.counter = counter if counter is not None else [0]  # shared with nested generators
-        self.memo: dict = {}
-
-    def tmp(self, text: str) -> str:
-        name = f"{self.prefix}{self.counter[0]}"
-        self.counter[0] += 1
-        self.lines.append(f"{self.indent}{name} = {text}")
-        return name
+        super().__init__(indent, prefix, counter)
 
     def inner(self, v: Node, expr: str, ext: int, shape: str, mask: str) -> "_Gen":
         """A generator for the body of a reduction over `v`, one level deeper."""
         return _Gen({**self.var_expr, v: expr}, shape, self.operands, self.indent + "    ", mask, self.prefix,
                     counter=self.counter, extents={**self.extents, v: ext})
 
-    def ix(self, x: Node) -> str:
-        if x.op == "Ix.v":
-            return self.var_expr[x.args[0]]
-        if x.op == "Ix.lit":
-            return str(x.args[0])
-        if x.op == "Ix.add":
-            return f"({self.ix(x.args[0])} + {self.ix(x.args[1])})"
-        if x.op == "Ix.scale":
-            return f"({self.ix(x.args[0])} * {x.args[1]})"
-        raise NotImplementedError(x.op)
+    def var(self, v: Node) -> str:
+        return self.var_expr[v]
 
     def sc(self, n: Node) -> str:
         got = self.memo.get(n)

@@ -1,0 +1,37 @@
+"""What the generators of kernel source share: numbered temporaries, one statement a line."""
+from __future__ import annotations
+
+
+class Emitter:
+    """Lines of generated code at `indent`, each assigning a fresh temporary
+    (`<prefix><n>`; `counter` is shared with the generators nested inside this one, so
+    names never clash), and a memo of the terms already computed at this level."""
+
+    def __init__(self, indent: str = "", prefix: str = "t", counter: list | None = None):
+        self.indent, self.prefix = indent, prefix
+        self.counter = counter if counter is not None else [0]
+        self.lines: list = []
+        self.memo: dict = {}
+
+    def tmp(self, text: str) -> str:
+        name = f"{self.prefix}{self.counter[0]}"
+        self.counter[0] += 1
+        self.lines.append(f"{self.indent}{name} = {text}")
+        return name
+
+    def var(self, v) -> str:
+        """The expression of loop or reduction variable `v` here."""
+        raise NotImplementedError
+
+    def ix(self, x) -> str:
+        """An affine index term (`Ix.*`) as an expression."""
+        op = x.op
+        if op == "Ix.v":
+            return self.var(x.args[0])
+        if op == "Ix.lit":
+            return str(int(x.args[0]))
+        if op == "Ix.add":
+            return f"({self.ix(x.args[0])} + {self.ix(x.args[1])})"
+        if op == "Ix.scale":
+            return f"({self.ix(x.args[0])} * {int(x.args[1])})"
+        raise NotImplementedError(f"index {op}")
