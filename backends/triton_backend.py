@@ -6,8 +6,12 @@ backend), as it has no parallel form.
   over a third grid axis; the epilogue is evaluated on the accumulator tile in registers
   and stored once (nothing else is written); the tile sizes are `tuning.DEFAULT` without a
   GPU, and tuned per shape on one (`backends/tuning.py`);
-- elementwise and reduction kernels cover the output with 1-D blocks; a reduction is a
-  loop inside the kernel.
+- elementwise kernels cover the output with 1-D blocks; a reduction kernel with 2-D
+  blocks, XBLOCK outputs by RBLOCK lanes of the reduced axis: each lane accumulates its
+  share, the lanes are combined with tl.sum/max/min (a tree, `cost.lanes`), and a
+  reduction nested inside another runs as a loop in each lane;
+- a load whose index may leave its tensor (only where a select drops the value, after
+  if-conversion widened a loop) is masked by its bounds: loads are total.
 
 Sizes are baked into the source: a plan is specialized to the sizes it was optimized for.
 Without a GPU, kernels run through Triton's interpreter (TRITON_INTERPRET=1) on torch CPU
