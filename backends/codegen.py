@@ -1,5 +1,22 @@
-"""What the generators of kernel source share: numbered temporaries, one statement a line."""
+"""What the generators of kernel source share: numbered temporaries, one statement a line,
+index expressions, and a body's operands."""
 from __future__ import annotations
+
+from eqsat.terms import walk
+
+
+def loaded(term) -> list:
+    """The tensors a kernel body loads, in first-load order (its input arguments)."""
+    out = []
+    for x in walk(term):
+        if x.op == "Sc.load" and x.args[0] not in out:
+            out.append(x.args[0])
+    return out
+
+
+def params(term) -> list:
+    """The scalar parameters a kernel body reads, sorted (its scalar arguments)."""
+    return sorted({x.args[0] for x in walk(term) if x.op == "Sc.param"})
 
 
 class Emitter:

@@ -26,10 +26,10 @@ import os
 import numpy as np
 
 from eqsat import lang
-from eqsat.terms import Node, leaving_axes, unlist, walk
+from eqsat.terms import Node, leaving_axes, unlist
 
 from . import loops
-from .codegen import Emitter
+from .codegen import Emitter, loaded, params
 
 _CMP = {"<", "<=", ">", ">=", "==", "!="}
 
@@ -64,31 +64,30 @@ def build(plan, k):
     except ImportError:
         return None, "numpy (numba is not installed)"
     try:
-        src, inputs, params, libs = _source(plan, k.term)
+        src, inputs, scalars, libs = _source(plan, k.term)
     except NotImplementedError as e:
         return None, f"numpy ({e})"
     lib = loops._lib()
     shapes = [plan.costing.shape(t) for t in inputs]
+
+    def example():
+        return [np.zeros(s, dtype=np.float32) for s in shapes] + [np.float32(0)] * len(scalars)
+
     try:
-        fn = loops.load_compiled("kernel", src, "kernel", {f"f_{name}": lib[name] for name in libs},
-                                 lambda: [np.zeros(s, dtype=np.float32) for s in shapes] + [np.float32(0)] * len(params))
+        fn = loops.load_compiled("kernel", src, "kernel", {f"f_{name}": lib[name] for name in libs}, example)
     except Exception as e:  # noqa: BLE001 - any failure: numpy evaluates it, and says why
         return None, f"numpy (numba: {type(e).__name__}: {str(e).splitlines()[0][:120]})"
     shape = tuple(e for _, e in unlist(k.term.args[0]))
     if not shape:
-        return CompiledKernel(fn, inputs, params, shape), "compiled (numba)"
-    return CompiledKernel(loops._one_at_a_time(fn), inputs, params, shape), "compiled (numba, parallel)"
+        return CompiledKernel(fn, inputs, scalars, shape), "compiled (numba)"
+    return CompiledKernel(loops._one_at_a_time(fn), inputs, scalars, shape), "compiled (numba, parallel)"
 
 
 def _source(plan, term: Node):
     """The kernel as a module defining `kernel(in0, ..., p_a, ...)`."""
     dims = unlist(term.args[0])
     body = term.args[1]
-    inputs = []
-    for x in walk(body):
-        if x.op == "Sc.load" and x.args[0] not in inputs:
-            inputs.append(x.args[0])
-    params = sorted({x.args[0] for x in walk(body) if x.op == "Sc.param"})
+    inputs, scalars = loaded(body), params(body)
     gen = _Gen({t: f"in{i}" for i, t in enumerate(inputs)}, plan, {v: f"v{i}" for i, (v, _) in enumerate(dims)},
                dict(dims))
     out_shape = tuple(e for _, e in dims) or (1,)
@@ -107,10 +106,10 @@ def _source(plan, term: Node):
     head = ["import numba", "import numpy as np", ""]
     head += [f"{name} = np.float32({value})" for value, name in gen.consts.items()]
     head += [f"f_{name} = None  # bound to the compiled {name} on load" for name in sorted(gen.libs)]
-    args = [f"in{i}" for i in range(len(inputs))] + [f"p_{p}" for p in params]
+    args = [f"in{i}" for i in range(len(inputs))] + [f"p_{p}" for p in scalars]
     flags = ", parallel=True" if dims else ""  # (a whole-array reduction has no parallel loop)
     head += ["", "", f'@numba.njit(cache=True, error_model="numpy"{flags})', f"def kernel({', '.join(args)}):"]
-    return "\n".join(head + lines) + "\n", inputs, params, sorted(gen.libs)
+    return "\n".join(head + lines) + "\n", inputs, scalars, sorted(gen.libs)
 
 
 class _Gen(Emitter):

@@ -18,7 +18,7 @@ import operator
 import numpy as np
 
 from eqsat import lang
-from eqsat.plan import fused_prologue
+from eqsat.plan import fused_prologue, is_gather
 from eqsat.terms import Node, leaving_axes, shape_list, unlist, walk
 
 def _py_choice(pick):
@@ -461,7 +461,7 @@ class _Eval:
         # into it: loads are total (eqsat/terms.py)
         leaving = {axis for axis, _ in leaving_axes(idx, arr.shape, self.extent.__getitem__)}
         # fast path: distinct plain variables -> a transposed, reshaped view
-        if not leaving and all(i.op == "Ix.v" for i in idx) and len({i.args[0] for i in idx}) == len(idx):
+        if not leaving and not is_gather(n.args[1]):
             ext = [self.extent[i.args[0]] for i in idx]
             if any(e != n for e, n in zip(ext, arr.shape)):  # a loop over part of an axis
                 arr = xp.call(operator.getitem, arr, tuple(slice(0, e) for e in ext))

@@ -28,7 +28,7 @@ from eqsat.cost import GPU_RED_LANES, pow2
 from eqsat.plan import fused_prologue
 from eqsat.terms import Node, leaving_axes, unlist, walk
 
-from .codegen import Emitter
+from .codegen import Emitter, loaded, params
 from .tuning import DEFAULT
 
 # elements per program of an elementwise or reduction kernel: with Triton's default 4 warps
@@ -189,29 +189,19 @@ def _fn(name: str, x: str) -> str:
 
 
 def _outer_reductions(term: Node) -> list:
-    """The reductions of a body that no other reduction holds."""
-    out, stack = [], [term]
+    """The reductions of a body that no other reduction holds (each node visited once; the
+    tensors it loads are other kernels, not entered)."""
+    out, stack, seen = [], [term], set()
     while stack:
         x = stack.pop()
-        if not isinstance(x, Node):
+        if not isinstance(x, Node) or x in seen or x.sort in ("Ten", "Tens"):
             continue
+        seen.add(x)
         if x.op == "Sc.red":
             out.append(x)
         else:
             stack.extend(x.args)
     return out
-
-
-def _loaded(term: Node) -> list:
-    out = []
-    for x in walk(term):
-        if x.op == "Sc.load" and x.args[0] not in out:
-            out.append(x.args[0])
-    return out
-
-
-def _params(term: Node) -> list:
-    return sorted({x.args[0] for x in walk(term) if x.op == "Sc.param"})
 
 
 class Kernel:
@@ -243,8 +233,8 @@ class Kernel:
     def _elementwise(self, term: Node):
         dims = unlist(term.args[0])
         body = term.args[1]
-        self.inputs = _loaded(body)
-        self.params = _params(body)
+        self.inputs = loaded(body)
+        self.params = params(body)
         ops = self._operands()
         total = math.prod(self.shape)
         var_expr, inner = {}, 1
@@ -286,13 +276,13 @@ class Kernel:
         M, N, K = out_shape[-2], out_shape[-1], sa[-1]
         body = fused.args[1] if fused is not None else Node("Sc.acc")
         self.inputs = []
-        for t in [a, b] + _loaded(body):  # a prologue operand is read through its own inputs
+        for t in [a, b] + loaded(body):  # a prologue operand is read through its own inputs
             parts = fused_prologue(t, plan.costing)
-            for u in (_loaded(parts[0].args[1]) if parts is not None else [t]):
+            for u in (loaded(parts[0].args[1]) if parts is not None else [t]):
                 if u not in self.inputs:
                     self.inputs.append(u)
-        self.params = sorted(set(_params(body)).union(
-            *[_params(fused_prologue(t, plan.costing)[0].args[1]) for t in (a, b) if fused_prologue(t, plan.costing)]))
+        self.params = sorted(set(params(body)).union(
+            *[params(fused_prologue(t, plan.costing)[0].args[1]) for t in (a, b) if fused_prologue(t, plan.costing)]))
         ops = self._operands()
         dims = unlist(fused.args[0]) if fused is not None else []
         var_expr = {}

@@ -461,9 +461,7 @@ class Plan:
     def compile_loops(self) -> float:
         """Compile the loop nests kept as written now (numba; otherwise the first `run`
         does it). Returns the seconds it took; `loop_runners` then says how each runs."""
-        from eqsat.backends import loops
-
-        from eqsat.backends import cpu_kernels
+        from eqsat.backends import cpu_kernels, loops
 
         t0 = time.perf_counter()
         for k in self.kernels:

@@ -118,7 +118,8 @@ TARGETS = {
     "cpu": Target("cpu", 100e9, 100e9, 20e9, 2e-6, loop_op_time=3e-10, loop_bandwidth=2e10,
                   load_latency=1e-8, loads_in_flight=4, tile_k=256, tiles_in_flight=1, fma_latency=1e-9,
                   fused_prologues=False,
-                  pass_time=1.5e-10, select_time=2e-9, gather_time=5e-9, compiled_kernels=True, loop_cores=2, red_lanes=8, warp=8, shuffle_latency=1e-9, barrier_latency=0.0),
+                  pass_time=1.5e-10, select_time=2e-9, gather_time=5e-9, compiled_kernels=True, loop_cores=2,
+                  red_lanes=8, warp=8, shuffle_latency=1e-9, barrier_latency=0.0),
 }
 
 # flops charged per application of a function

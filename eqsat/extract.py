@@ -142,8 +142,7 @@ class Extractor:
         self.fv = self._free_vars()
         self.model: Model = model_factory(lambda k: self.shapes.get(k))
         self.model.gather, self.model.strided, self.model.last_var = self.is_gather, self.strided, self.last_var
-        self._gathers: dict = {}
-        self._strided: dict = {}
+        self._ixs: dict = {}  # index list class -> its axes (`_axes`)
         self.best: dict[str, tuple] = {}  # class -> (key, node, info)
         self.mm_best: dict[str, tuple] = {}  # class -> (info, node) of its cheapest matmul (for fusion)
         self.epi_choice: dict[str, dict] = {}  # fused node id -> its epilogue's choices
@@ -203,24 +202,28 @@ class Extractor:
 
         self._worklist([n for c in self.g.order for n in self.g.classes[c] if n.sort in STRUCTURAL], evaluate)
 
+    def _axes(self, cid) -> tuple:
+        """(axes, whole) of the index list of class `cid`: per axis, (whether its index is a
+        plain variable, the variable classes it mentions), through the classes' smallest
+        forms; `whole` is False where the list could not be read to its end."""
+        got = self._ixs.get(cid)
+        if got is None:
+            axes, at = [], cid
+            while at in self.small and self.small[at][1].op == "Ixs.cons":
+                n = self.small[at][1]
+                ix = self.small.get(n.args[0][1])
+                axes.append((ix is not None and ix[1].op == "Ix.v", self._ix_vars(n.args[0][1])))
+                at = n.args[1][1]
+            got = self._ixs[cid] = (axes, at in self.small and self.small[at][1].op == "Ixs.nil")
+        return got
+
     def is_gather(self, cid) -> bool:
         """Whether the index list of class `cid` is other than distinct plain variables (a
         load there is no view of its tensor: `plan.is_gather` on terms)."""
-        got = self._gathers.get(cid)
-        if got is None:
-            seen, at, got = [], cid, True
-            while at in self.small:
-                n = self.small[at][1]
-                if n.op == "Ixs.nil":
-                    got = len(set(seen)) != len(seen)
-                    break
-                ix = self.small.get(n.args[0][1])
-                if ix is None or ix[1].op != "Ix.v":
-                    break
-                seen.append(ix[1].args[0][1])
-                at = n.args[1][1]
-            self._gathers[cid] = got
-        return got
+        axes, whole = self._axes(cid)
+        if not whole or not all(plain for plain, _ in axes):
+            return True
+        return len(frozenset().union(*(v for _, v in axes))) != len(axes)  # a variable on two axes
 
     def _ix_vars(self, cid) -> frozenset:
         """The variable classes an index class mentions (through its smallest form)."""
@@ -237,15 +240,8 @@ class Extractor:
 
     def strided(self, cid) -> frozenset:
         """`cost.ScInfo.strided` of a load at index list class `cid` (`plan.strided` on terms)."""
-        got = self._strided.get(cid)
-        if got is None:
-            axes, at = [], cid
-            while at in self.small and self.small[at][1].op == "Ixs.cons":
-                n = self.small[at][1]
-                axes.append(self._ix_vars(n.args[0][1]))
-                at = n.args[1][1]
-            got = self._strided[cid] = frozenset().union(*axes[:-1]) - axes[-1] if axes else frozenset()
-        return got
+        axes = [v for _, v in self._axes(cid)[0]]
+        return frozenset().union(*axes[:-1]) - axes[-1] if axes else frozenset()
 
     def last_var(self, cid):
         last = None

@@ -11,18 +11,14 @@ def nest_work(s, dims, iters=1) -> dict:
     # parallel.MIN_OPS, measured in it)
     w = {"ops": 0, "nodes": 0, "bytes": 0, "lib_flops": 0, "lib_calls": 0}
 
-    def expr_ops(e):
-        """Operations and loads (constants, names and loop variables are free: registers)."""
-        n = 0 if isinstance(e, (Const, Ref, Dim)) else 1
+    def counts(e) -> tuple:
+        """(operations and loads, where constants, names and loop variables are free:
+        registers; every node; loads) of expression `e`."""
+        ops, nodes, loads = (0 if isinstance(e, (Const, Ref, Dim)) else 1), 1, (1 if isinstance(e, Index) else 0)
         for c in e.children():
-            n += expr_ops(c)
-        return n
-
-    def nodes(e):
-        return 1 + sum(nodes(c) for c in e.children())
-
-    def loads(e):
-        return (1 if isinstance(e, Index) else 0) + sum(loads(c) for c in e.children())
+            o, n, ld = counts(c)
+            ops, nodes, loads = ops + o, nodes + n, loads + ld
+        return ops, nodes, loads
 
     def lib(e):
         if isinstance(e, MatMul):
@@ -45,8 +41,9 @@ def nest_work(s, dims, iters=1) -> dict:
                 go(b, iters * n, inner)
             return
         if isinstance(s, If):  # the condition, and both branches as an upper bound
-            w["ops"] += iters * expr_ops(s.cond)
-            w["nodes"] += iters * nodes(s.cond)
+            ops, nodes, _ = counts(s.cond)
+            w["ops"] += iters * ops
+            w["nodes"] += iters * nodes
             for b in s.body + s.orelse:
                 go(b, iters, env)
             return
@@ -57,9 +54,10 @@ def nest_work(s, dims, iters=1) -> dict:
             w["bytes"] += iters * 4 * size
             return
         e = s.value
-        w["ops"] += iters * expr_ops(e)
-        w["nodes"] += iters * nodes(e)
-        w["bytes"] += iters * 4 * (1 + loads(e))  # its loads and its store or assignment
+        ops, nodes, loads = counts(e)
+        w["ops"] += iters * ops
+        w["nodes"] += iters * nodes
+        w["bytes"] += iters * 4 * (1 + loads)  # its loads and its store or assignment
         f = lib(e)
         if f:
             w["lib_flops"] += iters * f

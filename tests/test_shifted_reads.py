@@ -112,8 +112,8 @@ def test_triton_masks_every_load_that_may_leave(tmp_program, name):
 
 
 TRUTH = {
-    "blur": lambda x: np.pad((x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:] + x[1:-1, 1:-1]) * np.float32(0.2),
-                             1),
+    "blur": lambda x: np.pad(
+        (x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:] + x[1:-1, 1:-1]) * np.float32(0.2), 1),
     "conv_valid": lambda x, w: np.pad(np.einsum("ock,clk->ol", w.astype(np.float64), np.lib.stride_tricks
                                                 .sliding_window_view(x, w.shape[2], axis=1)[:, :, :]),
                                       ((0, 0), (0, w.shape[2] - 1))),
