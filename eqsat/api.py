@@ -16,7 +16,7 @@ from .args import bind_args, check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
 from .extract import ExtractionCycle, Extractor
-from .limits import Limits, give_back_memory
+from .limits import Limits, give_back_memory, rare_full_collections
 from .lower import lower
 from .plan import Kernel, describe, form_kernels, input_items, plan_costing
 from .terms import show, walk
@@ -32,6 +32,7 @@ EGGLOG_LOCK = threading.RLock()
 ILP_AUTO_NODES = 2000  # extract="auto" solves the exact program up to this many tensor e-nodes
 
 
+@rare_full_collections()  # (limits.py: why)
 def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Limits | None = None,
              extract: str = "auto", candidates: int = 1, _checked: bool = False,
              _keep_extractor: bool = False, _lowered=None, _assuming: bool = True) -> "Plan":
