@@ -28,6 +28,39 @@ def test_unbounded_time_and_memory_are_allowed():
     assert lim.seconds == math.inf and lim.memory_mb == math.inf
 
 
+def test_optimize_gives_back_the_garbage_collector_settings(tmp_program, monkeypatch):
+    """optimize() makes full collections rarer while it runs (limits.rare_full_collections)
+    and leaves the process's thresholds as it found them: after a call, after a call that
+    raised, and after calls on several threads at once."""
+    import gc
+    import threading
+
+    from eqsat import api
+
+    prog = tmp_program(_long_body(2))
+    dims = {"M": 3, "N": 2, "K": 4}
+    before = gc.get_threshold()
+    seen = []
+    real_lower = api.lower
+
+    def lower(*a, **k):
+        seen.append(gc.get_threshold())
+        return real_lower(*a, **k)
+
+    monkeypatch.setattr(api, "lower", lower)
+    eqsat.optimize(prog, dims)
+    assert seen[-1][2] >= 100 and gc.get_threshold() == before
+    with pytest.raises(ArgumentError):
+        eqsat.optimize(prog, {"M": 3})
+    assert gc.get_threshold() == before
+    threads = [threading.Thread(target=eqsat.optimize, args=(prog, dims)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert gc.get_threshold() == before and len(seen) == 4
+
+
 def _long_body(n: int) -> str:
     """One loop body with `n` accumulation statements (the build step's stress case)."""
     terms = "\n".join(f"            acc += a[i, {k % 4}] * b[{k % 4}, j] * {1.0 + k / 64}" for k in range(n))
