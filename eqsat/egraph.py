@@ -46,17 +46,21 @@ REF_SORTS = ("Var", "Ix", "Ixs", "Dims", "Shp", "Sc", "Ten", "Tens", "Scs")
 
 
 class Builder:
-    """Encodes hash-consed `Node`s into one e-graph as egglog program text.
-
-    Every tensor gets its own `let`, and everything is sent in one call: building terms
+    """Encodes hash-consed `Node`s into one e-graph as egglog program text (building terms
     through egglog-python's expression objects costs ~0.2 ms a constructor, which made
-    building dominate optimize() on long programs.
+    building dominate optimize() on long programs).
+
+    A tensor read by several terms gets a name of its own (`(eqsat_ref_Ten k)`, unioned
+    with it), so its text is written once; `shared` lists them (None: every tensor but a
+    program input is named). Each naming is one command, and egglog's cost is per command
+    (~0.1-0.2 ms), so tensors read once are written inline in their reader.
     """
 
-    def __init__(self, egraph: EGraph, declare: bool = True):
+    def __init__(self, egraph: EGraph, declare: bool = True, shared: set | None = None):
         self.eg = egraph
-        self.memo: dict = {}  # Node -> egglog text (a `$let` name for tensors)
+        self.memo: dict = {}  # Node -> egglog text (a name for shared tensors and long terms)
         self.lines: list = []
+        self.shared = shared
         if declare:
             _declare(egraph)
 
@@ -80,7 +84,8 @@ class Builder:
             # one loop body, written inline, took 2.9 GB), so such a term gets a name of its
             # own, `(eqsat_ref_<Sort> k)`, unioned with it. (A `let` per name made egglog add
             # a table per name: 270 us a command, and every later step walked them all.)
-            if node.sort == "Ten" or len(text) > 2048:
+            named = node.sort == "Ten" and node.op != "Ten.input" and (self.shared is None or node in self.shared)
+            if named or len(text) > 2048:
                 name = f"(eqsat_ref_{node.sort} {next(_REF_NAMES)})"
                 self.lines.append(f"(union {name} {text})")
                 text = name
@@ -219,11 +224,12 @@ def session(families: list, support: Ruleset, limits: Limits):
 
 def build(lowered, opaque_shapes: dict, eg: EGraph | None = None) -> tuple[EGraph, Builder, list]:
     """Put the lowered program into `eg` (prepared by `session`), or into a new e-graph."""
+    shared = _read_twice([*lowered.roots, *(x for pair in lowered.unions for x in pair), *opaque_shapes])
     if eg is None:
         eg = EGraph()
-        b = Builder(eg)
+        b = Builder(eg, shared=shared)
     else:
-        b = Builder(eg, declare=False)
+        b = Builder(eg, declare=False, shared=shared)
     for name, shape in lowered.input_shapes.items():
         b.union(f"(eqsat_sorts_shape_of {b.encode(Node('Ten.input', name))})", shape_text(shape))
     roots = [b.encode(r) for r in lowered.roots]
@@ -235,6 +241,22 @@ def build(lowered, opaque_shapes: dict, eg: EGraph | None = None) -> tuple[EGrap
         b.union(f"(eqsat_sorts_shape_of {b.encode(node)})", shape_text(shape))
     b.flush()
     return eg, b, roots
+
+
+def _read_twice(roots: list) -> set:
+    """Tensors that more than one term reads (or that are a root and read)."""
+    seen: set = set()
+    twice: set = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            if n.sort == "Ten":
+                twice.add(n)
+            continue
+        seen.add(n)
+        stack.extend(a for a in n.args if isinstance(a, Node))
+    return twice
 
 
 _SIZE_SPAN = None
