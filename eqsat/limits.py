@@ -24,9 +24,9 @@ class Limits:
     iterations:  rounds of (support rules to saturation + each family once)
     seconds:     wall-clock budget for optimize() as a whole (lowering, build, rewrites,
                  extraction): saturation stops when its next step and the extraction
-                 after it are predicted to pass it. The first round of rewrites always
-                 runs, so a limit shorter than lowering and building the program is
-                 passed by that much (egraph._Budget)
+                 after it are predicted to pass it. The first `egraph.MIN_ROUNDS` (3)
+                 rounds of rewrites always run, so a limit shorter than lowering,
+                 building and those rounds is passed by that much (egraph._Budget)
     match_limit: a rule matching more often than this in a step is skipped in that step
                  (egglog's back-off scheduler; keeps x*y = y*x from exploding). Each step
                  is its own call into egglog with a fresh scheduler, so a ban lasts one
