@@ -2,7 +2,15 @@
 index expressions, and a body's operands."""
 from __future__ import annotations
 
+import math
+
 from eqsat.terms import walk
+
+
+def literal(x: float) -> str:
+    """A float as Python source (`float('-inf')`: '-inf' is no literal)."""
+    x = float(x)
+    return repr(x) if math.isfinite(x) else f"float('{x}')"
 
 
 def loaded(term) -> list:

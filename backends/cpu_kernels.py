@@ -29,7 +29,7 @@ from eqsat import lang
 from eqsat.terms import Node, leaving_axes, unlist
 
 from . import loops
-from .codegen import Emitter, loaded, params
+from .codegen import Emitter, literal, loaded, params
 
 _CMP = {"<", "<=", ">", ">=", "==", "!="}
 
@@ -123,7 +123,7 @@ class _Gen(Emitter):
         self.libs = libs if libs is not None else set()
 
     def const(self, x: float) -> str:
-        key = repr(float(x)) if math.isfinite(x) else f"float('{x}')"
+        key = literal(x)
         name = self.consts.get(key)
         if name is None:
             name = self.consts[key] = f"C{len(self.consts)}"

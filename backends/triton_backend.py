@@ -28,7 +28,7 @@ from eqsat.cost import GPU_RED_LANES, pow2
 from eqsat.plan import fused_prologue
 from eqsat.terms import Node, leaving_axes, unlist, walk
 
-from .codegen import Emitter, loaded, params
+from .codegen import Emitter, literal, loaded, params
 from .tuning import DEFAULT
 
 # elements per program of an elementwise or reduction kernel: with Triton's default 4 warps
@@ -80,8 +80,7 @@ class _Gen(Emitter):
             return got
         op = n.op
         if op == "Sc.lit":
-            x = float(n.args[0])
-            out = repr(x) if math.isfinite(x) else f"float('{x}')"  # float('-inf'): '-inf' is no literal
+            out = literal(n.args[0])
         elif op == "Sc.param":
             out = f"p_{n.args[0]}"
         elif op == "Sc.acc":

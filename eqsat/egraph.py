@@ -51,12 +51,12 @@ class Builder:
     building dominate optimize() on long programs).
 
     A tensor read by several terms gets a name of its own (`(eqsat_ref_Ten k)`, unioned
-    with it), so its text is written once; `shared` lists them (None: every tensor but a
-    program input is named). Each naming is one command, and egglog's cost is per command
-    (~0.1-0.2 ms), so tensors read once are written inline in their reader.
+    with it), so its text is written once; `shared` lists them. Each naming is one command,
+    and egglog's cost is per command (~0.1-0.2 ms), so tensors read once are written inline
+    in their reader.
     """
 
-    def __init__(self, egraph: EGraph, declare: bool = True, shared: set | None = None):
+    def __init__(self, egraph: EGraph, shared: set, declare: bool = True):
         self.eg = egraph
         self.memo: dict = {}  # Node -> egglog text (a name for shared tensors and long terms)
         self.lines: list = []
@@ -79,13 +79,12 @@ class Builder:
             stack.pop()
             args = " ".join(self.memo[a] if isinstance(a, Node) else _literal(a) for a in node.args)
             text = f"({_egg_name(node.op)} {args})" if args else f"({_egg_name(node.op)})"
-            # tensors, and any term whose text grew long: egglog's parser and type checker
-            # take time and memory superlinear in one expression's depth (a 300-term sum in
-            # one loop body, written inline, took 2.9 GB), so such a term gets a name of its
-            # own, `(eqsat_ref_<Sort> k)`, unioned with it. (A `let` per name made egglog add
+            # a shared tensor (not an input: its text is short), and any term whose text
+            # grew long (egglog's parser and type checker take time and memory superlinear
+            # in one expression's depth: a 300-term sum in one loop body, written inline,
+            # took 2.9 GB) gets a name of its own, `(eqsat_ref_<Sort> k)`, unioned with it. (A `let` per name made egglog add
             # a table per name: 270 us a command, and every later step walked them all.)
-            named = node.sort == "Ten" and node.op != "Ten.input" and (self.shared is None or node in self.shared)
-            if named or len(text) > 2048:
+            if (node.sort == "Ten" and node.op != "Ten.input" and node in self.shared) or len(text) > 2048:
                 name = f"(eqsat_ref_{node.sort} {next(_REF_NAMES)})"
                 self.lines.append(f"(union {name} {text})")
                 text = name
@@ -227,9 +226,9 @@ def build(lowered, opaque_shapes: dict, eg: EGraph | None = None) -> tuple[EGrap
     shared = _read_twice([*lowered.roots, *(x for pair in lowered.unions for x in pair), *opaque_shapes])
     if eg is None:
         eg = EGraph()
-        b = Builder(eg, shared=shared)
+        b = Builder(eg, shared)
     else:
-        b = Builder(eg, declare=False, shared=shared)
+        b = Builder(eg, shared, declare=False)
     for name, shape in lowered.input_shapes.items():
         b.union(f"(eqsat_sorts_shape_of {b.encode(Node('Ten.input', name))})", shape_text(shape))
     roots = [b.encode(r) for r in lowered.roots]
