@@ -11,7 +11,7 @@ import time
 
 from egglog import Ruleset
 
-from . import assume, egraph, explain
+from . import alpha, assume, egraph, explain
 from .args import bind_args, check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
@@ -151,6 +151,10 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
                 forms["ilp"] = [ext.decode(c, {}) for c in root_classes]
             except ExtractionCycle:  # through a scalar the program did not see: keep greedy's
                 ilp_stats["status"] += " (its choice closed a cycle; not used)"
+    # alike kernels up to the names of their loop variables become one (eqsat/alpha.py)
+    renamed = {}
+    for k in list(forms):
+        forms[k], renamed[k] = alpha.canonical(forms[k])
     forms["as written"] = lowered.roots
     costing = plan_costing(target, lowered, input_items(prog))
     # every candidate priced by the one cost model; the cheapest wins, on a tie the smaller
@@ -166,7 +170,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     extract_seconds = time.perf_counter() - t2
     t = lap("extract", t)
     view = explain.egraph_view(ext, root_classes, lowered.roots if chosen != "as written" else None,
-                               _rule_table(families), report.rule_matches)
+                               _rule_table(families), report.rule_matches, renamed.get(chosen))
     t = lap("explain", t)
     names = [n for n, _, _ in families]
     plan = Plan(prog, shapes, target, lowered, roots, report, names, costing)
@@ -175,7 +179,8 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
         from . import candidates as cands
 
         plan.alternatives = cands.distinct(
-            ext, root_classes, plan, lambda r: Plan(prog, shapes, target, lowered, r, report, names, costing),
+            ext, root_classes, plan,
+            lambda r: Plan(prog, shapes, target, lowered, alpha.canonical(r)[0], report, names, costing),
             candidates, seconds=min(2.0, limits.seconds / 4))
         lap("candidates", t)
     plan.phases = phases

@@ -120,10 +120,11 @@ def _post_order(root: Node) -> list:
 
 
 def egraph_view(ext: Extractor, roots: list, written_roots, table: RuleTable, fired: dict,
-                limit: int = LIMIT) -> View:
+                rename: dict | None = None, limit: int = LIMIT) -> View:
     """`written_roots`: the program as written, or None when that is what was chosen (then
     no e-node is marked chosen). Call with `ext` in its final state (its override set
-    when the ILP's choice won)."""
+    when the ILP's choice won). `rename`: decoded term -> the plan's term, where the plan's
+    binders were renamed (eqsat/alpha.py)."""
     written = set()
     for r in written_roots or ():
         written.update(walk(r))
@@ -184,6 +185,12 @@ def egraph_view(ext: Extractor, roots: list, written_roots, table: RuleTable, fi
         classes[cid] = entry
     data = {"roots": list(roots), "classes": classes, "shown": len(classes),
             "total": sum(1 for c in ext.g.classes if c not in ext.small)}
+    if rename:
+        renamed: dict = {}
+        for n, cid in node_cls.items():
+            renamed.setdefault(rename.get(n, n), cid)
+        node_cls = renamed
+        written = written | {rename[n] for n in written if n in rename}
     class_ops = {cid: {n.op for n in ext.g.classes.get(cid, ())} for cid in set(node_cls.values())}
     return View(data, node_cls, written, table, fired, class_ops)
 

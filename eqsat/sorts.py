@@ -71,6 +71,10 @@ class Env(Expr):
     @classmethod
     def cons(cls, v: Var, ix: Ix, tail: Env) -> Env: ...
 
+    @classmethod
+    def flat(cls) -> Env:
+        """The end of a substitution that does not enter reductions (`bind_flat`)."""
+
 
 class Sc(Expr):
     @classmethod
@@ -184,6 +188,16 @@ def permuted_shape(d: Dims, perm: StringLike) -> Shp:
 
 @function
 def bind(d: Dims, idx: Ixs) -> Env: ...
+
+
+@function
+def bind_flat(d: Dims, idx: Ixs) -> Env:
+    """`bind(d, idx)` for a substitution that stops at reductions: it rewrites only the
+    reduction-free forms of a body (analysis.py says why)."""
+
+
+deep = relation("deep", Env)
+"""The substitution enters reductions (it ends in `Env.nil()`, not `Env.flat()`)."""
 
 
 @function

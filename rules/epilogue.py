@@ -9,14 +9,22 @@ Before:  acc = A @ B;  y = for[i, j] relu(acc[i, j] + bias[j])
 After:   y = fused[i, j](A @ B) relu(acc[i, j] + bias[j])   (one kernel; the product is never stored)
 
 `fused(d, body, mm)` means exactly `for[d] body`; it only records that mm[d] is the
-kernel's accumulator. Bias along rows or columns, transposed epilogue operands,
-residuals, scalars (alpha/beta) and the activations are all just elementwise bodies.
+kernel's accumulator.
+
+Bias along rows or columns, transposed epilogue operands, residuals, scalars
+(alpha/beta) and the activations are all just elementwise bodies.
+
+A later stage reading a fused result gets the body substituted flat (`bind_flat`): the
+body's e-class also holds the product's loop form (a reduction), and a substitution that
+entered reductions copied it into every reader, nesting each layer of a loop-written
+chain in the next (3 layers: 2k -> 164k e-nodes in one step). Readers that recompute
+the same product then share it as one kernel after extraction (eqsat/alpha.py).
 """
 from __future__ import annotations
 
 from egglog import String, eq, relation, rule, ruleset, union
 
-from eqsat.sorts import Dims, Ixs, Sc, Ten, bind, closed, dshape, dvars, shape_of, subst
+from eqsat.sorts import Dims, Ixs, Sc, Ten, bind_flat, closed, dshape, dvars, shape_of, subst
 
 reads_mm = relation("reads_mm", Sc, Ten, Ixs)
 """reads_mm(s, mm, idx): s contains mm[idx] under elementwise operations only."""
@@ -42,7 +50,7 @@ def ruleset(t: Ten, mm: Ten, d: Dims, body: Sc, s: Sc, idx: Ixs):
     # a later stage reads a fused result: it is the fused body at that element (elementwise
     # over the accumulator by construction), so the stages fuse into one epilogue
     # (`c = -(a @ b)` then `c = gelu(c)`: one kernel, not a matmul and a pointwise kernel)
-    yield rule(eq(s).to(Sc.load(Ten.fused(d, body, mm), idx))).then(union(s).with_(subst(body, bind(d, idx))))
+    yield rule(eq(s).to(Sc.load(Ten.fused(d, body, mm), idx))).then(union(s).with_(subst(body, bind_flat(d, idx))))
     # for[d] body(mm[d]) -> fused[d](mm) body
     yield rule(eq(t).to(Ten.compute(d, body)), reads_mm(body, mm, dvars(d)), eq(shape_of(mm)).to(dshape(d))).then(
         union(t).with_(Ten.fused(d, body, mm)))
