@@ -30,6 +30,10 @@ __all__ = ["optimize", "Plan", "Kernel", "Limits"]
 # different plans run in parallel outside it.
 EGGLOG_LOCK = threading.RLock()
 ILP_AUTO_NODES = 2000  # extract="auto" solves the exact program up to this many tensor e-nodes
+# ... for at most this long (or an eighth of the time limit), keeping the best plan it has
+# by then: where HiGHS cannot prove greedy's plan optimal (a 10-layer chain at 8x8, every
+# kernel at the launch floor: 360 variables) it spent its whole 2 s for nothing
+AUTO_ILP_SECONDS = 0.5
 
 
 @rare_full_collections()  # (limits.py: why)
@@ -47,7 +51,8 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
             any size, but blind to some sharing (three epilogues of one product may each
             recompute it). "ilp": exact over the kernels (scipy's HiGHS within
             `limits.seconds`). "auto" (default): greedy, then the exact program too when
-            the e-graph has at most `ILP_AUTO_NODES` tensor e-nodes (a few ms there).
+            the e-graph has at most `ILP_AUTO_NODES` tensor e-nodes (a few ms there),
+            within `AUTO_ILP_SECONDS` or an eighth of `limits.seconds`.
             Whatever the method, every candidate (greedy's, the ILP's, the program as
             written) is priced by the one cost model and the cheapest is returned, so a
             plan is never rated costlier than the program as written; `plan.extraction`
@@ -142,7 +147,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     if extract == "ilp" or (extract == "auto" and tensors <= ILP_AUTO_NODES):
         from . import ilp
 
-        budget = limits.seconds if extract == "ilp" else min(2.0, limits.seconds / 4)
+        budget = limits.seconds if extract == "ilp" else min(AUTO_ILP_SECONDS, limits.seconds / 8)
         sol = ilp.solve(ext, root_classes, time_limit=budget, shortcut=extract == "auto" and greedy is not None)
         ilp_stats = sol["stats"]
         if sol["choice"]:

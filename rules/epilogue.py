@@ -29,11 +29,22 @@ from eqsat.sorts import Dims, Ixs, Sc, Ten, bind_flat, closed, dshape, dvars, sh
 reads_mm = relation("reads_mm", Sc, Ten, Ixs)
 """reads_mm(s, mm, idx): s contains mm[idx] under elementwise operations only."""
 
+pointwise_ctx = relation("pointwise_ctx", Sc)
+"""pointwise_ctx(s): s sits in a computation's body under elementwise operations only
+(not inside a reduction)."""
+
 
 @ruleset
-def analysis(mm: Ten, a: Ten, b: Ten, s: Sc, x: Sc, y: Sc, idx: Ixs, f: String, z: Sc, w: Sc):
-    """Facts only (saturated with the support rules): where matmul results are read."""
+def analysis(mm: Ten, a: Ten, b: Ten, s: Sc, x: Sc, y: Sc, idx: Ixs, f: String, z: Sc, w: Sc, d: Dims):
+    """Facts only (saturated with the support rules): where matmul results are read, and
+    which scalars a later stage reads elementwise."""
     yield rule(eq(s).to(Sc.load(mm, idx)), eq(mm).to(Ten.matmul(a, b)), closed(mm)).then(reads_mm(s, mm, idx))
+    yield rule(Ten.compute(d, s)).then(pointwise_ctx(s))
+    for op in (Sc.add, Sc.sub, Sc.mul, Sc.div, Sc.max, Sc.min):
+        yield rule(pointwise_ctx(s), eq(s).to(op(x, y))).then(pointwise_ctx(x), pointwise_ctx(y))
+    yield rule(pointwise_ctx(s), eq(s).to(Sc.fn(f, x))).then(pointwise_ctx(x))
+    yield rule(pointwise_ctx(s), eq(s).to(Sc.select(f, x, y, z, w))).then(
+        pointwise_ctx(x), pointwise_ctx(y), pointwise_ctx(z), pointwise_ctx(w))
     for op in (Sc.add, Sc.sub, Sc.mul, Sc.div, Sc.max, Sc.min):
         yield rule(reads_mm(x, mm, idx), eq(s).to(op(x, y))).then(reads_mm(s, mm, idx))
         yield rule(reads_mm(y, mm, idx), eq(s).to(op(x, y))).then(reads_mm(s, mm, idx))
@@ -47,10 +58,15 @@ def analysis(mm: Ten, a: Ten, b: Ten, s: Sc, x: Sc, y: Sc, idx: Ixs, f: String, 
 
 @ruleset
 def ruleset(t: Ten, mm: Ten, d: Dims, body: Sc, s: Sc, idx: Ixs):
-    # a later stage reads a fused result: it is the fused body at that element (elementwise
-    # over the accumulator by construction), so the stages fuse into one epilogue
-    # (`c = -(a @ b)` then `c = gelu(c)`: one kernel, not a matmul and a pointwise kernel)
-    yield rule(eq(s).to(Sc.load(Ten.fused(d, body, mm), idx))).then(union(s).with_(subst(body, bind_flat(d, idx))))
+    # a later stage reads a fused result elementwise: it is the fused body at that element
+    # (elementwise over the accumulator by construction), so the stages fuse into one
+    # epilogue (`c = -(a @ b)` then `c = gelu(c)`: one kernel, not a matmul and a pointwise
+    # kernel). Not into a reduction's body: there it would recompute the epilogue for
+    # every step (the prologue family's job, on the operands of a product), and along a
+    # loop-written chain each layer's body, substituted into the next layer's product
+    # with a new index list each time, multiplied the forms of every later layer
+    yield rule(eq(s).to(Sc.load(Ten.fused(d, body, mm), idx)), pointwise_ctx(s)).then(
+        union(s).with_(subst(body, bind_flat(d, idx))))
     # for[d] body(mm[d]) -> fused[d](mm) body
     yield rule(eq(t).to(Ten.compute(d, body)), reads_mm(body, mm, dvars(d)), eq(shape_of(mm)).to(dshape(d))).then(
         union(t).with_(Ten.fused(d, body, mm)))
