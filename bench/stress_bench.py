@@ -25,7 +25,7 @@ Cases (ids for --only):
   4a,4b  a --layers-layer chain with every layer a loop nest (`programs.loop_chain`),
          Limits(seconds=1) and Limits(seconds=5); the issue wants every layer found as a
          matmul (kernels by kind are reported).
-  5      the memory limit: case 4's program with Limits(seconds=60, nodes=2M, memory_mb=R + 300),
+  5      the memory limit: case 4's program with Limits(seconds=60, nodes=2M, memory_mb=R + 200),
          R the child's resident memory after its imports (before the warm-up); it should
          stop by the memory limit, well before 60 s, with a correct plan.
 A full run takes about 2 minutes here; case 2's child is the longest (~50 s: ~30 s in
@@ -97,7 +97,7 @@ def cases(a) -> list[dict]:
     out.append(dict(id="5", case=f"memory limit: {a.layers}-layer loop-written chain",
                     program=("loop_chain", a.layers), shapes={"M": 8, "D": 8},
                     limits=dict(seconds=60.0, nodes=2_000_000),
-                    memory_extra_mb=300.0, want_matmuls=a.layers, want_stop="memory limit"))
+                    memory_extra_mb=200.0, want_matmuls=a.layers, want_stop="memory limit"))
     for c in out:
         c["warmup"] = not a.no_warmup
     return out
