@@ -167,9 +167,9 @@ class Extractor:
 
     # -------------------------------------------------------------- structural sorts
     def _worklist(self, nodes, evaluate):
-        """Run `evaluate(node) -> changed class or None` to a fixpoint; a change re-queues
-        the nodes that use that class (each class's parents), so a deep chain costs its
-        size, not its size times its depth."""
+        """Run `evaluate(node) -> changed class (or classes) or None` to a fixpoint; a change
+        re-queues the nodes that use that class (each class's parents), so a deep chain
+        costs its size, not its size times its depth."""
         from collections import deque
 
         queue = deque(nodes)
@@ -177,8 +177,10 @@ class Extractor:
         while queue:
             n = queue.popleft()
             queued.discard(id(n))
-            cid = evaluate(n)
-            if cid is not None:
+            changed = evaluate(n)
+            if changed is None:
+                continue
+            for cid in (changed,) if isinstance(changed, str) else changed:
                 for p in self.g.parents.get(cid, ()):
                     if id(p) not in queued:
                         queued.add(id(p))
@@ -403,12 +405,16 @@ class Extractor:
             if r is None:
                 return None
             cid = n.cls
+            fused_changed = []  # fused classes over this product that improved with it
             if n.op == "Ten.matmul":
                 old = self.mm_best.get(cid)
                 if old is None or _better(r[0], old[0].total):
                     self.mm_best[cid] = (r[1], n)
                     for f in self.g.fused_by_mm.get(cid, ()):
-                        evaluate(f)
+                        if evaluate(f) is not None:
+                            # (their readers must see it: re-evaluating the fused node
+                            # later finds nothing new, so no one else would queue them)
+                            fused_changed.append(f.cls)
             cur = self.best.get(cid)
             # strict improvement only: equal-cost alternatives never displace a choice,
             # which keeps the chosen nodes acyclic -- except that a matmul kernel takes an
@@ -417,8 +423,8 @@ class Extractor:
             if cur is None or _better(r[0], cur[0][0]) or \
                     (PREFERRED.get(n.op, 0) > PREFERRED.get(cur[1].op, 0) and not _better(cur[0][0], r[0])):
                 self.best[cid] = ((r[0], rank[n.op], n.id), n, r[1])
-                return cid
-            return None
+                return [cid] + fused_changed
+            return fused_changed or None
 
         nodes = [n for c in self.g.order for n in self.g.classes[c] if n.sort not in STRUCTURAL]
         fused = [n for n in nodes if n.op == "Ten.fused"]

@@ -256,9 +256,11 @@ def test_attention_reads_scores_from_one_matmul(tmp_program):
     prog = tmp_program(PRELUDE + PROGRAMS["attention"])
     dims = {"N": 256, "M": 64}  # (at 128 x 64 one reduction kernel for P @ v is rated as cheap)
     plan = eqsat.optimize(prog, dims)
-    kinds = [k.kind for k in plan.kernels]
-    assert "loop" not in kinds and kinds.count("matmul") >= 2, plan
-    assert plan.cost < 0.2 * plan.baseline_cost, plan  # modeled 23 us against 7719 as written
+    # (the row max's first term `s[i, 0]` read from the scores kernel too: once the
+    # extraction lost a fused kernel's improvement on its readers, and it read that one
+    # element from a second product kernel)
+    assert [k.kind for k in plan.kernels] == ["matmul", "reduction", "reduction", "matmul"], plan
+    assert plan.cost < 0.2 * plan.baseline_cost, plan  # modeled 19 us against 7719 as written
     args = random_args(prog, dims, seed=2)
     want = eqsat.reference(prog, *args)
     assert rel_err(plan.run(*args), want) < 1e-5, plan
