@@ -223,14 +223,17 @@ def session(families: list, support: Ruleset, limits: Limits):
 
 def build(lowered, opaque_shapes: dict, eg: EGraph | None = None) -> tuple[EGraph, Builder, list]:
     """Put the lowered program into `eg` (prepared by `session`), or into a new e-graph."""
-    shared = _read_twice([*lowered.roots, *(x for pair in lowered.unions for x in pair), *opaque_shapes])
+    shared, inputs = _read_twice([*lowered.roots, *(x for pair in lowered.unions for x in pair), *opaque_shapes])
     if eg is None:
         eg = EGraph()
         b = Builder(eg, shared)
     else:
         b = Builder(eg, shared, declare=False)
+    # the shapes of the inputs the terms read (one command each: a local buffer's name is no
+    # input, and a parameter no term reads needs no shape)
     for name, shape in lowered.input_shapes.items():
-        b.union(f"(eqsat_sorts_shape_of {b.encode(Node('Ten.input', name))})", shape_text(shape))
+        if name in inputs:
+            b.union(f"(eqsat_sorts_shape_of {b.encode(Node('Ten.input', name))})", shape_text(shape))
     roots = [b.encode(r) for r in lowered.roots]
     for i, r in enumerate(roots):
         b.union(f"(eqsat_sorts_output {i})", r)
@@ -242,10 +245,12 @@ def build(lowered, opaque_shapes: dict, eg: EGraph | None = None) -> tuple[EGrap
     return eg, b, roots
 
 
-def _read_twice(roots: list) -> set:
-    """Tensors that more than one term reads (or that are a root and read)."""
+def _read_twice(roots: list) -> tuple[set, set]:
+    """(tensors that more than one term reads, or that are a root and read; the names of
+    the inputs the terms read)."""
     seen: set = set()
     twice: set = set()
+    inputs: set = set()
     stack = list(roots)
     while stack:
         n = stack.pop()
@@ -254,8 +259,10 @@ def _read_twice(roots: list) -> set:
                 twice.add(n)
             continue
         seen.add(n)
+        if n.op == "Ten.input":
+            inputs.add(n.args[0])
         stack.extend(a for a in n.args if isinstance(a, Node))
-    return twice
+    return twice, inputs
 
 
 _SIZE_SPAN = None
