@@ -16,8 +16,8 @@ from .args import bind_args, check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
 from .extract import ExtractionCycle, Extractor
-from .limits import Limits, give_back_memory, rare_full_collections
-from .lower import lower
+from .limits import LOWERING_SHARE, Limits, give_back_memory, rare_full_collections
+from .lower import KEPT_FOR_TIME, lower
 from .plan import Kernel, describe, form_kernels, input_items, plan_costing
 from .terms import show, walk
 
@@ -110,7 +110,10 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
         assuming = []
     elif assuming:
         rules = [r for r in listed if not (isinstance(r, str) and r in ASSUMING)]
-    lowered = lower(prog, shapes) if _lowered is None else _lowered  # loop IR -> functional terms
+    if _lowered is None:  # loop IR -> functional terms, within the lowering's share of the time
+        lowered = lower(prog, shapes, deadline=t0 + LOWERING_SHARE * limits.seconds)
+    else:
+        lowered = _lowered
     t = lap("lower", t)
     with EGGLOG_LOCK:  # egglog's declarations are process state: one thread at a time in it
         t = lap("wait for egglog", t)
@@ -130,6 +133,10 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
                 raise EqsatError(f"saturation stopped: {e}; some rule is unsound (rule sources in use: "
                                  f"{names})") from None
             report.build_seconds = t1 - t0
+            kept = sum(n.reason == KEPT_FOR_TIME for n in lowered.nests.values())
+            if kept:
+                report.stop_reason += (f"; {kept} of {len(lowered.nests)} loop nests kept as written "
+                                       f"without analysis (the lowering's share of the time limit was spent)")
             t2 = t = lap("rule engine", t)
             graph = egraph.read_back(eg)
             t = lap("read back", t)
@@ -534,7 +541,8 @@ class Plan:
         if req is None:
             raise EqsatError("this plan was not made by optimize(); it has no e-graph to look in")
         again = optimize(self.program, self.dims, target=self.target, rules=req["rules"], limits=req["limits"],
-                         extract=req["extract"], _checked=True, _keep_extractor=True, _assuming=False)
+                         extract=req["extract"], _checked=True, _keep_extractor=True, _assuming=False,
+                         _lowered=self.lowered)
         return again._extractor
 
     def names(self) -> dict:

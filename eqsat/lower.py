@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import copy
 import math
+import time
 import weakref
 from dataclasses import dataclass, field
 from itertools import count
@@ -111,12 +112,18 @@ class Lowered:
     scalar_params: list
     vars: dict = field(default_factory=dict)  # Var node -> extent
     tensor_shapes: dict = field(default_factory=dict)  # every tensor name -> shape
+    # the first top-level statement from which nests were kept as written without trying
+    # a functional form, the lowering's share of the time limit being spent (None: every
+    # nest was tried); `lower(..., keep_from=)` lowers the program the same way again
+    kept_from: int | None = None
 
 
 class _Lowerer:
-    def __init__(self, prog, dims: dict):
+    def __init__(self, prog, dims: dict, deadline: float | None = None, keep_from: int | None = None):
         self.prog = prog
         self.dims = dims
+        self.deadline, self.keep_from = deadline, keep_from
+        self.kept_from: int | None = None
         self.env: dict[str, Node] = {}
         self.shapes: dict[str, tuple] = {}  # tensor name -> concrete shape
         self.unions: list = []
@@ -167,8 +174,12 @@ class _Lowerer:
         for k in range(len(self.prog.body) - 1, -1, -1):
             later[k] = set(seen)
             _scan(self.prog.body[k], seen, set(), set(), set())
-        for s, after in zip(self.prog.body, later):
+        for k, (s, after) in enumerate(zip(self.prog.body, later)):
             self.current_top, self.read_after = s, after
+            if self.kept_from is None and (
+                    (self.keep_from is not None and k >= self.keep_from) or
+                    (self.deadline is not None and clock() > self.deadline)):
+                self.kept_from = k
             self.top(s)
         roots, scal = [], []
         for r in self.prog.returns:
@@ -180,21 +191,24 @@ class _Lowerer:
                 scal.append(False)
         return Lowered(roots, scal, self.unions, self.nests, dict(self.shapes),
                        [p.name for p in self.prog.params if p.shape is None and p.dtype is not int], self.var_extent,
-                       dict(self.shapes))
+                       dict(self.shapes), self.kept_from)
 
     def top(self, s):
+        # past the lowering's share of the time limit a nest is kept as written at once (a
+        # tensor-level statement is a term without any analysis, and always lowered)
+        lift = self.kept_from is None
         if isinstance(s, Assign):
             try:
                 self.top_assign(s)
             except NotFunctional:
-                self.nest(s)  # a form with no term (`//`, a condition...): run as written
+                self.nest(s, lift)  # a form with no term (`//`, a condition...): run as written
             return
         if isinstance(s, Alloc):
             shape = self.shape_of(s.shape, s.loc)
             self.shapes[s.name] = shape
             self.env[s.name] = self.zeros(shape)
         else:
-            self.nest(s)
+            self.nest(s, lift)
 
     def top_assign(self, s):
         if s.value.ty is None:
@@ -327,17 +341,21 @@ class _Lowerer:
         return T.compute(list(zip(vs, shape)), self.elem(e, [T.iv(v) for v in vs], ctx))
 
     # ------------------------------------------------------------ nests
-    def nest(self, s):
+    def nest(self, s, lift: bool = True):
+        """Lower nest `s`: kept as written (a `loop` kernel), and with a functional form
+        where the analysis proves one; `lift=False` keeps it as written without trying."""
         _declare_shapes(s, self)  # tensors allocated or bound inside the nest
         functional, reason, parts, dropped = None, "", None, set()
         try:
+            if not lift:
+                raise NotFunctional(KEPT_FOR_TIME)
             merged = unsplit(s, self.dims, self.fresh, _reorder_check(s, self))
             functional = _NestRun(self, ifconvert(merged, self.dims, self.shapes)).run()
             functional = {n: None if t is None else self.normalized(t) for n, t in functional.items()}
         except NotFunctional as why:
             reason = str(why)
             live = self.read_after if s is self.current_top else None
-            split = _fission(s, self, live) if isinstance(s, For) and len(_leaves(s)) > 1 else None
+            split = _fission(s, self, live) if lift and isinstance(s, For) and len(_leaves(s)) > 1 else None
             if split is not None:
                 parts, buffers, dropped = split
                 for name, shape in buffers.items():  # scalars carried between parts (expand.py)
@@ -388,7 +406,13 @@ class _Lowerer:
                 e = e.x
             reads.add(getattr(e, "name", None) or e.base)
         tensor_in = sorted(n for n in reads | writes if n in self.shapes and n in self.env)
-        scalar_in = sorted(n for n in reads | swrites if n in self.env and n not in self.shapes)
+        # a scalar comes in only where the nest may read the value it had before: a read
+        # before any assignment, or an output some run of the nest may leave unassigned
+        # (a scalar every iteration sets first, an accumulator `acc = 0.0`, does not: were
+        # it passed, a nest kept as written would need the nest that last set it to run)
+        exposed, assigned = set(), set()
+        _exposed_reads([s], assigned, exposed, self.dims)
+        scalar_in = sorted(n for n in exposed | (swrites - assigned) if n in self.env and n not in self.shapes)
         outputs = sorted(writes) + sorted(swrites)
         code = compile(ast.fix_missing_locations(ast.Module(body=[s.node], type_ignores=[])),
                        self.prog.file, "exec")
@@ -574,6 +598,37 @@ def _expr_reads(e, reads: set) -> None:
         reads.add(e.base)
     for c in e.children():
         _expr_reads(c, reads)
+
+
+def _exposed_reads(stmts, assigned: set, exposed: set, dims: dict) -> None:
+    """Names the statements read before assigning them (into `exposed`), and the names
+    every run of them assigns (into `assigned`, updated in place): a loop's body counts as
+    run when its trip count is known and positive, a conditional's assignments when both
+    branches make them."""
+    for s in stmts:
+        if isinstance(s, (Assign, Store)):
+            r: set = set()
+            _expr_reads(s.value, r)
+            if s.aug:
+                r.add(s.name if isinstance(s, Assign) else s.buf)
+            exposed |= r - assigned
+            if isinstance(s, Assign):
+                assigned.add(s.name)
+        elif isinstance(s, Alloc):
+            assigned.add(s.name)
+        elif isinstance(s, For):
+            inner = set(assigned)
+            _exposed_reads(s.body, inner, exposed, dims)
+            if trip(s, dims) > 0:
+                assigned |= inner
+        elif isinstance(s, If):
+            r = set()
+            _expr_reads(s.cond, r)
+            exposed |= r - assigned
+            a, b = set(assigned), set(assigned)
+            _exposed_reads(s.body, a, exposed, dims)
+            _exposed_reads(s.orelse, b, exposed, dims)
+            assigned |= a & b
 
 
 def _scan(s, reads, writes, swrites, local):
@@ -1065,6 +1120,15 @@ def _idx_names(idx) -> set:
     return out
 
 
-def lower(prog, dims: dict) -> Lowered:
+clock = time.perf_counter  # what `deadline` is read against
+KEPT_FOR_TIME = "not analysed: the lowering's share of the time limit was spent (Limits.seconds)"
+
+
+def lower(prog, dims: dict, deadline: float | None = None, keep_from: int | None = None) -> Lowered:
+    """The program's terms. `deadline` (a `time.perf_counter()` value): from the first
+    top-level statement that starts after it, nests are kept as written without analysis
+    (sound: a nest as written is the program's own code); `keep_from`: the same from that
+    statement on (to lower a program again exactly as an earlier call did,
+    `Lowered.kept_from`)."""
     check_bounds(prog, dims)
-    return _Lowerer(prog, dims).run()
+    return _Lowerer(prog, dims, deadline, keep_from).run()

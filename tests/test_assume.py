@@ -117,6 +117,7 @@ def p(A: f32["M", "M"], B: f32["M", "N"]) -> f32["M", "N"]:
 
 
 POLY = ("trmm", "symm")  # the PolyBench kernels whose loops are triangular masked sums
+MATMULS = {"trmm": 1, "symm": 2}
 
 
 @pytest.mark.parametrize("name", POLY)
@@ -125,7 +126,12 @@ def test_polybench_triangular_kernels_assume_and_fall_back(name):
 
     mod, prog = load(name)
     plan = eqsat.optimize(prog, mod.SHAPES, target="cpu")
-    assert plan.fallback is not None and "loop" not in [k.kind for k in plan.kernels], plan
+    # the triangular sums are matmuls (symm's two), and no nest the lowering could not lift
+    # runs as written (a fission part it lifted may run as a small compiled loop where the
+    # model rates that cheaper at these sizes: symm's last part at MINI)
+    kinds = [k.kind for k in plan.kernels]
+    assert plan.fallback is not None and kinds.count("matmul") == MATMULS[name], plan
+    assert all(plan.lowered.nests[k.nest].reason == "" for k in plan.kernels if k.kind == "loop"), plan
     args = list(mod.init(np.random.default_rng(0)))
     for poison in (None, np.inf, np.nan):
         a = copy_args(args)

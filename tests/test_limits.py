@@ -177,3 +177,57 @@ def test_time_limit_counts_the_whole_call_after_the_first_rounds(monkeypatch):
     rep.nodes = 10_000  # 10x growth: the next step (1 s) and extracting its ~100k e-nodes pass 2 s
     why = fresh.over(1000, 0.1)
     assert why is not None and why.startswith("time limit") and "next step" in why, why
+
+
+def _loop_chain(n: int) -> str:
+    params = ", ".join(f'w{i}: f32["D", "D"]' for i in range(n))
+    layers = "\n".join(f'''    h{i} = empty((M, D))
+    for i in range(M):
+        for j in range(D):
+            acc = 0.0
+            for k in range(D):
+                acc += {"x" if i == 0 else f"h{i - 1}"}[i, k] * w{i}[k, j]
+            h{i}[i, j] = relu(acc)''' for i in range(n))
+    return f'''
+@program
+def chain(x: f32["M", "D"], {params}) -> f32["M", "D"]:
+{layers}
+    return h{n - 1}
+'''
+
+
+def test_nests_past_the_lowerings_share_of_the_time_are_kept_as_written(tmp_program, monkeypatch):
+    """Limits.seconds holds for the lowering too: nests that start after its share
+    (`limits.LOWERING_SHARE`) are kept as written without analysis, the report says how
+    many, and the plan is right; the layers lowered before it are still matmuls. The clock
+    is driven by the test: the lowering's deadline passes after the second layer."""
+    from eqsat import lower as lower_mod
+    from eqsat.lower import KEPT_FOR_TIME, lower
+
+    prog = tmp_program(_loop_chain(4))
+    dims = {"M": 6, "D": 5}
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(lower_mod, "clock", lambda: next(ticks))  # one tick a top-level statement
+    low = lower(prog, dims, deadline=3.5)  # statements 0-3 (two layers: an allocation and a nest each)
+    assert low.kept_from == 4
+    kept = [n for n in low.nests.values() if n.reason == KEPT_FOR_TIME]
+    assert len(kept) == 2  # layers 2 and 3
+    again = lower(prog, dims, keep_from=low.kept_from)  # optimize_many's parent lowers it the same way
+    assert [n.reason for n in again.nests.values()] == [n.reason for n in low.nests.values()]
+    monkeypatch.undo()
+    plan = eqsat.optimize(prog, dims, _lowered=low)
+    assert sum(k.kind == "matmul" for k in plan.kernels) == 2
+    assert sum(k.kind == "loop" for k in plan.kernels) == 2
+    args = random_args(prog, dims, 0)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
+
+
+def test_a_short_time_limit_reports_the_nests_it_kept_as_written(tmp_program):
+    prog = tmp_program(_loop_chain(3))
+    dims = {"M": 4, "D": 4}
+    plan = eqsat.optimize(prog, dims, limits=eqsat.Limits(seconds=1e-6))
+    assert "3 of 3 loop nests kept as written" in plan.report.stop_reason, plan.report.stop_reason
+    kinds = [k.kind for k in plan.kernels]
+    assert kinds.count("loop") == 3 and "matmul" not in kinds, kinds
+    args = random_args(prog, dims, 1)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
