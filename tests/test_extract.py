@@ -94,18 +94,33 @@ def test_ilp_leaves_out_the_cycles_views_make():
     assert rel_err(plan.run(*args), mod.truth(*args)) < 1e-4
 
 
-def test_shared_tensor_is_paid_once(tmp_program):
-    prog = tmp_program("""
+SHARED = """
 @program
 def shared(x: f32["M", "K"], w: f32["K", "N"]) -> tuple[f32["M", "N"], f32["M", "N"]]:
     h = x @ w
     return relu(h), h * 2.0
-""")
+"""
+
+
+def test_shared_tensor_is_paid_once(tmp_program):
+    """A product two outputs read is computed once where recomputing it costs more (at
+    2048^3 a second matmul costs more than two pointwise passes over its result), and the
+    plan's price counts each kernel once."""
+    prog = tmp_program(SHARED)
+    dims = {"M": 2048, "N": 2048, "K": 2048}
+    plan = eqsat.optimize(prog, dims)
+    assert [k.kind for k in plan.kernels].count("matmul") == 1, plan.kernels
+    assert plan.cost == pytest.approx(sum(k.cost for k in plan.kernels), rel=1e-9)
+
+
+def test_a_shared_product_is_recomputed_where_launches_cost_more(tmp_program):
+    """At 8^3 every kernel costs its launch: two matmuls with fused epilogues (two launches)
+    beat one matmul and two pointwise kernels (three), and the plan runs right."""
+    prog = tmp_program(SHARED)
     dims = {"M": 8, "N": 8, "K": 8}
     plan = eqsat.optimize(prog, dims)
-    assert sum(k.kind == "matmul" for k in plan.kernels) <= 2
-    total = sum(k.cost for k in plan.kernels)
-    assert plan.cost == pytest.approx(total, rel=1e-9)
+    assert sorted((k.kind, tuple(k.epilogue)) for k in plan.kernels) == [("matmul", ("mul",)), ("matmul", ("relu",))]
+    assert plan.cost == pytest.approx(sum(k.cost for k in plan.kernels), rel=1e-9)
     assert_matches_reference(plan, prog, dims)
 
 
