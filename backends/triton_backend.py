@@ -275,11 +275,16 @@ class Kernel:
         M, N, K = out_shape[-2], out_shape[-1], sa[-1]
         body = fused.args[1] if fused is not None else Node("Sc.acc")
         self.inputs = []
-        for t in [a, b] + loaded(body):  # a prologue operand is read through its own inputs
+        # an operand with a prologue is read through its own inputs; what the epilogue loads
+        # is read as it is (an elementwise tensor there is another kernel's result: a
+        # pointwise kernel's output added to the product must not be taken for a prologue)
+        operand_inputs = []
+        for t in (a, b):
             parts = fused_prologue(t, plan.costing)
-            for u in (loaded(parts[0].args[1]) if parts is not None else [t]):
-                if u not in self.inputs:
-                    self.inputs.append(u)
+            operand_inputs += loaded(parts[0].args[1]) if parts is not None else [t]
+        for u in operand_inputs + loaded(body):
+            if u not in self.inputs:
+                self.inputs.append(u)
         self.params = sorted(set(params(body)).union(
             *[params(fused_prologue(t, plan.costing)[0].args[1]) for t in (a, b) if fused_prologue(t, plan.costing)]))
         ops = self._operands()

@@ -69,6 +69,26 @@ def p(alpha: f32, a: f32["B", "M", "K"], b: f32["N", "K"], c: f32["B", "M", "K"]
                 out[q, i, j] = relu(out[q, i, j])
     return out
 ''', {"B": 2, "M": 33, "N": 20, "K": 37}),
+    # (the dataflow campaign's find) an epilogue adding another kernel's elementwise result
+    # (k2_pointwise: a kept loop's output times a mask) to the product: the generator took
+    # that tensor for a prologue and read its inputs instead, and the kernel failed
+    "epilogue_reads_a_pointwise_kernel": ('''
+@program
+def p(A: f32['N', 'N'], alpha: f32, B: f32['N', 'M'], beta: f32) -> f32['N', 'N']:
+    C = zeros((N, N))
+    for i in range(N):
+        for j in range(N):
+            for k in range(i):
+                C[i, j] += A[k, i] * C[k, j]
+            C[i, j] = alpha * C[i, j]
+    for i in range(N):
+        for j in range(i + 1):
+            C[i, j] *= beta
+        for k in range(M):
+            for j in range(i + 1):
+                C[i, j] += alpha * B[i, k] * B[j, k]
+    return C
+''', {"N": 2, "M": 1}),
     "loop_kept_as_written": ('''
 @program
 def p(x: f32["N"]) -> f32["N"]:
