@@ -16,8 +16,8 @@ from .args import bind_args, check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
 from .extract import ExtractionCycle, Extractor
-from .limits import LOWERING_SHARE, Limits, give_back_memory, rare_full_collections
-from .lower import KEPT_FOR_TIME, lower
+from .limits import ANALYSIS_SHARE, LOWERING_SHARE, Limits, give_back_memory, rare_full_collections
+from .lower import lower
 from .plan import Kernel, describe, form_kernels, input_items, plan_costing
 from .terms import show, walk
 
@@ -34,6 +34,7 @@ ILP_AUTO_NODES = 2000  # extract="auto" solves the exact program up to this many
 # by then: where HiGHS cannot prove greedy's plan optimal (a 10-layer chain at 8x8, every
 # kernel at the launch floor: 360 variables) it spent its whole 2 s for nothing
 AUTO_ILP_SECONDS = 0.5
+MIN_ILP_SECONDS = 0.02
 
 
 @rare_full_collections()  # (limits.py: why)
@@ -52,7 +53,8 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
             recompute it). "ilp": exact over the kernels (scipy's HiGHS within
             `limits.seconds`). "auto" (default): greedy, then the exact program too when
             the e-graph has at most `ILP_AUTO_NODES` tensor e-nodes (a few ms there),
-            within `AUTO_ILP_SECONDS` or an eighth of `limits.seconds`.
+            within `AUTO_ILP_SECONDS`, an eighth of `limits.seconds` and what is left of it
+            (none with less than `MIN_ILP_SECONDS` left).
             Whatever the method, every candidate (greedy's, the ILP's, the program as
             written) is priced by the one cost model and the cheapest is returned, so a
             plan is never rated costlier than the program as written; `plan.extraction`
@@ -111,7 +113,8 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     elif assuming:
         rules = [r for r in listed if not (isinstance(r, str) and r in ASSUMING)]
     if _lowered is None:  # loop IR -> functional terms, within the lowering's share of the time
-        lowered = lower(prog, shapes, deadline=t0 + LOWERING_SHARE * limits.seconds)
+        lowered = lower(prog, shapes, deadline=t0 + LOWERING_SHARE * limits.seconds,
+                        abandon=t0 + ANALYSIS_SHARE * limits.seconds)
     else:
         lowered = _lowered
     t = lap("lower", t)
@@ -133,10 +136,10 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
                 raise EqsatError(f"saturation stopped: {e}; some rule is unsound (rule sources in use: "
                                  f"{names})") from None
             report.build_seconds = t1 - t0
-            kept = sum(n.reason == KEPT_FOR_TIME for n in lowered.nests.values())
-            if kept:
-                report.stop_reason += (f"; {kept} of {len(lowered.nests)} loop nests kept as written "
-                                       f"without analysis (the lowering's share of the time limit was spent)")
+            if lowered.kept_for_time:
+                report.stop_reason += (f"; {len(lowered.kept_for_time)} of {len(lowered.nests)} loop nests kept "
+                                       f"as written for time (their analysis not started or abandoned: the "
+                                       f"lowering's share of the time limit was spent)")
             t2 = t = lap("rule engine", t)
             graph = egraph.read_back(eg)
             t = lap("read back", t)
@@ -151,10 +154,15 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     forms = {} if greedy is None else {"greedy": greedy}
     ilp_stats = None
     tensors = sum(len(ns) for ns in graph.classes.values() if ns[0].sort == "Ten")
-    if extract == "ilp" or (extract == "auto" and tensors <= ILP_AUTO_NODES):
+    # "auto" solves within what is left of the time limit, and not at all with less than
+    # MIN_ILP_SECONDS left (greedy's plan stands: setting the program up alone takes longer)
+    left = limits.seconds - (time.perf_counter() - t0)
+    auto_budget = min(AUTO_ILP_SECONDS, limits.seconds / 8, left)
+    if extract == "ilp" or (extract == "auto" and tensors <= ILP_AUTO_NODES and
+                            (greedy is None or auto_budget >= MIN_ILP_SECONDS)):
         from . import ilp
 
-        budget = limits.seconds if extract == "ilp" else min(AUTO_ILP_SECONDS, limits.seconds / 8)
+        budget = limits.seconds if extract == "ilp" else max(auto_budget, MIN_ILP_SECONDS)
         sol = ilp.solve(ext, root_classes, time_limit=budget, shortcut=extract == "auto" and greedy is not None)
         ilp_stats = sol["stats"]
         if sol["choice"]:

@@ -71,17 +71,17 @@ def _optimize_one(prog, shapes, kw):
     plan = optimize(prog, shapes, **kw)
     meta = {k: getattr(plan, k, None) for k in ("extract_seconds", "extract_method", "ilp", "extraction", "egraph_nodes",
                                                   "optimize_seconds")}
-    return plan.roots, plan.report, plan.rules, plan.target, meta, plan.lowered.kept_from
+    return plan.roots, plan.report, plan.rules, plan.target, meta, plan.lowered.kept_for_time
 
 
 def _rebuild(prog, shapes, kw, data):
     from .api import Plan
     from .lower import lower
 
-    roots, report, rules, target, meta, kept_from = data
+    roots, report, rules, target, meta, kept = data
     # lowered again as the worker did: its nests kept as written for time stay so (the
     # roots name nests by their number)
-    plan = Plan(prog, dict(shapes), target, lower(prog, dict(shapes), keep_from=kept_from), roots, report, rules)
+    plan = Plan(prog, dict(shapes), target, lower(prog, dict(shapes), keep=kept), roots, report, rules)
     for k, v in meta.items():
         setattr(plan, k, v)
     return plan

@@ -18,6 +18,8 @@ slice read has free axes `e`), scheduled just before the writes of its statement
 """
 from __future__ import annotations
 
+import contextlib
+
 from dataclasses import dataclass, field
 
 import threading
@@ -85,6 +87,36 @@ def _parse_cache() -> dict:
         context()
         cache = _THREAD.parsed = {}
     return cache
+
+
+@contextlib.contextmanager
+def operation_quota(ops: float | None):
+    """isl's operations on this thread's context bounded by `ops` for the duration (None:
+    unbounded): an isl call past it fails with isl.Error, which every analysis here takes
+    as "cannot prove" (`quota_spent` tells the two apart). The bound and count before are
+    restored after (a nested quota restarts the count of the one around it)."""
+    if ops is None:
+        yield
+        return
+    ctx = context()
+    before = ctx.get_max_operations()
+    ctx.set_max_operations(max(1, int(ops)))  # (0 would mean no bound)
+    ctx.reset_operations()
+    try:
+        yield
+    finally:
+        ctx.set_max_operations(before)
+        ctx.reset_operations()
+
+
+def quota_spent() -> bool:
+    """Whether this thread's isl quota is spent: a trivial operation fails then (a failure
+    of the analysis itself leaves isl working)."""
+    try:
+        isl.Set.read_from_str(context(), "{ [i] : 0 <= i < 2 }").is_empty()
+    except isl.Error:
+        return True
+    return False
 
 
 class NestFlow:

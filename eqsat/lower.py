@@ -37,7 +37,7 @@ import islpy as isl
 from . import expand
 from . import terms as T
 from .bounds import _index_of, check_bounds
-from .dataflow import Conditional, Mismatch, NestFlow, Source, span, trip
+from .dataflow import Conditional, Mismatch, NestFlow, Source, operation_quota, quota_spent, span, trip
 from .ifconvert import ifconvert
 from .errors import ProgramError
 from .ir import (
@@ -112,18 +112,20 @@ class Lowered:
     scalar_params: list
     vars: dict = field(default_factory=dict)  # Var node -> extent
     tensor_shapes: dict = field(default_factory=dict)  # every tensor name -> shape
-    # the first top-level statement from which nests were kept as written without trying
-    # a functional form, the lowering's share of the time limit being spent (None: every
-    # nest was tried); `lower(..., keep_from=)` lowers the program the same way again
-    kept_from: int | None = None
+    # the nests (by id) kept as written for time: not analysed, the lowering's share of the
+    # time limit being spent, or their analysis abandoned past its deadline;
+    # `lower(..., keep=)` lowers the program the same way again
+    kept_for_time: frozenset = frozenset()
 
 
 class _Lowerer:
-    def __init__(self, prog, dims: dict, deadline: float | None = None, keep_from: int | None = None):
+    def __init__(self, prog, dims: dict, deadline: float | None = None, abandon: float | None = None,
+                 keep: frozenset = frozenset()):
         self.prog = prog
         self.dims = dims
-        self.deadline, self.keep_from = deadline, keep_from
-        self.kept_from: int | None = None
+        self.deadline, self.abandon, self.keep = deadline, abandon, keep
+        self.out_of_time = False  # the deadline passed: later top-level nests are kept as written
+        self.kept_for_time: set = set()
         self.env: dict[str, Node] = {}
         self.shapes: dict[str, tuple] = {}  # tensor name -> concrete shape
         self.unions: list = []
@@ -174,12 +176,10 @@ class _Lowerer:
         for k in range(len(self.prog.body) - 1, -1, -1):
             later[k] = set(seen)
             _scan(self.prog.body[k], seen, set(), set(), set())
-        for k, (s, after) in enumerate(zip(self.prog.body, later)):
+        for s, after in zip(self.prog.body, later):
             self.current_top, self.read_after = s, after
-            if self.kept_from is None and (
-                    (self.keep_from is not None and k >= self.keep_from) or
-                    (self.deadline is not None and clock() > self.deadline)):
-                self.kept_from = k
+            if self.deadline is not None and not self.out_of_time and clock() > self.deadline:
+                self.out_of_time = True
             self.top(s)
         roots, scal = [], []
         for r in self.prog.returns:
@@ -191,12 +191,12 @@ class _Lowerer:
                 scal.append(False)
         return Lowered(roots, scal, self.unions, self.nests, dict(self.shapes),
                        [p.name for p in self.prog.params if p.shape is None and p.dtype is not int], self.var_extent,
-                       dict(self.shapes), self.kept_from)
+                       dict(self.shapes), frozenset(self.kept_for_time))
 
     def top(self, s):
         # past the lowering's share of the time limit a nest is kept as written at once (a
         # tensor-level statement is a term without any analysis, and always lowered)
-        lift = self.kept_from is None
+        lift = not self.out_of_time
         if isinstance(s, Assign):
             try:
                 self.top_assign(s)
@@ -346,21 +346,35 @@ class _Lowerer:
         where the analysis proves one; `lift=False` keeps it as written without trying."""
         _declare_shapes(s, self)  # tensors allocated or bound inside the nest
         functional, reason, parts, dropped = None, "", None, set()
-        try:
-            if not lift:
-                raise NotFunctional(KEPT_FOR_TIME)
-            merged = unsplit(s, self.dims, self.fresh, _reorder_check(s, self))
-            functional = _NestRun(self, ifconvert(merged, self.dims, self.shapes)).run()
-            functional = {n: None if t is None else self.normalized(t) for n, t in functional.items()}
-        except NotFunctional as why:
-            reason = str(why)
-            live = self.read_after if s is self.current_top else None
-            split = _fission(s, self, live) if lift and isinstance(s, For) and len(_leaves(s)) > 1 else None
-            if split is not None:
-                parts, buffers, dropped = split
-                for name, shape in buffers.items():  # scalars carried between parts (expand.py)
-                    self.shapes[name] = shape
-                    self.env[name] = self.zeros(shape)
+        nid = len(self.nests)  # the id `_as_written` gives it (parts are numbered after it)
+        lift = lift and nid not in self.keep
+        # past `abandon`, isl stops (its operations bounded by the time left) and the nest
+        # is kept as written: one nest's analysis may not take the whole time limit
+        quota = None if self.abandon is None or not lift else max(self.abandon - clock(), 0.0) * ISL_OPS_PER_SECOND
+        with operation_quota(quota):
+            try:
+                if not lift:
+                    raise NotFunctional(KEPT_FOR_TIME)
+                try:
+                    merged = unsplit(s, self.dims, self.fresh, _reorder_check(s, self))
+                    functional = _NestRun(self, ifconvert(merged, self.dims, self.shapes)).run()
+                except isl.Error as why:  # an analysis it cannot state: keep the nest as written
+                    raise NotFunctional(f"dataflow analysis failed ({why})") from None
+                functional = {n: None if t is None else self.normalized(t) for n, t in functional.items()}
+            except NotFunctional as why:
+                reason = str(why)
+                live = self.read_after if s is self.current_top else None
+                split = _fission(s, self, live) if lift and isinstance(s, For) and len(_leaves(s)) > 1 else None
+                if split is not None:
+                    parts, buffers, dropped = split
+            if quota is not None and quota_spent():
+                functional, parts, dropped, reason = None, None, set(), ABANDONED_FOR_TIME
+        if parts:
+            for name, shape in buffers.items():  # scalars carried between parts (expand.py)
+                self.shapes[name] = shape
+                self.env[name] = self.zeros(shape)
+        if reason in (KEPT_FOR_TIME, ABANDONED_FOR_TIME):
+            self.kept_for_time.add(nid)
         opaque, swrites = self._as_written(s, reason)
         if parts:
             # no functional form as a whole: distribute the loops over groups of statements
@@ -1120,15 +1134,22 @@ def _idx_names(idx) -> set:
     return out
 
 
-clock = time.perf_counter  # what `deadline` is read against
+clock = time.perf_counter  # what the deadlines are read against
 KEPT_FOR_TIME = "not analysed: the lowering's share of the time limit was spent (Limits.seconds)"
+ABANDONED_FOR_TIME = "analysis abandoned: it ran past its share of the time limit (Limits.seconds)"
+# isl's operations a second on this project's 2-core VM, the slower end of its range (a
+# 600-statement loop body's flow problem: 16M operations in 1.8-2.8 s from hour to hour);
+# it turns the time left into isl's operation quota
+ISL_OPS_PER_SECOND = 5e6
 
 
-def lower(prog, dims: dict, deadline: float | None = None, keep_from: int | None = None) -> Lowered:
-    """The program's terms. `deadline` (a `time.perf_counter()` value): from the first
-    top-level statement that starts after it, nests are kept as written without analysis
-    (sound: a nest as written is the program's own code); `keep_from`: the same from that
-    statement on (to lower a program again exactly as an earlier call did,
-    `Lowered.kept_from`)."""
+def lower(prog, dims: dict, deadline: float | None = None, abandon: float | None = None,
+          keep: frozenset = frozenset()) -> Lowered:
+    """The program's terms. Deadlines are `time.perf_counter()` values: from the first
+    top-level statement that starts after `deadline`, nests are kept as written without
+    analysis, and a nest whose analysis runs past `abandon` (isl's operations bounded by the
+    time left) is kept as written too; both are sound, a nest as written being the
+    program's own code. `keep`: nest ids kept as written without analysis (to lower a
+    program again exactly as an earlier call did: `Lowered.kept_for_time`)."""
     check_bounds(prog, dims)
-    return _Lowerer(prog, dims, deadline, keep_from).run()
+    return _Lowerer(prog, dims, deadline, abandon, keep).run()

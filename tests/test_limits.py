@@ -209,10 +209,9 @@ def test_nests_past_the_lowerings_share_of_the_time_are_kept_as_written(tmp_prog
     ticks = iter(range(10**6))
     monkeypatch.setattr(lower_mod, "clock", lambda: next(ticks))  # one tick a top-level statement
     low = lower(prog, dims, deadline=3.5)  # statements 0-3 (two layers: an allocation and a nest each)
-    assert low.kept_from == 4
-    kept = [n for n in low.nests.values() if n.reason == KEPT_FOR_TIME]
-    assert len(kept) == 2  # layers 2 and 3
-    again = lower(prog, dims, keep_from=low.kept_from)  # optimize_many's parent lowers it the same way
+    kept = [n.id for n in low.nests.values() if n.reason == KEPT_FOR_TIME]
+    assert len(kept) == 2 and low.kept_for_time == frozenset(kept)  # layers 2 and 3
+    again = lower(prog, dims, keep=low.kept_for_time)  # optimize_many's parent lowers it the same way
     assert [n.reason for n in again.nests.values()] == [n.reason for n in low.nests.values()]
     monkeypatch.undo()
     plan = eqsat.optimize(prog, dims, _lowered=low)
@@ -222,11 +221,30 @@ def test_nests_past_the_lowerings_share_of_the_time_are_kept_as_written(tmp_prog
     assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
 
 
+def test_an_analysis_past_its_deadline_is_abandoned(tmp_program):
+    """A nest whose analysis runs past `abandon` (isl's operations bounded by the time
+    left) is kept as written, and isl works again afterwards (the quota is lifted)."""
+    from eqsat import dataflow
+    from eqsat.lower import ABANDONED_FOR_TIME, clock, lower
+
+    prog = tmp_program(_long_body(40))
+    dims = {"M": 3, "N": 2, "K": 4}
+    low = lower(prog, dims, abandon=clock())  # no time left: a quota of one operation
+    assert [n.reason for n in low.nests.values()] == [ABANDONED_FOR_TIME]
+    assert low.kept_for_time == frozenset({0})
+    assert not dataflow.quota_spent()
+    assert [n.reason for n in lower(prog, dims).nests.values()] == [""]  # with time, it is lifted
+    plan = eqsat.optimize(prog, dims, _lowered=low)
+    assert [k.kind for k in plan.kernels].count("loop") == 1
+    args = random_args(prog, dims, 2)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
+
+
 def test_a_short_time_limit_reports_the_nests_it_kept_as_written(tmp_program):
     prog = tmp_program(_loop_chain(3))
     dims = {"M": 4, "D": 4}
     plan = eqsat.optimize(prog, dims, limits=eqsat.Limits(seconds=1e-6))
-    assert "3 of 3 loop nests kept as written" in plan.report.stop_reason, plan.report.stop_reason
+    assert "3 of 3 loop nests kept as written for time" in plan.report.stop_reason, plan.report.stop_reason
     kinds = [k.kind for k in plan.kernels]
     assert kinds.count("loop") == 3 and "matmul" not in kinds, kinds
     args = random_args(prog, dims, 1)
