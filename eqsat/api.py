@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import math
 import os
 import sys
 import threading
@@ -16,7 +17,7 @@ from .args import bind_args, check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
 from .extract import ExtractionCycle, Extractor
-from .limits import ANALYSIS_SHARE, LOWERING_SHARE, Limits, give_back_memory, rare_full_collections
+from .limits import ANALYSIS_SHARE, Limits, give_back_memory, rare_full_collections
 from .lower import lower
 from .plan import Kernel, describe, form_kernels, input_items, plan_costing
 from .terms import show, walk
@@ -113,8 +114,9 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     elif assuming:
         rules = [r for r in listed if not (isinstance(r, str) and r in ASSUMING)]
     if _lowered is None:  # loop IR -> functional terms, within the lowering's share of the time
-        lowered = lower(prog, shapes, deadline=t0 + LOWERING_SHARE * limits.seconds,
-                        abandon=t0 + ANALYSIS_SHARE * limits.seconds)
+        timed = math.isfinite(limits.seconds)
+        lowered = lower(prog, shapes, finish=t0 + limits.seconds if timed else None,
+                        abandon=t0 + ANALYSIS_SHARE * limits.seconds if timed else None)
     else:
         lowered = _lowered
     t = lap("lower", t)
@@ -138,8 +140,8 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
             report.build_seconds = t1 - t0
             if lowered.kept_for_time:
                 report.stop_reason += (f"; {len(lowered.kept_for_time)} of {len(lowered.nests)} loop nests kept "
-                                       f"as written for time (their analysis not started or abandoned: the "
-                                       f"lowering's share of the time limit was spent)")
+                                       f"as written for time (not analysed, or the analysis abandoned: lifting "
+                                       f"them was predicted to pass the time limit)")
             t2 = t = lap("rule engine", t)
             graph = egraph.read_back(eg)
             t = lap("read back", t)

@@ -23,8 +23,8 @@ class Limits:
     nodes:       stop once the e-graph holds more e-nodes than this
     iterations:  rounds of (support rules to saturation + each family once)
     seconds:     wall-clock budget for optimize() as a whole (lowering, build, rewrites,
-                 extraction): loop nests that start after `LOWERING_SHARE` of it are
-                 kept as written without analysis, and saturation stops when its next
+                 extraction): loop nests whose lifting is predicted to pass it are kept
+                 as written without analysis (lower.lift_next), and saturation stops when its next
                  step and the extraction after it are predicted to pass it. The first
                  `egraph.MIN_ROUNDS` (3) rounds of rewrites always run (on what was
                  lowered), so a limit shorter than the front end and those rounds is
@@ -66,16 +66,10 @@ class Limits:
                 raise ArgumentError(f"Limits.{f.name} must be finite, got {v!r}")
 
 
-# The lowering's share of `Limits.seconds`: loop nests that start after this fraction of
-# the time limit has passed are kept as written without analysis (always sound: a nest as
-# written is the program's own code), so that building, the rewrites and the extraction of
-# what was lifted fit in the rest. Measured on the 200-layer loop chain (bench/stress_bench.py,
-# case 4a): lowering a layer took 3.5-6.5 ms (the VM's speed varies that much) and building,
-# three rounds and extracting it 2-3 times that, the layers kept as written some more.
-LOWERING_SHARE = 1 / 4
-# ... and a nest's analysis still running at this fraction of it is abandoned (isl's
-# operations are bounded by the time left, `lower.ISL_OPS_PER_SECOND`), the nest kept as
-# written: one long loop body's flow problem (600 statements: ~3 s) cannot take the limit
+# A loop nest's analysis still running at this fraction of `Limits.seconds` is abandoned
+# (isl's operations are bounded by the time left, `lower.ISL_OPS_PER_SECOND`) and the nest
+# kept as written: one long loop body's flow problem (600 statements: ~3 s) cannot take the
+# limit. Which nests are analysed at all is `lower.lift_next`'s prediction.
 ANALYSIS_SHARE = 2 / 3
 
 

@@ -119,12 +119,12 @@ class Lowered:
 
 
 class _Lowerer:
-    def __init__(self, prog, dims: dict, deadline: float | None = None, abandon: float | None = None,
+    def __init__(self, prog, dims: dict, finish: float | None = None, abandon: float | None = None,
                  keep: frozenset = frozenset()):
         self.prog = prog
         self.dims = dims
-        self.deadline, self.abandon, self.keep = deadline, abandon, keep
-        self.out_of_time = False  # the deadline passed: later top-level nests are kept as written
+        self.finish, self.abandon, self.keep = finish, abandon, keep
+        self.out_of_time = False  # lifting more would pass `finish`: later top-level nests are kept as written
         self.kept_for_time: set = set()
         self.env: dict[str, Node] = {}
         self.shapes: dict[str, tuple] = {}  # tensor name -> concrete shape
@@ -176,11 +176,16 @@ class _Lowerer:
         for k in range(len(self.prog.body) - 1, -1, -1):
             later[k] = set(seen)
             _scan(self.prog.body[k], seen, set(), set(), set())
-        for s, after in zip(self.prog.body, later):
+        is_nest = [not isinstance(s, (Assign, Alloc)) for s in self.prog.body]
+        lift_s, lifted = 0.0, 0  # seconds spent lowering the nests lifted so far, and how many
+        for k, (s, after) in enumerate(zip(self.prog.body, later)):
             self.current_top, self.read_after = s, after
-            if self.deadline is not None and not self.out_of_time and clock() > self.deadline:
-                self.out_of_time = True
+            if self.finish is not None and is_nest[k] and not self.out_of_time:
+                self.out_of_time = not lift_next(clock(), self.finish, lift_s, lifted, sum(is_nest[k + 1:]))
+            t = clock()
             self.top(s)
+            if is_nest[k] and not self.out_of_time:
+                lift_s, lifted = lift_s + clock() - t, lifted + 1
         roots, scal = [], []
         for r in self.prog.returns:
             if r.ty is None:
@@ -1135,21 +1140,38 @@ def _idx_names(idx) -> set:
 
 
 clock = time.perf_counter  # what the deadlines are read against
-KEPT_FOR_TIME = "not analysed: the lowering's share of the time limit was spent (Limits.seconds)"
+# What the rest of optimize() takes, in units of a nest's lowering time (measured on the
+# 200-layer loop chain, bench/stress_bench.py cases 4a and 4b: building, three rounds and
+# extracting a lifted layer took 1.6-2x its lowering, a layer kept as written ~half of it)
+AFTER_LIFTED, AFTER_KEPT = 2.0, 0.5
+
+
+def lift_next(now: float, finish: float, lift_s: float, lifted: int, left: int) -> bool:
+    """Whether to analyse the next top-level nest, `left` more after it: yes while the
+    time it and the nests lifted so far will take to build, rewrite and extract, with the
+    rest kept as written, is predicted to end by `finish` (a nest takes the average lowering
+    time so far, `lift_s / lifted`; the first is always tried, with time left)."""
+    a = lift_s / lifted if lifted else 0.0
+    return now + a + AFTER_LIFTED * (lift_s + a) + AFTER_KEPT * a * left <= finish
+
+
+KEPT_FOR_TIME = "not analysed: lifting it was predicted to pass the time limit (Limits.seconds)"
 ABANDONED_FOR_TIME = "analysis abandoned: it ran past its share of the time limit (Limits.seconds)"
-# isl's operations a second on this project's 2-core VM, the slower end of its range (a
-# 600-statement loop body's flow problem: 16M operations in 1.8-2.8 s from hour to hour);
-# it turns the time left into isl's operation quota
-ISL_OPS_PER_SECOND = 5e6
+# isl's operations a second on this project's 2-core VM (a 600-statement loop body's flow
+# problem: 16M operations in 1.8 s; in the VM's slower hours 2.8 s, when a quota lands up to
+# 1.6x later than meant); it turns the time left into isl's operation quota. Lower, the
+# 600-statement body at Limits(seconds=5) was abandoned after 3 s where it finishes in 2.9
+ISL_OPS_PER_SECOND = 8e6
 
 
-def lower(prog, dims: dict, deadline: float | None = None, abandon: float | None = None,
+def lower(prog, dims: dict, finish: float | None = None, abandon: float | None = None,
           keep: frozenset = frozenset()) -> Lowered:
-    """The program's terms. Deadlines are `time.perf_counter()` values: from the first
-    top-level statement that starts after `deadline`, nests are kept as written without
-    analysis, and a nest whose analysis runs past `abandon` (isl's operations bounded by the
-    time left) is kept as written too; both are sound, a nest as written being the
-    program's own code. `keep`: nest ids kept as written without analysis (to lower a
-    program again exactly as an earlier call did: `Lowered.kept_for_time`)."""
+    """The program's terms. `finish` and `abandon` are `time.perf_counter()` values: from
+    the first top-level nest whose lifting is predicted to make optimize() end past `finish`
+    (`lift_next`), nests are kept as written without analysis, and a nest whose analysis
+    runs past `abandon` (isl's operations bounded by the time left) is kept as written too;
+    both are sound, a nest as written being the program's own code. `keep`: nest ids kept
+    as written without analysis (to lower a program again exactly as an earlier call did:
+    `Lowered.kept_for_time`)."""
     check_bounds(prog, dims)
-    return _Lowerer(prog, dims, deadline, abandon, keep).run()
+    return _Lowerer(prog, dims, finish, abandon, keep).run()

@@ -196,29 +196,34 @@ def chain(x: f32["M", "D"], {params}) -> f32["M", "D"]:
 '''
 
 
-def test_nests_past_the_lowerings_share_of_the_time_are_kept_as_written(tmp_program, monkeypatch):
-    """Limits.seconds holds for the lowering too: nests that start after its share
-    (`limits.LOWERING_SHARE`) are kept as written without analysis, the report says how
-    many, and the plan is right; the layers lowered before it are still matmuls. The clock
-    is driven by the test: the lowering's deadline passes after the second layer."""
-    from eqsat import lower as lower_mod
+def test_nests_predicted_to_pass_the_time_limit_are_kept_as_written(tmp_program):
+    """Limits.seconds holds for the lowering too: nests whose lifting is predicted to make
+    optimize() end past the limit (`lower.lift_next`) are kept as written without analysis,
+    the report says how many, and the plan is right; the layers lowered before are still
+    matmuls. `keep` replays such a lowering (optimize_many's parent does)."""
     from eqsat.lower import KEPT_FOR_TIME, lower
 
     prog = tmp_program(_loop_chain(4))
     dims = {"M": 6, "D": 5}
-    ticks = iter(range(10**6))
-    monkeypatch.setattr(lower_mod, "clock", lambda: next(ticks))  # one tick a top-level statement
-    low = lower(prog, dims, deadline=3.5)  # statements 0-3 (two layers: an allocation and a nest each)
-    kept = [n.id for n in low.nests.values() if n.reason == KEPT_FOR_TIME]
-    assert len(kept) == 2 and low.kept_for_time == frozenset(kept)  # layers 2 and 3
-    again = lower(prog, dims, keep=low.kept_for_time)  # optimize_many's parent lowers it the same way
-    assert [n.reason for n in again.nests.values()] == [n.reason for n in low.nests.values()]
-    monkeypatch.undo()
+    low = lower(prog, dims, keep=frozenset({2, 3}))  # the nests of layers 2 and 3
+    assert [n.reason == KEPT_FOR_TIME for n in low.nests.values()] == [False, False, True, True]
+    assert low.kept_for_time == frozenset({2, 3})
     plan = eqsat.optimize(prog, dims, _lowered=low)
     assert sum(k.kind == "matmul" for k in plan.kernels) == 2
     assert sum(k.kind == "loop" for k in plan.kernels) == 2
     args = random_args(prog, dims, 0)
     assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
+
+
+def test_the_lowering_lifts_a_nest_while_the_whole_call_is_predicted_to_fit():
+    from eqsat.lower import AFTER_KEPT, AFTER_LIFTED, lift_next
+
+    assert lift_next(0.0, 1.0, 0.0, 0, 100)  # the first nest is tried while time is left
+    assert not lift_next(1.5, 1.0, 0.0, 0, 0)  # ... and not once the limit has passed
+    # 10 nests lifted in 0.1 s: the next one, building and rewriting all 11, and 5 more kept
+    need = 0.01 + AFTER_LIFTED * 0.11 + AFTER_KEPT * 0.01 * 5
+    assert lift_next(0.2, 0.2 + need + 1e-9, 0.1, 10, 5)
+    assert not lift_next(0.2, 0.2 + need - 1e-3, 0.1, 10, 5)
 
 
 def test_an_analysis_past_its_deadline_is_abandoned(tmp_program):
