@@ -177,15 +177,15 @@ class _Lowerer:
             later[k] = set(seen)
             _scan(self.prog.body[k], seen, set(), set(), set())
         is_nest = [not isinstance(s, (Assign, Alloc)) for s in self.prog.body]
-        lift_s, lifted = 0.0, 0  # seconds spent lowering the nests lifted so far, and how many
+        times: list = []  # seconds each nest lifted so far took to lower
         for k, (s, after) in enumerate(zip(self.prog.body, later)):
             self.current_top, self.read_after = s, after
             if self.finish is not None and is_nest[k] and not self.out_of_time:
-                self.out_of_time = not lift_next(clock(), self.finish, lift_s, lifted, sum(is_nest[k + 1:]))
+                self.out_of_time = not lift_next(clock(), self.finish, times, sum(is_nest[k + 1:]))
             t = clock()
             self.top(s)
             if is_nest[k] and not self.out_of_time:
-                lift_s, lifted = lift_s + clock() - t, lifted + 1
+                times.append(clock() - t)
         roots, scal = [], []
         for r in self.prog.returns:
             if r.ty is None:
@@ -1140,19 +1140,22 @@ def _idx_names(idx) -> set:
 
 
 clock = time.perf_counter  # what the deadlines are read against
-# What the rest of optimize() takes, in units of a nest's lowering time (measured on the
-# 200-layer loop chain, bench/stress_bench.py cases 4a and 4b: building, three rounds and
-# extracting a lifted layer took 1.6-2x its lowering, a layer kept as written ~half of it)
-AFTER_LIFTED, AFTER_KEPT = 2.0, 0.5
+# What the rest of optimize() takes (measured on the 200-layer loop chain,
+# bench/stress_bench.py cases 4a and 4b): building, three rounds and extracting a lifted
+# layer took 1.3-2x its lowering time; a layer kept as written ~1.5 ms
+AFTER_LIFTED, KEPT_SECONDS = 2.0, 1.5e-3
 
 
-def lift_next(now: float, finish: float, lift_s: float, lifted: int, left: int) -> bool:
-    """Whether to analyse the next top-level nest, `left` more after it: yes while the
-    time it and the nests lifted so far will take to build, rewrite and extract, with the
-    rest kept as written, is predicted to end by `finish` (a nest takes the average lowering
-    time so far, `lift_s / lifted`; the first is always tried, with time left)."""
-    a = lift_s / lifted if lifted else 0.0
-    return now + a + AFTER_LIFTED * (lift_s + a) + AFTER_KEPT * a * left <= finish
+def lift_next(now: float, finish: float, times: list, left: int) -> bool:
+    """Whether to analyse the next top-level nest, `left` more after it, given the lowering
+    times of the nests lifted so far: yes while lowering it, then building, rewriting and
+    extracting it and the nests lifted before (`AFTER_LIFTED` times their lowering each)
+    and the rest kept as written, is predicted to end by `finish`. A nest's lowering time
+    is the median of the last five lifted (the first of a program can pay for caches the
+    rest find filled); the first nest is tried while time is left."""
+    recent = sorted(times[-5:])
+    a = recent[len(recent) // 2] if recent else 0.0
+    return now + a + AFTER_LIFTED * a * (len(times) + 1) + KEPT_SECONDS * left <= finish
 
 
 KEPT_FOR_TIME = "not analysed: lifting it was predicted to pass the time limit (Limits.seconds)"
