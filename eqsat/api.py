@@ -113,7 +113,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
         assuming = []
     elif assuming:
         rules = [r for r in listed if not (isinstance(r, str) and r in ASSUMING)]
-    if _lowered is None:  # loop IR -> functional terms, within the lowering's share of the time
+    if _lowered is None:  # loop IR -> functional terms, nests lifted while the time limit allows
         timed = math.isfinite(limits.seconds)
         lowered = lower(prog, shapes, finish=t0 + limits.seconds if timed else None,
                         abandon=t0 + ANALYSIS_SHARE * limits.seconds if timed else None)

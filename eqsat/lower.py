@@ -112,8 +112,8 @@ class Lowered:
     scalar_params: list
     vars: dict = field(default_factory=dict)  # Var node -> extent
     tensor_shapes: dict = field(default_factory=dict)  # every tensor name -> shape
-    # the nests (by id) kept as written for time: not analysed, the lowering's share of the
-    # time limit being spent, or their analysis abandoned past its deadline;
+    # the nests (by id) kept as written for time: not analysed, lifting them being predicted
+    # to pass the time limit (`lift_next`), or their analysis abandoned past its deadline;
     # `lower(..., keep=)` lowers the program the same way again
     kept_for_time: frozenset = frozenset()
 
@@ -177,11 +177,14 @@ class _Lowerer:
             later[k] = set(seen)
             _scan(self.prog.body[k], seen, set(), set(), set())
         is_nest = [not isinstance(s, (Assign, Alloc)) for s in self.prog.body]
+        nests_after, n = [0] * len(is_nest), 0  # top-level nests after each statement
+        for k in range(len(is_nest) - 1, -1, -1):
+            nests_after[k], n = n, n + is_nest[k]
         times: list = []  # seconds each nest lifted so far took to lower
         for k, (s, after) in enumerate(zip(self.prog.body, later)):
             self.current_top, self.read_after = s, after
             if self.finish is not None and is_nest[k] and not self.out_of_time:
-                self.out_of_time = not lift_next(clock(), self.finish, times, sum(is_nest[k + 1:]))
+                self.out_of_time = not lift_next(clock(), self.finish, times, nests_after[k])
             t = clock()
             self.top(s)
             if is_nest[k] and not self.out_of_time:
