@@ -36,6 +36,7 @@ ILP_AUTO_NODES = 2000  # extract="auto" solves the exact program up to this many
 # kernel at the launch floor: 360 variables) it spent its whole 2 s for nothing
 AUTO_ILP_SECONDS = 0.5
 MIN_ILP_SECONDS = 0.02
+ILP_IMPORT_SECONDS = 0.3
 
 
 @rare_full_collections()  # (limits.py: why)
@@ -115,7 +116,9 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
         rules = [r for r in listed if not (isinstance(r, str) and r in ASSUMING)]
     if _lowered is None:  # loop IR -> functional terms, nests lifted while the time limit allows
         timed = math.isfinite(limits.seconds)
-        lowered = lower(prog, shapes, finish=t0 + limits.seconds if timed else None,
+        # (a thread's first call also prepares its e-graph after the lowering)
+        finish = t0 + limits.seconds - (0.0 if egraph.prepared_here() else egraph.PREPARE_SECONDS)
+        lowered = lower(prog, shapes, finish=finish if timed else None,
                         abandon=t0 + ANALYSIS_SHARE * limits.seconds if timed else None)
     else:
         lowered = _lowered
@@ -160,8 +163,10 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     # MIN_ILP_SECONDS left (greedy's plan stands: setting the program up alone takes longer)
     left = limits.seconds - (time.perf_counter() - t0)
     auto_budget = min(AUTO_ILP_SECONDS, limits.seconds / 8, left)
+    # (the first solve in a process imports SciPy's HiGHS first: ~0.3 s here)
+    start_up = 0.0 if "scipy.optimize" in sys.modules else ILP_IMPORT_SECONDS
     if extract == "ilp" or (extract == "auto" and tensors <= ILP_AUTO_NODES and
-                            (greedy is None or auto_budget >= MIN_ILP_SECONDS)):
+                            (greedy is None or auto_budget >= MIN_ILP_SECONDS and left >= start_up + MIN_ILP_SECONDS)):
         from . import ilp
 
         budget = limits.seconds if extract == "ilp" else max(auto_budget, MIN_ILP_SECONDS)

@@ -188,6 +188,17 @@ class _Prepared:
         self.close()
 
 
+# preparing a thread's e-graph (sorts declared, rule sets registered): ~0.6 s here, paid by
+# the first optimize() on a thread and after each renewal
+PREPARE_SECONDS = 0.6
+
+
+def prepared_here() -> bool:
+    """Whether this thread holds a prepared e-graph (its next optimize() pays no
+    `PREPARE_SECONDS`)."""
+    return _LOCAL.__dict__.get("prep") is not None
+
+
 @contextlib.contextmanager
 def session(families: list, support: Ruleset, limits: Limits):
     """An e-graph to optimize one program in: this thread's prepared e-graph (sorts declared,
