@@ -278,15 +278,14 @@ class Kernel:
         # an operand with a prologue is read through its own inputs; what the epilogue loads
         # is read as it is (an elementwise tensor there is another kernel's result: a
         # pointwise kernel's output added to the product must not be taken for a prologue)
+        pro = {t: fused_prologue(t, plan.costing) for t in (a, b)}  # operand -> (compute, perm) or None
         operand_inputs = []
         for t in (a, b):
-            parts = fused_prologue(t, plan.costing)
-            operand_inputs += loaded(parts[0].args[1]) if parts is not None else [t]
+            operand_inputs += loaded(pro[t][0].args[1]) if pro[t] is not None else [t]
         for u in operand_inputs + loaded(body):
             if u not in self.inputs:
                 self.inputs.append(u)
-        self.params = sorted(set(params(body)).union(
-            *[params(fused_prologue(t, plan.costing)[0].args[1]) for t in (a, b) if fused_prologue(t, plan.costing)]))
+        self.params = sorted(set(params(body)).union(*[params(p[0].args[1]) for p in pro.values() if p]))
         ops = self._operands()
         dims = unlist(fused.args[0]) if fused is not None else []
         var_expr = {}
@@ -301,7 +300,7 @@ class Kernel:
         for name, t, rows, cols in (("a", a, "rm", "ka"), ("b", b, "ka", "rn")):
             extent = {"rm": M, "rn": N, "ka": K}
             tile_mask = f"({rows}[:, None] < {extent[rows]}) & ({cols}[None, :] < {extent[cols]})"
-            parts = fused_prologue(t, plan.costing)
+            parts = pro[t]
             if parts is not None:  # evaluated on the tile as it is loaded (a fused prologue)
                 comp, perm = parts
                 axes = [v for v, _ in unlist(comp.args[0])]

@@ -24,8 +24,8 @@ Cases (ids for --only):
          tests/test_limits.py, larger), default Limits() and Limits(seconds=5).
   4a,4b  a --layers-layer chain with every layer a loop nest (`programs.loop_chain`),
          Limits(seconds=1) and Limits(seconds=5). At 5 s every layer must be a matmul; at
-         1 s the time is the target: nests past the lowering's share of the limit
-         (limits.LOWERING_SHARE) are kept as written, and the matmuls found are reported.
+         1 s the time is the target: nests whose lifting is predicted to pass the limit
+         (lower.lift_next) are kept as written, and the matmuls found are reported.
   5      the memory limit: case 4's program with Limits(seconds=60, nodes=2M, memory_mb=R + 200),
          R the child's resident memory after its imports (before the warm-up); it should
          stop by the memory limit, well before 60 s, with a correct plan.
@@ -93,7 +93,7 @@ def cases(a) -> list[dict]:
     for cid, lim in (("3a", {}), ("3b", dict(seconds=5.0))):
         out.append(dict(id=cid, case=f"loop body of {a.body} acc += terms", program=("long_body", a.body),
                         shapes={"M": 6, "N": 5, "K": 4}, limits=lim))
-    # 4a: the time limit binds before every layer is lowered (limits.LOWERING_SHARE): the
+    # 4a: the time limit binds before every layer is lowered (lower.lift_next): the
     # layers lowered in time are matmuls, the rest run as written; matmuls are counted, the
     # target is the time. 4b: every layer a matmul.
     for cid, sec, want in (("4a", 1.0, None), ("4b", 5.0, a.layers)):

@@ -202,8 +202,8 @@ class _Lowerer:
                        dict(self.shapes), frozenset(self.kept_for_time))
 
     def top(self, s):
-        # past the lowering's share of the time limit a nest is kept as written at once (a
-        # tensor-level statement is a term without any analysis, and always lowered)
+        # once lifting more is predicted to pass the time limit, a nest is kept as written at
+        # once (a tensor-level statement is a term without any analysis, and always lowered)
         lift = not self.out_of_time
         if isinstance(s, Assign):
             try:
