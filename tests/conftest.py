@@ -52,6 +52,25 @@ def corpus_paths():
     return sorted(p for p in CORPUS.glob("*.py"))
 
 
+def loop_chain_source(n: int) -> str:
+    """A program `p` of `n` layers `h = relu(h @ w + b)`, each written as a loop nest with a
+    scalar accumulator (for `tmp_program`)."""
+    params = ", ".join(f'w{i}: f32["D", "D"], b{i}: f32["D"]' for i in range(n))
+    layers = "\n".join(f'''    h{i} = empty((M, D))
+    for i in range(M):
+        for j in range(D):
+            acc = 0.0
+            for k in range(D):
+                acc += {"x" if i == 0 else f"h{i - 1}"}[i, k] * w{i}[k, j]
+            h{i}[i, j] = relu(acc + b{i}[j])''' for i in range(n))
+    return f'''
+@program
+def p(x: f32["M", "D"], {params}) -> f32["M", "D"]:
+{layers}
+    return h{n - 1}
+'''
+
+
 def random_args(prog, dims, seed=0):
     rng = np.random.default_rng(seed)
     out = []

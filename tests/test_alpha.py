@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import eqsat
-from conftest import random_args, rel_err
+from conftest import loop_chain_source, random_args, rel_err
 from eqsat import terms as T
 from eqsat.alpha import canonical
 from eqsat.terms import Node
@@ -121,34 +121,13 @@ def test_the_same_kernel_written_twice_runs_once(tmp_program):
         assert rel_err(np.asarray(plan.run(*args, backend=backend)), want) < 1e-5, (backend, plan)
 
 
-def _loop_chain(n: int) -> str:
-    params = ", ".join(f'w{i}: f32["D", "D"], b{i}: f32["D"]' for i in range(n))
-    layers = []
-    for i in range(n):
-        src = "x" if i == 0 else f"h{i - 1}"
-        layers.append(f'''    h{i} = empty((M, D))
-    for i in range(M):
-        for j in range(D):
-            acc = 0.0
-            for k in range(D):
-                acc += {src}[i, k] * w{i}[k, j]
-            h{i}[i, j] = relu(acc + b{i}[j])''')
-    body = "\n".join(layers)
-    return f'''
-@program
-def p(x: f32["M", "D"], {params}) -> f32["M", "D"]:
-{body}
-    return h{n - 1}
-'''
-
-
 def test_a_chain_of_loop_layers_saturates_small(tmp_program):
     """A layer's epilogue substituted into the next layer used to copy the product's loop
     form too (a reduction in the same e-class), nesting every layer's reduction in the next,
     and inside the next layer's product, with a new index list each time: 3 layers grew to
     164k e-nodes, 7 to 27k (each stopped at the node limit). Now a chain saturates at about
     75 e-nodes a layer."""
-    prog = tmp_program(_loop_chain(8))
+    prog = tmp_program(loop_chain_source(8))
     dims = {"M": 64, "D": 64}
     plan = eqsat.optimize(prog, dims)
     assert plan.report.stop_reason == "saturated" and plan.egraph_nodes < 8 * 150, plan

@@ -7,7 +7,7 @@ import pytest
 from egglog import rewrite, ruleset
 
 import eqsat
-from conftest import assert_matches_reference, corpus_paths, load_case, random_args, rel_err
+from conftest import assert_matches_reference, corpus_paths, load_case, loop_chain_source, random_args, rel_err
 from eqsat.sorts import Sc
 
 CASES = corpus_paths()
@@ -174,20 +174,7 @@ def test_prices_equal_up_to_rounding_never_switch_a_choice(tmp_program, monkeypa
     from eqsat import extract
 
     n = 10
-    params = ", ".join(f'w{i}: f32["D", "D"], b{i}: f32["D"]' for i in range(n))
-    layers = "\n".join(f'''    h{i} = empty((M, D))
-    for i in range(M):
-        for j in range(D):
-            acc = 0.0
-            for k in range(D):
-                acc += {"x" if i == 0 else f"h{i - 1}"}[i, k] * w{i}[k, j]
-            h{i}[i, j] = relu(acc + b{i}[j])''' for i in range(n))
-    prog = tmp_program(f'''
-@program
-def chain(x: f32["M", "D"], {params}) -> f32["M", "D"]:
-{layers}
-    return h{n - 1}
-''')
+    prog = tmp_program(loop_chain_source(n))
     banned = []
     decode = extract.Extractor.decode_roots
 

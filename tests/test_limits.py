@@ -8,7 +8,7 @@ import math
 import pytest
 
 import eqsat
-from conftest import random_args, rel_err
+from conftest import loop_chain_source, random_args, rel_err
 from eqsat.errors import ArgumentError
 
 
@@ -179,23 +179,6 @@ def test_time_limit_counts_the_whole_call_after_the_first_rounds(monkeypatch):
     assert why is not None and why.startswith("time limit") and "next step" in why, why
 
 
-def _loop_chain(n: int) -> str:
-    params = ", ".join(f'w{i}: f32["D", "D"]' for i in range(n))
-    layers = "\n".join(f'''    h{i} = empty((M, D))
-    for i in range(M):
-        for j in range(D):
-            acc = 0.0
-            for k in range(D):
-                acc += {"x" if i == 0 else f"h{i - 1}"}[i, k] * w{i}[k, j]
-            h{i}[i, j] = relu(acc)''' for i in range(n))
-    return f'''
-@program
-def chain(x: f32["M", "D"], {params}) -> f32["M", "D"]:
-{layers}
-    return h{n - 1}
-'''
-
-
 def test_nests_predicted_to_pass_the_time_limit_are_kept_as_written(tmp_program):
     """Limits.seconds holds for the lowering too: nests whose lifting is predicted to make
     optimize() end past the limit (`lower.lift_next`) are kept as written without analysis,
@@ -203,7 +186,7 @@ def test_nests_predicted_to_pass_the_time_limit_are_kept_as_written(tmp_program)
     matmuls. `keep` replays such a lowering (optimize_many's parent does)."""
     from eqsat.lower import KEPT_FOR_TIME, lower
 
-    prog = tmp_program(_loop_chain(4))
+    prog = tmp_program(loop_chain_source(4))
     dims = {"M": 6, "D": 5}
     low = lower(prog, dims, keep=frozenset({2, 3}))  # the nests of layers 2 and 3
     assert [n.reason == KEPT_FOR_TIME for n in low.nests.values()] == [False, False, True, True]
@@ -249,7 +232,7 @@ def test_an_analysis_past_its_deadline_is_abandoned(tmp_program):
 
 
 def test_a_short_time_limit_reports_the_nests_it_kept_as_written(tmp_program):
-    prog = tmp_program(_loop_chain(3))
+    prog = tmp_program(loop_chain_source(3))
     dims = {"M": 4, "D": 4}
     plan = eqsat.optimize(prog, dims, limits=eqsat.Limits(seconds=1e-6))
     assert "3 of 3 loop nests kept as written for time" in plan.report.stop_reason, plan.report.stop_reason
