@@ -234,7 +234,7 @@ def session(families: list, support: Ruleset, limits: Limits):
 
 def build(lowered, opaque_shapes: dict, eg: EGraph | None = None) -> tuple[EGraph, Builder, list]:
     """Put the lowered program into `eg` (prepared by `session`), or into a new e-graph."""
-    shared, inputs = _read_twice([*lowered.roots, *(x for pair in lowered.unions for x in pair), *opaque_shapes])
+    shared, inputs = _shared_and_inputs([*lowered.roots, *(x for pair in lowered.unions for x in pair), *opaque_shapes])
     if eg is None:
         eg = EGraph()
         b = Builder(eg, shared)
@@ -256,7 +256,7 @@ def build(lowered, opaque_shapes: dict, eg: EGraph | None = None) -> tuple[EGrap
     return eg, b, roots
 
 
-def _read_twice(roots: list) -> tuple[set, set]:
+def _shared_and_inputs(roots: list) -> tuple[set, set]:
     """(tensors that more than one term reads, or that are a root and read; the names of
     the inputs the terms read)."""
     seen: set = set()
