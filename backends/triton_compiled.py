@@ -74,6 +74,10 @@ class TritonCompiled:
         torch = self.torch
         plan = self.plan
         as_torch = any(isinstance(a, torch.Tensor) for a in args)
+        # torch results go back where the caller's tensors are: on the device if any input is
+        # there, else on the host (CPU tensors in, CPU tensors out, also on a GPU machine)
+        out_device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.device.type != "cpu"),
+                          torch.device("cpu"))
         inputs, scalars = {}, {}
         host_args = [to_numpy(a) if isinstance(a, torch.Tensor) and a.device.type == "cpu" else
                      (a if not isinstance(a, torch.Tensor) else None) for a in args]
@@ -118,7 +122,7 @@ class TritonCompiled:
             v = v.contiguous()
             if is_scalar:
                 v = v.reshape(())
-            outs.append(v if as_torch else self._to_host(v))
+            outs.append(v.to(out_device) if as_torch else self._to_host(v))
         if not as_torch:
             outs = [np.float32(o) if o.ndim == 0 else o for o in outs]
         for i, dtype in enumerate(plan.program.out_dtypes):

@@ -242,6 +242,22 @@ def test_torch_in_torch_out_and_the_runner_is_built_once():
     assert isinstance(again, type(args[0])) and rel_err(again, mod.truth(*args)) < 1e-4
 
 
+def test_device_tensors_in_device_tensors_out():
+    """On a CUDA device: CUDA tensors in, CUDA tensors out (CPU tensors in, CPU out: above)."""
+    import torch
+
+    from eqsat.backends.registry import _on_a_gpu
+
+    if not _on_a_gpu():
+        pytest.skip("needs a CUDA device with Triton compiled (TRITON_INTERPRET unset or 0)")
+    mod, prog = load_case(next(p for p in CASES if p.stem == "linear_bias_relu"))
+    plan = eqsat.optimize(prog, mod.SHAPES)
+    args = random_args(prog, mod.SHAPES, 4)
+    out = plan.run(*[torch.from_numpy(a).cuda() for a in args], backend="triton")
+    assert isinstance(out, torch.Tensor) and out.device.type == "cuda"
+    assert rel_err(out.cpu().numpy(), mod.truth(*args)) < 1e-4
+
+
 def test_a_kept_loop_runs_on_the_host_and_says_so():
     import test_polybench as tp
 
