@@ -35,6 +35,11 @@ from .tuning import DEFAULT
 # (128 threads) each thread holds 4 consecutive elements, so contiguous loads and the flat
 # store are 16-byte vectors (at 128 every thread held one: all scalar, checked in sm_90 PTX)
 BLOCK = 512
+# the 16-bit dtypes whose matmul operand pairs are dotted as they are stored (tensor cores,
+# f32 accumulation); Triton's interpreter multiplies bf16 tiles as their integer bit
+# patterns, so there bf16 operands are widened to f32 first (DOT16_INTERPRETED)
+DOT16 = ("f16", "bf16")
+DOT16_INTERPRETED = ("f16",)
 BM, BN, BK = DEFAULT.block_m, DEFAULT.block_n, DEFAULT.block_k  # matmul tiles without tuning (tuning.py)
 
 _BIN = {"Sc.add": "({} + {})", "Sc.sub": "({} - {})", "Sc.mul": "({} * {})", "Sc.div": "({} / {})",
@@ -86,7 +91,7 @@ class _Gen(Emitter):
         elif op == "Sc.acc":
             out = "acc"
         elif op == "Sc.load":
-            ptr, strides, shape = self.operands[n.args[0]]
+            ptr, strides, shape, widen = self.operands[n.args[0]]
             terms = unlist(n.args[1])
             idx = [self.ix(i) for i in terms]
             off = " + ".join(f"({i}) * {s}" for i, s in zip(idx, strides)) or "0"
@@ -99,12 +104,12 @@ class _Gen(Emitter):
                 atom = next(iter(atoms))
                 flat, back, vmask = self.vectors[atom]
                 vmask = f"({vmask}){inside.replace(atom, flat)}" if inside else vmask
-                out = self.tmp(f"tl.load({ptr} + {off.replace(atom, flat)}, mask={vmask}, other=0.0){back}")
+                out = self.tmp(f"tl.load({ptr} + {off.replace(atom, flat)}, mask={vmask}, other=0.0){widen}{back}")
             else:
                 # broadcast the offset to the block: an element every lane shares is a scalar offset
                 mask = f"({self.mask}){inside}" if inside else self.mask
                 out = self.tmp(f"tl.load({ptr} + {off} + tl.zeros({self.shape}, tl.int32), mask={mask}, "
-                               f"other=0.0)")
+                               f"other=0.0){widen}")
         elif op in _BIN:
             out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
         elif op == "Sc.fn":
@@ -210,9 +215,11 @@ class Kernel:
 
     gemm_size = None
 
-    def __init__(self, k, plan, precision: str):
+    def __init__(self, k, plan, precision: str, dot16=DOT16):
         self.k = k
+        self.dot16 = dot16
         self.ranks = _Ranks(plan)  # tensor term -> shape (its length is the rank)
+        self.narrow = _narrow_params(plan)
         self.precision = precision
         term = k.term
         self.name = k.name
@@ -225,9 +232,19 @@ class Kernel:
             self._elementwise(term)
 
     def _operands(self) -> dict:
-        """Each input tensor -> (its pointer argument, its stride arguments, its shape)."""
-        return {t: (f"in{i}", [f"in{i}_s{d}" for d in range(len(self.ranks[t]))], self.ranks[t])
+        """Each input tensor -> (its pointer argument, its stride arguments, its shape, what
+        widens a loaded value to f32: "" for an f32 tensor)."""
+        return {t: (f"in{i}", [f"in{i}_s{d}" for d in range(len(self.ranks[t]))], self.ranks[t],
+                    ".to(tl.float32)" if self.stored(t) else "")
                 for i, t in enumerate(self.inputs)}
+
+    def stored(self, t: Node) -> str | None:
+        """"f16" or "bf16" where tensor `t` is (a view of) a parameter the runner keeps that
+        narrow on the device (`TritonCompiled._input_to_device`); None for f32 (every kernel
+        output and loop result is f32)."""
+        while t.op in ("Ten.transpose", "Ten.reshape", "Ten.slice"):
+            t = t.args[0]
+        return self.narrow.get(t.args[0]) if t.op == "Ten.input" else None
 
     def _elementwise(self, term: Node):
         dims = unlist(term.args[0])
@@ -297,6 +314,10 @@ class Kernel:
         g = _Gen(var_expr, "(BLOCK_M, BLOCK_N)", ops, vectors=vectors, extents=dict(dims))
         val = g.sc(body)
         tiles = []
+        # two operands loaded as they are, both f16 (or both bf16): a 16-bit tensor-core dot
+        # accumulating in f32 (their products are exact in f32, as in the reference); any
+        # other pair is widened to f32 and dotted at `precision`
+        dot16 = pro[a] is None and pro[b] is None and self.stored(a) in self.dot16 and self.stored(a) == self.stored(b)
         for name, t, rows, cols in (("a", a, "rm", "ka"), ("b", b, "ka", "rn")):
             extent = {"rm": M, "rn": N, "ka": K}
             tile_mask = f"({rows}[:, None] < {extent[rows]}) & ({cols}[None, :] < {extent[cols]})"
@@ -316,7 +337,7 @@ class Kernel:
                 s_ = ops[t][1]
                 bb = f"pid_b * {s_[0]} + " if len(self.ranks[t]) == 3 else ""
                 tiles.append(f"        {name} = tl.load({ops[t][0]} + {bb}{rows}[:, None] * {s_[-2]} + "
-                             f"{cols}[None, :] * {s_[-1]}, mask={tile_mask}, other=0.0)")
+                             f"{cols}[None, :] * {s_[-1]}, mask={tile_mask}, other=0.0){'' if dot16 else ops[t][3]}")
         args = ", ".join(["out"] + [x for t in self.inputs for x in [ops[t][0], *ops[t][1]]]
                          + [f"p_{p}" for p in self.params]
                          + ["BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr", "BLOCK_K: tl.constexpr"])
@@ -330,7 +351,7 @@ class Kernel:
             f"    for k0 in range(0, {K}, BLOCK_K):",
             "        ka = k0 + rk",
         ] + tiles + [
-            f"        acc += tl.dot(a, b, input_precision=\"{self.precision}\")",
+            "        acc += tl.dot(a, b)" if dot16 else f"        acc += tl.dot(a, b, input_precision=\"{self.precision}\")",
             f"    mask = (rm[:, None] < {M}) & (rn[None, :] < {N})",
         ] + g.lines + [
             # broadcast with zeros, not `acc * 0.0`: a NaN in the accumulator must not reach an
@@ -343,8 +364,14 @@ class Kernel:
         self.meta = DEFAULT.meta
 
 
-def _kernels(plan, precision: str = "ieee") -> list:
-    return [Kernel(k, plan, precision) for k in plan.kernels if k.kind != "loop"]
+def _kernels(plan, precision: str = "ieee", dot16=DOT16) -> list:
+    return [Kernel(k, plan, precision, dot16) for k in plan.kernels if k.kind != "loop"]
+
+
+def _narrow_params(plan) -> dict:
+    """Parameter name -> "f16" or "bf16", for the tensor parameters declared that narrow."""
+    return {p.name: p.dtype.name for p in plan.program.params
+            if p.shape is not None and p.dtype is not int and p.dtype.name in ("f16", "bf16")}
 
 
 class _Ranks(dict):
@@ -358,11 +385,12 @@ class _Ranks(dict):
         return s
 
 
-def source(plan, precision: str = "tf32") -> str:
-    """Kernel source. `precision`: tl.dot's input precision; "tf32" uses tensor cores (what
-    the cost model assumes), "ieee" is exact f32 (what the interpreter and tests use)."""
+def source(plan, precision: str = "tf32", dot16=DOT16, kernels: list | None = None) -> str:
+    """Kernel source. `precision`: tl.dot's input precision on f32 operands; "tf32" uses
+    tensor cores (what the cost model assumes), "ieee" is exact f32 (what the interpreter
+    and tests use). `dot16`: the 16-bit dtypes whose operand pairs go to a 16-bit dot."""
     head = ["import triton", "import triton.language as tl", ""]
-    return "\n".join(head + [k.source + "\n" for k in _kernels(plan, precision)])
+    return "\n".join(head + [k.source + "\n" for k in kernels or _kernels(plan, precision, dot16)])
 
 
 def _ensure_triton():
@@ -465,7 +493,8 @@ def ptx(plan, kernel: int = 0, arch: int = 90, precision: str = "tf32") -> str:
         elif values.get(n) == 1:
             sig[n], consts[n] = "constexpr", 1
         elif n == "out" or (n.startswith("in") and "_s" not in n):
-            sig[n] = "*fp32"
+            stored = None if n == "out" else gk.stored(gk.inputs[int(n[2:])])
+            sig[n] = {"f16": "*fp16", "bf16": "*bf16"}.get(stored, "*fp32")
             attrs[(idx,)] = [["tt.divisibility", 16]]
         elif n.startswith("p_"):
             sig[n] = "fp32"

@@ -27,7 +27,7 @@ from eqsat.args import bind_args, to_numpy
 from eqsat.terms import unlist, walk
 
 from . import numpy_backend, tuning
-from .triton_backend import _cache_dir, _ensure_triton, _kernels, source
+from .triton_backend import DOT16, DOT16_INTERPRETED, _cache_dir, _ensure_triton, _kernels, source
 
 _STATE = threading.local()  # `launching`: inside a kernel launch (the interpreter's own copies)
 
@@ -45,13 +45,14 @@ class TritonCompiled:
         self.plan = plan
         self.device = "cpu" if interpret else "cuda"
         self.precision = "ieee" if interpret else os.environ.get("EQSAT_TRITON_PRECISION", "tf32")
-        src = source(plan, self.precision)
+        generated = _kernels(plan, self.precision, DOT16_INTERPRETED if interpret else DOT16)
+        src = source(plan, kernels=generated)
         path = os.path.join(_cache_dir(), f"eqsat_{plan.program.name}_{abs(hash(src)) & 0xffffffff:x}.py")
         with open(path, "w") as f:  # triton.jit reads its kernel's source from a file
             f.write(src)
         ns: dict = {}
         exec(compile(src, path, "exec"), ns)
-        gen = {g.name: g for g in _kernels(plan, self.precision)}
+        gen = {g.name: g for g in generated}
         self.steps = [("loop", k, None) if k.kind == "loop" else ("kernel", gen[k.name], ns[k.name])
                       for k in plan.kernels]
         host = [k.nest for k in plan.kernels if k.kind == "loop"]
@@ -93,7 +94,7 @@ class TritonCompiled:
             if p.shape is None:
                 scalars[p.name] = float(v)
             else:
-                inputs[p.name] = self._narrow(self._to_device(v), p.dtype)
+                inputs[p.name] = self._input_to_device(v, p.dtype)
         env = _Env(self, inputs, scalars)
         for kind, g, fn in self.steps:
             if kind == "loop":
@@ -126,8 +127,12 @@ class TritonCompiled:
         if not as_torch:
             outs = [np.float32(o) if o.ndim == 0 else o for o in outs]
         for i, dtype in enumerate(plan.program.out_dtypes):
-            if dtype is not lang.f32:  # computed in f32, returned in the declared dtype
-                outs[i] = outs[i].to(self._torch_dtype(dtype)) if as_torch else lang.as_dtype(outs[i], dtype)
+            # computed in f32 (an input returned as it is: in its own dtype), returned in the
+            # declared dtype
+            if as_torch:
+                outs[i] = outs[i].to(self._torch_dtype(dtype))
+            elif dtype is not lang.f32:
+                outs[i] = lang.as_dtype(outs[i], dtype)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _launch_tuned(self, g, fn, out, call):
@@ -138,14 +143,21 @@ class TritonCompiled:
         fn[cfg.grid(*g.gemm_size)](out, *call, **cfg.launch)
 
     def _torch_dtype(self, dtype):
-        return {"f16": self.torch.float16, "bf16": self.torch.bfloat16}[dtype.name]
+        return {"f32": self.torch.float32, "f16": self.torch.float16, "bf16": self.torch.bfloat16}[dtype.name]
 
-    def _narrow(self, t, dtype):
-        """A device tensor of a narrower declared dtype: its values rounded to that dtype (a
-        float32 tensor passed for an f16 parameter), kept as float32 for the kernels."""
-        if dtype is lang.f32:
-            return t
-        return t.to(self._torch_dtype(dtype)).to(self.torch.float32)
+    def _input_to_device(self, v, dtype):
+        """A tensor parameter on the device in its declared dtype: f16 and bf16 inputs stay
+        that narrow there (the kernels load them as they are, widen them to f32 to compute,
+        and feed a matmul of two such operands to a 16-bit tensor-core dot that accumulates
+        in f32); a value passed wider is rounded to the declared dtype, as the reference
+        rounds it."""
+        torch = self.torch
+        want = self._torch_dtype(dtype)
+        if not isinstance(v, torch.Tensor):
+            v = torch.from_numpy(np.asarray(v, dtype=np.float32, order="C"))  # keeps 0-d
+        if v.dtype not in (torch.float32, torch.float16, torch.bfloat16, want):
+            v = v.to(torch.float32)  # ints, float64: to f32 first (as bind_args does), then rounded
+        return v.to(device=self.device, dtype=want)
 
     def _check_device_args(self, args):
         plan = self.plan
@@ -168,7 +180,8 @@ class TritonCompiled:
         return torch.from_numpy(np.asarray(v, dtype=np.float32, order="C")).to(self.device)  # keeps 0-d
 
     def _to_host(self, t):
-        return t.detach().cpu().numpy()
+        """A float32 numpy array (the host computes in f32; an f16 input read there widens)."""
+        return t.detach().cpu().to(self.torch.float32).numpy()
 
 
 class _TorchViews:

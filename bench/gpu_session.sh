@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # What a session lent a CUDA machine runs there (the `device` tool of this workplace; any CUDA
 # machine with python3, torch and triton will do). It installs eqsat's remaining
-# dependencies from wheels carried in .whl/ (egglog, islpy and the packages egglog imports:
-# see the README's "GPU checks"), then runs one of:
+# dependencies from wheels carried in .whl/ (cp312 manylinux wheels, fetched here with
+# `pip download --no-deps --only-binary=:all: --python-version 3.12 ...`: egglog, islpy, and
+# what egglog imports that such a machine may lack: black, pytokens, platformdirs, graphviz,
+# opentelemetry-api), then runs one of:
 #   bench/gpu_session.sh tests [pytest args]   the test suite on the GPU (TRITON_INTERPRET=0: Triton compiled, not
 #                                              interpreted; exact f32 dots, EQSAT_TRITON_PRECISION=ieee)
 #   bench/gpu_session.sh bench [gpu_bench args] bench/gpu_bench.py (tf32 by default)

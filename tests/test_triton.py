@@ -168,6 +168,43 @@ def test_fused_matmul_ptx_uses_tensor_cores_and_vector_epilogue():
     assert 0 < load_bytes <= 64, load_bytes
 
 
+DOT16_SCRIPT = r"""
+import re
+import sys
+import eqsat
+from eqsat.backends import triton_backend
+sys.path.insert(0, {bench!r})
+from programs import load_source
+SRC = '''
+@program
+def lin_DT(x: DT["M", "K"], w: DT["N", "K"], b: DT["N"]) -> DT["M", "N"]:
+    return relu(x @ w.T + b)
+'''
+for t in ("f16", "bf16", "f32"):
+    prog = load_source(SRC.replace("DT", t), "lin_" + t)
+    plan = eqsat.optimize(prog, {{"M": 256, "N": 256, "K": 256}})
+    ptx = triton_backend.ptx(plan, 0, arch=90)
+    kinds = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m\d+n\d+k\d+\.(\w+\.\w+\.\w+)", ptx)
+    print(t, ",".join(sorted(set(kinds))))
+"""
+
+
+def test_16_bit_operands_go_to_a_16_bit_tensor_core_dot():
+    """f16 and bf16 inputs stay that narrow on the device: a matmul of two of them is a
+    16-bit wgmma accumulating in f32 (sm_90 PTX, compiled ahead of time); f32 operands
+    are dotted in tf32."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
+    r = subprocess.run([sys.executable, "-c", DOT16_SCRIPT.format(bench=bench)], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = dict(line.split(" ", 1) for line in r.stdout.strip().splitlines())
+    assert got == {"f16": "f32.f16.f16", "bf16": "f32.bf16.bf16", "f32": "f32.tf32.tf32"}, got
+
+
 # ---------------------------------------------------------------- device-resident plans
 def _counting(monkeypatch):
     """Record, in order, every kernel launch and every host<->device copy eqsat makes
