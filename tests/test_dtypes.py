@@ -97,3 +97,57 @@ def add(x: {dtype}["N"], y: {dtype}["N"]) -> f32["N"]:
     wide, narrow = plan_for("f32"), plan_for("f16")
     assert narrow.kernels[0].bytes == pytest.approx(wide.kernels[0].bytes * 8 / 12)
     assert narrow.cost < wide.cost
+
+
+MIXED = {
+    # a matmul of an f16 and an f32 operand, a bf16 bias: every narrow load widened, f32 dot
+    "mixed": ('''
+@program
+def mixed(x: f16["M", "K"], w: f32["N", "K"], b: bf16["N"]) -> f32["M", "N"]:
+    return relu(x @ w.T + b)
+''', {"M": 12, "K": 20, "N": 10}, "bf16"),
+    # an f16 operand with a prologue (computed in f32 on its tiles) against a plain f16 one
+    "prologue": ('''
+@program
+def pro(x: f16["M", "K"], w: f16["N", "K"]) -> f16["M", "N"]:
+    return relu(x) @ w.T
+''', {"M": 12, "K": 20, "N": 10}, "f16"),
+    # two bf16 operands (a 16-bit dot on a GPU; widened in the interpreter) and an epilogue
+    # reading an f16 residual
+    "bf16_pair": ('''
+@program
+def pair(x: bf16["M", "K"], w: bf16["K", "N"], r: f16["M", "N"]) -> f32["M", "N"]:
+    return gelu(x @ w) + r
+''', {"M": 12, "K": 20, "N": 10}, "bf16"),
+    # an f16 input returned as a view, declared f32: widened on the way out
+    "view_out": ('''
+@program
+def view(x: f16["M", "N"]) -> f32["N", "M"]:
+    return x.T
+''', {"M": 6, "N": 5}, "f16"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIXED))
+def test_mixed_dtypes_on_triton_agree_with_the_reference(tmp_program, name):
+    """Inputs stay in their declared dtypes on Triton's device: each form that reads them
+    (a widened operand, a prologue, a 16-bit pair, an epilogue operand, a view returned)
+    agrees with the reference, for numpy and for torch arguments, in the declared result
+    dtype."""
+    torch = pytest.importorskip("torch")
+    src, shapes, narrowest = MIXED[name]
+    prog = tmp_program(src)
+    plan = eqsat.optimize(prog, shapes)
+    rng = np.random.default_rng(3)
+    args = [lang.round_to(rng.standard_normal(tuple(shapes[d] for d in p.shape)), p.dtype) for p in prog.params]
+    want = np.asarray(eqsat.reference(prog, *args), dtype=np.float64)
+    got = plan.run(*args, backend="triton")
+    assert got.dtype == np.asarray(eqsat.reference(prog, *args)).dtype
+    err = np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want)
+    assert err < TOL[narrowest], err
+    tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    targs = [torch.from_numpy(np.asarray(a, dtype=np.float32)).to(tdt[p.dtype.name]) for a, p in zip(args, prog.params)]
+    tout = plan.run(*targs, backend="triton")
+    assert tout.dtype == tdt[prog.out_dtypes[0].name] and tout.device.type == "cpu"
+    terr = np.linalg.norm(tout.float().numpy().astype(np.float64) - want) / np.linalg.norm(want)
+    assert terr < TOL[narrowest], terr
