@@ -40,7 +40,9 @@ optimize(), and at the end of the child) against the memory limit the case was g
 and the phase it fell in (`plan.phases`), e-nodes, rounds, stop reason, kernels by kind
 (and matmuls found against layers, cases 4-5), the relative error of plan.run against
 eqsat.reference, and reading back and extracting in us per constructor e-node (the
-summary's extract_us_per_enode; issue 8's target 2.5). Targets: ratio <= 1.25, peak <=
+summary's extract_us_per_enode: the phases "read back" and "extract", the greedy fixpoint,
+decoding and the ILP; issue 8's target 2.5; choice_us_per_enode adds canonical binder names
+and pricing the candidate forms). Targets: ratio <= 1.25, peak <=
 the memory limit, correct, and for cases 4b and 5 one matmul per layer.
 Prints a table and saves bench/results/stress.json (the machine, the per-case rows).
 Timings are wall-clock and noisy on a small shared machine (see the note in the JSON).
@@ -240,6 +242,10 @@ def measure(spec: dict) -> dict:
     row["constructor_enodes"] = plan.egraph_nodes
     row["extract_us_per_enode"] = ((phases.get("read back", 0.0) + phases.get("extract", 0.0)) * 1e6
                                    / max(plan.egraph_nodes, 1))
+    # and with what follows the choice before the plan is formed: canonical binder names
+    # (eqsat/alpha.py) and pricing the candidate forms against each other
+    row["choice_us_per_enode"] = (sum(phases.get(k, 0.0) for k in ("read back", "extract", "canonical names",
+                                                                   "price forms")) * 1e6 / max(plan.egraph_nodes, 1))
     # what the phases leave out: the argument checks before them
     row["outside_phases_s"] = wall - sum(phases.values()) if phases else None
     row["sampled_peak_mb"] = sampler.peak
@@ -402,6 +408,7 @@ def main():
                "within_memory_limit": sum(r["within_memory_limit"] for r in ok),
                "correct": sum(r["correct"] for r in ok),
                "extract_us_per_enode": {r["id"]: round(r["extract_us_per_enode"], 1) for r in ok},
+               "choice_us_per_enode": {r["id"]: round(r["choice_us_per_enode"], 1) for r in ok},
                "misses": [f"{r['id']}: {m}" for r in rows for m in misses(r)]}
     print("summary:", summary)
     if not a.no_save:

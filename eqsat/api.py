@@ -178,11 +178,13 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
                 forms["ilp"] = [ext.decode(c, {}) for c in root_classes]
             except ExtractionCycle:  # through a scalar the program did not see: keep greedy's
                 ilp_stats["status"] += " (its choice closed a cycle; not used)"
+    t = lap("extract", t)  # the greedy fixpoint, decoding, and the ILP where it runs
     # alike kernels up to the names of their loop variables become one (eqsat/alpha.py)
     renamed = {}
     for k in list(forms):
         forms[k], renamed[k] = alpha.canonical(forms[k])
     forms["as written"] = lowered.roots
+    t = lap("canonical names", t)
     costing = plan_costing(target, lowered, input_items(prog))
     # every candidate priced by the one cost model; the cheapest wins, on a tie the smaller
     # (views of views count: `transpose(x, p)` over `transpose(transpose(x, q), r)`), then
@@ -195,7 +197,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     if chosen != "ilp":
         ext.override = {}
     extract_seconds = time.perf_counter() - t2
-    t = lap("extract", t)
+    t = lap("price forms", t)
     view = explain.egraph_view(ext, root_classes, lowered.roots if chosen != "as written" else None,
                                _rule_table(families), report.rule_matches, renamed.get(chosen))
     t = lap("explain", t)

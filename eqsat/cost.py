@@ -129,7 +129,7 @@ FN_FLOPS = {"relu": 1, "neg": 1, "abs": 1, "exp": 4, "log": 4, "sqrt": 4, "tanh"
 ITEM = 4  # bytes per f32 element
 
 
-@dataclass
+@dataclass(slots=True)
 class ScInfo:
     """Cost of one evaluation of a scalar expression."""
 
@@ -155,7 +155,7 @@ class ScInfo:
         return self.flops / t.simt_flops + (ITEM * len(self.loads) + self.red_bytes) / t.bandwidth + self.passes
 
 
-@dataclass
+@dataclass(slots=True)
 class TenInfo:
     own: float = 0.0  # this node's own kernel time (0 for views)
     deps: dict = field(default_factory=dict)
@@ -178,6 +178,12 @@ def union(*ds) -> dict:
     scalar ops all reading the kernels before them) that one is returned as it is; copying
     it at every op made a deep chain's extraction quadratic (a 1500-deep chain: 27k copies
     of ~800 entries)."""
+    if len(ds) == 2:  # the common case, without the general loop
+        a, b = ds
+        if not b or a is b:
+            return a if a else {}
+        if not a:
+            return b
     big = None
     for d in ds:
         if d and (big is None or len(d) > len(big)):
@@ -195,6 +201,13 @@ def union(*ds) -> dict:
 def _combine(parts: list, flops: float, passes: float) -> ScInfo:
     """An operation over scalar `parts` that costs `flops` and `passes` itself: all parts
     are evaluated."""
+    if len(parts) == 2:  # a binary operation (most scalar e-nodes): the same sums, unrolled
+        a, b = parts
+        return ScInfo(a.flops + b.flops + flops, a.loads | b.loads if b.loads else a.loads,
+                      a.red_bytes + b.red_bytes, union(a.deps, b.deps), a.has_red or b.has_red,
+                      a.steps + b.steps, a.tree_steps + b.tree_steps, a.tree_bytes + b.tree_bytes,
+                      a.combine + b.combine, a.passes + b.passes + passes,
+                      a.strided | b.strided if b.strided else a.strided, a.unstreamed or b.unstreamed)
     return ScInfo(sum(p.flops for p in parts) + flops, frozenset().union(*(p.loads for p in parts)),
                   sum(p.red_bytes for p in parts), union(*(p.deps for p in parts)),
                   any(p.has_red for p in parts), sum(p.steps for p in parts),

@@ -31,9 +31,25 @@ class ENode:
     cls: str
     sort: str = ""
 
+    # per argument, how extraction reads it: (COST_CHILD, class) where the class's best
+    # form's cost info is an input, (STRUCT_CHILD, class) where its smallest form is,
+    # (VALUE, value) for a primitive (`Graph` sets it)
+    refs: tuple = ()
+    # a binary scalar operation over the same two classes as an earlier node of its class
+    # (`b + a` beside `a + b`): its cost is that node's, always evaluated just after it and
+    # never strictly better, so extraction skips it (`Graph`)
+    mirror: bool = False
+
     def __post_init__(self):
         if not self.sort:
             self.sort = self.op.split(".", 1)[0]
+
+
+VALUE, COST_CHILD, STRUCT_CHILD = 0, 1, 2
+# binary scalar operations whose cost (`cost._combine`) is the same with their operands
+# swapped
+SYMMETRIC_COST = frozenset({"Sc.add", "Sc.sub", "Sc.mul", "Sc.div", "Sc.max", "Sc.min"})
+COSTED = ("Sc", "Ten", "Tens", "Scs")  # the sorts whose e-classes carry costs
 
 
 class Graph:
@@ -49,12 +65,27 @@ class Graph:
             self.classes.setdefault(n.cls, []).append(n)
         for ns in self.classes.values():
             ns.sort(key=lambda e: e.id)
+        classes = self.classes
+        for n in nodes:
+            costed = n.sort in COSTED
+            n.refs = tuple((VALUE, v) if kind == "p" else
+                           (COST_CHILD, v) if costed and classes.get(v) and classes[v][0].sort in COSTED else
+                           (STRUCT_CHILD, v) for kind, v in n.args)
+        for ns in classes.values():
+            seen = set()
+            for n in ns:
+                if n.op in SYMMETRIC_COST and len(n.args) == 2:
+                    key = (n.op, frozenset(v for _, v in n.args), n.args[0][1] == n.args[1][1])
+                    n.mirror = key in seen
+                    seen.add(key)
         self.order = self._children_first()
         self.parents: dict[str, list] = {}  # class -> nodes that have it as a child
         self.loads_of: dict[str, list] = {}  # tensor class -> (class, index class) of its loads
         self.fused_by_mm: dict[str, list] = {}  # matmul class -> fused nodes over it
         for cid in self.order:
             for n in self.classes[cid]:
+                if n.mirror:
+                    continue
                 for kind, v in n.args:
                     if kind == "c":
                         self.parents.setdefault(v, []).append(n)
@@ -147,6 +178,7 @@ class Extractor:
         self.mm_best: dict[str, tuple] = {}  # class -> (info, node) of its cheapest matmul (for fusion)
         self.epi_choice: dict[str, dict] = {}  # fused node id -> its epilogue's choices
         self.banned: set = set()  # node ids a cycle ruled out
+        self._totals: dict = {}  # id of a dependency map -> (the map, its total): `dep_total`
         self.override: dict = {}  # class -> node chosen by another method (the ILP), for decode
         self._fixpoint()
 
@@ -312,13 +344,13 @@ class Extractor:
                 return n.cls
             return None
 
-        self._worklist([n for c in self.g.order for n in self.g.classes[c]], evaluate)
+        self._worklist([n for c in self.g.order for n in self.g.classes[c] if not n.mirror], evaluate)
         return fv
 
     def sc_key(self, cid, info) -> float:
         """What choosing a scalar e-node costs: its work over every evaluation, the kernels
         it needs, and the dependent chain it adds to its kernel."""
-        return info.per_eval(self.model.t) * self.mult(cid) + math.fsum(info.deps.values()) + self.chain(cid, info)
+        return info.per_eval(self.model.t) * self.mult(cid) + self.dep_total(info.deps) + self.chain(cid, info)
 
     def chain(self, cid, info) -> float:
         """The dependent latency a scalar adds to its kernel: its own chain of loads and
@@ -344,20 +376,30 @@ class Extractor:
         return m
 
     # -------------------------------------------------------------- costs
+    def dep_total(self, deps: dict) -> float:
+        """math.fsum of a dependency map's prices, once per map (maps are never changed once
+        made, and a chain's ops share one: summing it at every op was quadratic)."""
+        hit = self._totals.get(id(deps))
+        if hit is not None and hit[0] is deps:
+            return hit[1]
+        total = math.fsum(deps.values())
+        self._totals[id(deps)] = (deps, total)  # holding the map keeps its id unique
+        return total
+
     def _node_info(self, n: ENode):
         a = []
-        for kind, v in n.args:
-            if kind == "p":
-                a.append(v)
-                continue
-            if n.sort in ("Sc", "Ten", "Tens", "Scs") and self.g.classes.get(v) and \
-                    self.g.classes[v][0].sort in ("Sc", "Ten", "Tens", "Scs"):
-                if v not in self.best:
+        best, small = self.best, self.small
+        for code, v in n.refs:
+            if code == COST_CHILD:
+                b = best.get(v)
+                if b is None:
                     return None
-                info = self.best[v][2]
-                a.append((v, info) if isinstance(info, TenInfo) else info)
+                info = b[2]
+                a.append((v, info) if type(info) is TenInfo else info)
+            elif code == VALUE:
+                a.append(v)
             else:
-                if v not in self.small:
+                if v not in small:
                     return None
                 a.append(v)
         m = self.model
@@ -381,10 +423,10 @@ class Extractor:
             info = m.ten(n.cls, n.op, a, closed, extents)
             if info is None or info.own == INF:
                 return None
-            return info.total, info
+            return info.own + self.dep_total(info.deps), info  # TenInfo.total
         if n.sort in ("Tens", "Scs"):
             d = m.lists(n.op, a)
-            return (None if d is None else (math.fsum(d.values()), d))
+            return (None if d is None else (self.dep_total(d), d))
         return None
 
     def _dims_extents(self, cid) -> list:
@@ -426,7 +468,7 @@ class Extractor:
                 return [cid] + fused_changed
             return fused_changed or None
 
-        nodes = [n for c in self.g.order for n in self.g.classes[c] if n.sort not in STRUCTURAL]
+        nodes = [n for c in self.g.order for n in self.g.classes[c] if n.sort not in STRUCTURAL and not n.mirror]
         fused = [n for n in nodes if n.op == "Ten.fused"]
         self._worklist(nodes, evaluate)
         # a fused epilogue is chosen in context, so it can improve without its body's class
