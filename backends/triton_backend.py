@@ -26,7 +26,7 @@ import re
 
 from eqsat.cost import GPU_RED_LANES, pow2
 from eqsat.plan import fused_prologue
-from eqsat.terms import Node, leaving_axes, unlist, walk
+from eqsat.terms import Node, leaving_axes, unlist, viewed_input, walk
 
 from .codegen import Emitter, literal, loaded, params
 from .tuning import DEFAULT
@@ -242,9 +242,7 @@ class Kernel:
         """"f16" or "bf16" where tensor `t` is (a view of) a parameter the runner keeps that
         narrow on the device (`TritonCompiled._input_to_device`); None for f32 (every kernel
         output and loop result is f32)."""
-        while t.op in ("Ten.transpose", "Ten.reshape", "Ten.slice"):
-            t = t.args[0]
-        return self.narrow.get(t.args[0]) if t.op == "Ten.input" else None
+        return self.narrow.get(viewed_input(t))
 
     def _elementwise(self, term: Node):
         dims = unlist(term.args[0])

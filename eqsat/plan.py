@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass, field
 
 from .cost import ITEM, TARGETS, Model, TenInfo
-from .terms import Node, shape_list, show, show_var, unlist, walk_body
+from .terms import Node, shape_list, show, show_var, unlist, viewed_input, walk_body
 
 KERNEL_OPS = ("Ten.compute", "Ten.matmul", "Ten.fused")
 EPILOGUE_NAME = {"Sc.add": "add", "Sc.sub": "sub", "Sc.mul": "mul", "Sc.div": "div", "Sc.max": "max",
@@ -112,9 +112,7 @@ class TermCost:
         self.fv: dict = {}
 
     def item(self, n) -> int:
-        while n.op in ("Ten.transpose", "Ten.slice", "Ten.reshape"):
-            n = n.args[0]
-        return self.input_items.get(n.args[0], ITEM) if n.op == "Ten.input" else ITEM
+        return self.input_items.get(viewed_input(n), ITEM)
 
     def shape(self, n):
         try:

@@ -240,6 +240,14 @@ def shape_list(n: Node) -> tuple:
     return tuple(out)
 
 
+def viewed_input(t: Node) -> str | None:
+    """The name of the program input tensor `t` is (a view of, through transposes, slices
+    and reshapes), or None where it is a computed tensor."""
+    while t.op in ("Ten.transpose", "Ten.slice", "Ten.reshape"):
+        t = t.args[0]
+    return t.args[0] if t.op == "Ten.input" else None
+
+
 def walk(n: Node, seen=None):
     """Every node reachable from `n`, each once."""
     return _reachable(n, seen, None)
