@@ -127,6 +127,8 @@ TARGETS = {
 FN_FLOPS = {"relu": 1, "neg": 1, "abs": 1, "exp": 4, "log": 4, "sqrt": 4, "tanh": 8, "sigmoid": 6, "silu": 7,
             "gelu": 14}
 ITEM = 4  # bytes per f32 element
+# binary scalar operations that cost a flop and a pass over their two operands
+ARITHMETIC = frozenset({"Sc.add", "Sc.sub", "Sc.mul", "Sc.div", "Sc.max", "Sc.min"})
 
 
 @dataclass(slots=True)
@@ -323,8 +325,8 @@ class Model:
                 return None
             return ScInfo(0.0, frozenset({(key, a[1])}), 0.0, self.entry(key, info),
                           passes=self.t.gather_time if self.gather(a[1]) else 0.0, strided=self.strided(a[1]))
-        if op in ("Sc.add", "Sc.sub", "Sc.mul", "Sc.div", "Sc.max", "Sc.min"):
-            return _combine(a, 1, self.t.pass_time)
+        if op in ARITHMETIC:
+            return self.arithmetic(a[0], a[1])
         if op == "Sc.fn":
             x = a[1]
             return ScInfo(x.flops + FN_FLOPS.get(a[0], 4), x.loads, x.red_bytes, x.deps, x.has_red, x.steps,
@@ -340,6 +342,10 @@ class Model:
                           per_lane * (x.steps + 1), per_lane * step_bytes, combine_latency(self.t, w),
                           n * (x.passes + self.t.pass_time), frozenset(), x.unstreamed or a[1] in x.strided)
         return None
+
+    def arithmetic(self, a: ScInfo, b: ScInfo) -> ScInfo:
+        """A binary arithmetic operation (`ARITHMETIC`) over two evaluated scalars."""
+        return _combine((a, b), 1, self.t.pass_time)
 
     # -------------------------------------------------------------- tensors
     def ten(self, key, op: str, a: list, closed: bool, extents=None) -> TenInfo | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .cost import INF, Model, ScInfo, TenInfo, lanes, untiled_latency
+from .cost import ARITHMETIC, INF, Model, ScInfo, TenInfo, lanes, untiled_latency
 from .terms import Node
 
 CONSTRUCTORS = {
@@ -23,7 +23,7 @@ CONSTRUCTORS = {
 STRUCTURAL = {"Var", "Ix", "Ixs", "Dims", "Shp"}
 
 
-@dataclass
+@dataclass(slots=True)
 class ENode:
     id: str
     op: str
@@ -46,9 +46,6 @@ class ENode:
 
 
 VALUE, COST_CHILD, STRUCT_CHILD = 0, 1, 2
-# binary scalar operations whose cost (`cost._combine`) is the same with their operands
-# swapped
-SYMMETRIC_COST = frozenset({"Sc.add", "Sc.sub", "Sc.mul", "Sc.div", "Sc.max", "Sc.min"})
 COSTED = ("Sc", "Ten", "Tens", "Scs")  # the sorts whose e-classes carry costs
 
 
@@ -61,37 +58,47 @@ class Graph:
         self.classes: dict[str, list[ENode]] = {}
         self.shape_cls: dict[str, str] = shape_cls  # Ten class -> Shp class
         self.outputs: dict[int, str] = outputs  # output index -> e-class
-        for n in nodes:
-            self.classes.setdefault(n.cls, []).append(n)
-        for ns in self.classes.values():
-            ns.sort(key=lambda e: e.id)
         classes = self.classes
         for n in nodes:
-            costed = n.sort in COSTED
-            n.refs = tuple((VALUE, v) if kind == "p" else
-                           (COST_CHILD, v) if costed and classes.get(v) and classes[v][0].sort in COSTED else
-                           (STRUCT_CHILD, v) for kind, v in n.args)
+            ns = classes.get(n.cls)
+            if ns is None:
+                classes[n.cls] = [n]
+            else:
+                ns.append(n)
         for ns in classes.values():
-            seen = set()
-            for n in ns:
-                if n.op in SYMMETRIC_COST and len(n.args) == 2:
-                    key = (n.op, frozenset(v for _, v in n.args), n.args[0][1] == n.args[1][1])
-                    n.mirror = key in seen
-                    seen.add(key)
+            ns.sort(key=_node_id)
         self.order = self._children_first()
         self.parents: dict[str, list] = {}  # class -> nodes that have it as a child
         self.loads_of: dict[str, list] = {}  # tensor class -> (class, index class) of its loads
         self.fused_by_mm: dict[str, list] = {}  # matmul class -> fused nodes over it
+        # one pass, children first: each node's argument kinds (`ENode.refs`), whether it
+        # mirrors an earlier node of its class, and who uses each class
+        costed_cls = {cid for cid, ns in classes.items() if ns[0].sort in COSTED}
+        parents = self.parents
         for cid in self.order:
-            for n in self.classes[cid]:
-                if n.mirror:
-                    continue
+            seen = set()
+            for n in classes[cid]:
+                costed = n.sort in COSTED
+                n.refs = tuple((VALUE, v) if kind == "p" else
+                               (COST_CHILD if costed and v in costed_cls else STRUCT_CHILD, v) for kind, v in n.args)
+                op = n.op
+                if op in ARITHMETIC:  # (its cost is the same with its operands swapped)
+                    a, b = n.args[0][1], n.args[1][1]
+                    key = (op, a, b) if a <= b else (op, b, a)
+                    if key in seen:
+                        n.mirror = True
+                        continue
+                    seen.add(key)
                 for kind, v in n.args:
                     if kind == "c":
-                        self.parents.setdefault(v, []).append(n)
-                if n.op == "Sc.load":
+                        ps = parents.get(v)
+                        if ps is None:
+                            parents[v] = [n]
+                        else:
+                            ps.append(n)
+                if op == "Sc.load":
                     self.loads_of.setdefault(n.args[0][1], []).append((cid, n.args[1][1]))
-                elif n.op == "Ten.fused":
+                elif op == "Ten.fused":
                     self.fused_by_mm.setdefault(n.args[2][1], []).append(n)
 
     def class_items(self, input_items: dict) -> dict:
@@ -135,6 +142,10 @@ class Graph:
 
     def _child_classes(self, cid) -> list:
         return [v for n in self.classes[cid] for kind, v in n.args if kind == "c"]
+
+
+def _node_id(n: ENode) -> str:
+    return n.id
 
 
 # On equal modeled cost (every kernel at the launch floor, as at tiny sizes) a matmul
@@ -387,8 +398,20 @@ class Extractor:
         return total
 
     def _node_info(self, n: ENode):
-        a = []
         best, small = self.best, self.small
+        if n.op in ARITHMETIC:  # most scalar e-nodes: the general path below, unrolled
+            (_, x), (_, y) = n.refs
+            bx, by = best.get(x), best.get(y)
+            if bx is None or by is None:
+                return None
+            info = self.model.arithmetic(bx[2], by[2])
+            cid = n.cls
+            m = self._mult.get(cid)
+            if m is None:
+                m = self.mult(cid)
+            key = info.per_eval(self.model.t) * m + self.dep_total(info.deps)
+            return (key + self.chain(cid, info) if info.has_red else key), info
+        a = []
         for code, v in n.refs:
             if code == COST_CHILD:
                 b = best.get(v)
