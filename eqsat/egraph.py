@@ -569,11 +569,20 @@ def read_back(eg: EGraph):
         # per argument: a primitive's converter, or the prefix of its sort's class names
         kinds = [(conv.get(sort), short(sort)) for sort in fn.input_sorts]
         out_prefix, sort_of_op = short(fn.output_sort), op.split(".", 1)[0]
+        get = classes.get
         for row in fn.rows:
-            if not row.subsumed:
-                args = tuple(("p", k(v)) if k is not None else ("c", cls(prefix, v))
-                             for (k, prefix), v in zip(kinds, row.inputs))
-                nodes.append(ENode(f"{len(nodes):08d}", op, args, cls(out_prefix, row.output), sort_of_op))
+            if row.subsumed:
+                continue
+            args = []
+            for (k, prefix), v in zip(kinds, row.inputs):
+                if k is not None:
+                    args.append(("p", k(v)))
+                else:
+                    c = get(v)
+                    args.append(("c", c if c is not None else cls(prefix, v)))
+            out = get(row.output)
+            nodes.append(ENode(f"{len(nodes):08d}", op, tuple(args), out if out is not None else
+                               cls(out_prefix, row.output), sort_of_op))
     return Graph(nodes, outputs, shape_cls)
 
 

@@ -39,6 +39,7 @@ class ENode:
     # (`b + a` beside `a + b`): its cost is that node's, always evaluated just after it and
     # never strictly better, so extraction skips it (`Graph`)
     mirror: bool = False
+    ix: int = 0  # its place among the graph's nodes (`Graph`)
 
     def __post_init__(self):
         if not self.sort:
@@ -59,7 +60,9 @@ class Graph:
         self.shape_cls: dict[str, str] = shape_cls  # Ten class -> Shp class
         self.outputs: dict[int, str] = outputs  # output index -> e-class
         classes = self.classes
-        for n in nodes:
+        self.n = len(nodes)
+        for ix, n in enumerate(nodes):
+            n.ix = ix
             ns = classes.get(n.cls)
             if ns is None:
                 classes[n.cls] = [n]
@@ -116,7 +119,7 @@ class Graph:
         return out
 
     def n_nodes(self) -> int:
-        return sum(len(v) for v in self.classes.values())
+        return self.n
 
     def _children_first(self) -> list:
         """Classes in depth-first post-order (a class after the classes its nodes use, but
@@ -127,7 +130,7 @@ class Graph:
             if root in state:
                 continue
             state[root] = 1
-            stack = [(root, iter(self._child_classes(root)))]
+            stack = [(root, self._child_classes(root))]
             while stack:
                 cid, it = stack[-1]
                 nxt = next(it, None)
@@ -137,11 +140,14 @@ class Graph:
                     order.append(cid)
                 elif nxt not in state and nxt in self.classes:
                     state[nxt] = 1
-                    stack.append((nxt, iter(self._child_classes(nxt))))
+                    stack.append((nxt, self._child_classes(nxt)))
         return order
 
-    def _child_classes(self, cid) -> list:
-        return [v for n in self.classes[cid] for kind, v in n.args if kind == "c"]
+    def _child_classes(self, cid):
+        for n in self.classes[cid]:
+            for kind, v in n.args:
+                if kind == "c":
+                    yield v
 
 
 def _node_id(n: ENode) -> str:
@@ -216,17 +222,20 @@ class Extractor:
         from collections import deque
 
         queue = deque(nodes)
-        queued = set(id(n) for n in queue)
+        queued = bytearray(self.g.n)  # by ENode.ix
+        for n in nodes:
+            queued[n.ix] = 1
+        parents = self.g.parents
         while queue:
             n = queue.popleft()
-            queued.discard(id(n))
+            queued[n.ix] = 0
             changed = evaluate(n)
             if changed is None:
                 continue
-            for cid in (changed,) if isinstance(changed, str) else changed:
-                for p in self.g.parents.get(cid, ()):
-                    if id(p) not in queued:
-                        queued.add(id(p))
+            for cid in (changed,) if type(changed) is str else changed:
+                for p in parents.get(cid, ()):
+                    if not queued[p.ix]:
+                        queued[p.ix] = 1
                         queue.append(p)
 
     def _structural(self):
