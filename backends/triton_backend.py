@@ -166,9 +166,13 @@ def _step(kind: str, acc: str, x: str) -> str:
 
 
 def _fn(name: str, x: str) -> str:
-    sig = f"(1.0 / (1.0 + tl.exp(-tl.minimum(tl.maximum({x}, -80.0), 80.0))))"
+    """A function of the language on a Triton value, with `eqsat.lang`'s IEEE behaviour:
+    NaN stays NaN (so no `tl.maximum` and no clamping of arguments, which drop it), and the
+    infinities give what the reference's formulas give (sigmoid(-inf) = 0, silu(-inf) = NaN,
+    tanh(+-inf) = +-1: `exp` overflowing to inf is what makes them)."""
+    sig = f"(1.0 / (1.0 + tl.exp(-{x})))"
     if name == "relu":
-        return f"tl.maximum({x}, 0.0)"
+        return f"tl.where({x} < 0.0, 0.0, {x})"
     if name == "neg":
         return f"(-{x})"
     if name == "exp":
@@ -183,11 +187,10 @@ def _fn(name: str, x: str) -> str:
         return sig
     if name == "silu":
         return f"({x} * {sig})"
-    # tanh through exp, its argument clamped where float32 tanh is already +-1 (no overflow)
-    if name == "tanh":
-        return f"(2.0 / (1.0 + tl.exp(-2.0 * tl.minimum(tl.maximum({x}, -15.0), 15.0))) - 1.0)"
+    if name == "tanh":  # through exp: 2 / (1 + inf) - 1 = -1 where exp(-2x) overflows
+        return f"(2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0)"
     if name == "gelu":
-        u = f"tl.minimum(tl.maximum(0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x}), -15.0), 15.0)"
+        u = f"(0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x}))"
         return f"(0.5 * {x} * (1.0 + (2.0 / (1.0 + tl.exp(-2.0 * {u})) - 1.0)))"
     raise NotImplementedError(name)
 

@@ -636,3 +636,39 @@ def total(x: f32["N"]) -> f32:
     v = np.linspace(-1, 1, 37).astype(np.float32)
     out = p2.run(v, backend="triton")
     assert np.ndim(out) == 0 and abs(float(out) - float(eqsat.reference(total, v))) < 1e-4
+
+
+@pytest.mark.parametrize("fn", ["relu", "sigmoid", "silu", "tanh", "gelu", "exp", "abs", "sqrt", "log"])
+def test_functions_keep_nan_and_the_infinities_as_the_reference_does(tmp_program, fn):
+    """Every function of the language, elementwise and as a matmul's epilogue, on NaN,
+    +-inf, large and small values: each backend agrees with `reference` bit for bit on the
+    non-finite results (relu(NaN) once came out 0 on Triton: `tl.maximum` drops NaN, and so
+    did the clamp of sigmoid's and tanh's argument; silu(-inf) came out -inf, not NaN)."""
+    import numpy as np
+
+    prog = tmp_program(f"""
+@program
+def f(a: f32["N"], x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += x[i, k] * w[k, j]
+            y[i, j] = {fn}(acc) + {fn}(a[j])
+    return y
+""")
+    special = [np.nan, np.inf, -np.inf, 1e30, -1e30, 100.0, -100.0, 0.0, -0.0, 1e-30, 0.5, -0.5, 3.0]
+    n = len(special)
+    a = np.array(special, np.float32)
+    x = np.zeros((2, 1), np.float32)
+    x[0, 0], x[1, 0] = 1.0, -1.0
+    w = a.reshape(1, n)  # row 0 of the product is the special values, row 1 their negatives
+    want = eqsat.reference(prog, a, x, w)
+    for target, backend in (("h100", "triton"), ("cpu", "numpy")):
+        plan = eqsat.optimize(prog, {"N": n, "M": 2, "K": 1}, target=target)
+        got = np.asarray(plan.run(a, x, w, backend=backend))
+        finite = np.isfinite(want)
+        assert np.array_equal(np.isnan(got), np.isnan(want)), (target, fn, got, want)
+        assert np.array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)]), (target, fn, got, want)
+        assert np.allclose(got[finite], want[finite], rtol=1e-5, atol=1e-6), (target, fn, got, want)
