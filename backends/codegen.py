@@ -48,15 +48,20 @@ class Emitter:
         """The expression of loop or reduction variable `v` here."""
         raise NotImplementedError
 
-    def ix(self, x) -> str:
-        """An affine index term (`Ix.*`) as an expression."""
+    def wide_var(self, v) -> str:
+        """`var(v)` in 64-bit integers (where variables are narrower: Triton's int32)."""
+        return self.var(v)
+
+    def ix(self, x, wide: bool = False) -> str:
+        """An affine index term (`Ix.*`) as an expression; `wide`: its variables cast to
+        64-bit first (`wide_var`), for an index used as a value."""
         op = x.op
         if op == "Ix.v":
-            return self.var(x.args[0])
+            return self.wide_var(x.args[0]) if wide else self.var(x.args[0])
         if op == "Ix.lit":
             return str(int(x.args[0]))
         if op == "Ix.add":
-            return f"({self.ix(x.args[0])} + {self.ix(x.args[1])})"
+            return f"({self.ix(x.args[0], wide)} + {self.ix(x.args[1], wide)})"
         if op == "Ix.scale":
-            return f"({self.ix(x.args[0])} * {int(x.args[1])})"
+            return f"({self.ix(x.args[0], wide)} * {int(x.args[1])})"
         raise NotImplementedError(f"index {op}")

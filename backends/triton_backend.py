@@ -79,6 +79,9 @@ class _Gen(Emitter):
     def var(self, v: Node) -> str:
         return self.var_expr[v]
 
+    def wide_var(self, v: Node) -> str:
+        return f"({self.var_expr[v]}).to(tl.int64)"
+
     def sc(self, n: Node) -> str:
         got = self.memo.get(n)
         if got is not None:
@@ -115,7 +118,9 @@ class _Gen(Emitter):
         elif op == "Sc.fn":
             out = self.tmp(_fn(n.args[0], self.sc(n.args[1])))
         elif op == "Sc.idx":
-            out = self.tmp(f"(({self.ix(n.args[0])}) + tl.zeros({self.shape}, tl.int32)).to(tl.float32)")
+            # an index used as a value is computed in int64 (as numpy and the reference do:
+            # `(i * M + j) * 100000` passes int32), and rounded to f32 once
+            out = self.tmp(f"(({self.ix(n.args[0], wide=True)}) + tl.zeros({self.shape}, tl.int64)).to(tl.float32)")
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
             out = self.tmp(f"tl.where({self.sc(l)} {cmp} {self.sc(r)}, {self.sc(a)}, {self.sc(b)})")

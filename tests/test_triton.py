@@ -672,3 +672,36 @@ def f(a: f32["N"], x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
         assert np.array_equal(np.isnan(got), np.isnan(want)), (target, fn, got, want)
         assert np.array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)]), (target, fn, got, want)
         assert np.allclose(got[finite], want[finite], rtol=1e-5, atol=1e-6), (target, fn, got, want)
+
+
+def test_an_index_used_as_a_value_does_not_wrap_at_32_bits(tmp_program):
+    """`(i * M + j) * 100000` passes 2**31 at 300 x 300: Triton's index variables are int32,
+    so the value is computed in int64 (as numpy and the reference do), where it once
+    wrapped silently; a constant index value past int32 once failed in the kernel."""
+    import numpy as np
+
+    flat = tmp_program("""
+@program
+def flat(a: f32["N", "M"]) -> f32["N", "M"]:
+    b = empty((N, M))
+    for i in range(N):
+        for j in range(M):
+            b[i, j] = a[i, j] * 0.5 + (i * M + j) * 100000
+    return b
+""")
+    big = tmp_program("""
+@program
+def big(a: f32["N"]) -> f32["N"]:
+    b = empty((N,))
+    for i in range(N):
+        b[i] = a[i] + i * N * N * 1000 + N * N * N * 7
+    return b
+""")
+    rng = np.random.default_rng(0)
+    for prog, shapes in ((flat, {"N": 300, "M": 300}), (big, {"N": 5003})):
+        args = [rng.standard_normal(tuple(shapes.values())).astype(np.float32)]
+        want = eqsat.reference(prog, *args)
+        assert np.abs(want).max() > 2.0 ** 31
+        for target, backend in (("h100", "triton"), ("cpu", "numpy")):
+            got = np.asarray(eqsat.optimize(prog, shapes, target=target).run(*args, backend=backend))
+            assert np.allclose(got, want, rtol=1e-6), (prog.name, target, np.abs(got - want).max())
