@@ -469,12 +469,28 @@ class Plan:
                 i, self.tuning = candidates.fastest(self.candidates, backend, random_args(self.program, self.dims))
                 chosen = self.candidates[i]
             c = chosen._compile_one(backend)
+            scalars = [i for i, p in enumerate(self.program.params) if p.shape is None and p.dtype is not int]
+            if scalars and not chosen.as_written():
+                c = assume.FiniteScalars(c, lambda: chosen.written_plan().compiled(backend), scalars)
             if self.fallback is not None:
                 floats = [i for i, p in enumerate(self.program.params) if p.dtype is not int]
                 c = assume.Guarded(c, self.fallback.compiled(backend), floats, self.assumes)
             self.compile_seconds = time.perf_counter() - t0
             runners[backend] = c
         return c
+
+    def as_written(self) -> bool:
+        """Is this plan the program as written (its lowered terms, none rewritten)?"""
+        return len(self.roots) == len(self.lowered.roots) and all(
+            a is b for a, b in zip(self.roots, self.lowered.roots))
+
+    def written_plan(self) -> "Plan":
+        """The program as written, as a plan (made once; `assume.FiniteScalars` runs it)."""
+        got = self.__dict__.get("_written")
+        if got is None:
+            got = self._written = Plan(self.program, self.dims, self.target, self.lowered, list(self.lowered.roots),
+                                       self.report, self.rules, self.costing)
+        return got
 
     def _compile_one(self, backend: str):
         """This plan's own runner on a backend (kept: a candidate compiled for timing is
@@ -583,6 +599,9 @@ class Plan:
         if self.fallback is not None:
             lines.append(f"  assumes {self.assumes} (checked on every call; otherwise the exact plan runs, "
                          f"modeled {self.fallback.cost * 1e6:.3f} us)")
+        if not self.as_written() and any(p.shape is None and p.dtype is not int for p in self.program.params):
+            lines.append("  float scalar arguments are checked on every call: where one is inf or NaN the "
+                         "program runs as written (a scalar factor moved out of a sum is exact for finite ones)")
         names = self.names()
         for k in self.kernels:
             epi = f" + {'+'.join(k.epilogue)}" if k.epilogue else ""

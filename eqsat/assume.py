@@ -91,3 +91,33 @@ class Guarded:
         except Exception:  # a call the exact plan's runner will refuse, saying why
             ok = False
         return self.fast(args) if ok else self.slow(args)
+
+
+class FiniteScalars:
+    """The runner of a plan other than the program as written, for a program with float
+    scalar parameters. The algebra family moves a scalar factor out of a sum
+    (`sum[k] alpha * x[k] == alpha * sum[k] x[k]`): exact up to rounding for a finite
+    alpha, not for an infinite one (a zero term gives NaN in the loop, the product
+    alpha * sum gives inf; terms of both signs give NaN there, +-inf here). Checking the
+    scalars costs nothing next to a call, so such a plan checks them on every call and runs
+    the program as written (`written()`, built on first need; exact by construction) when
+    one is inf or NaN."""
+
+    def __init__(self, fast, written, positions: list):
+        self.fast, self.written, self.positions = fast, written, positions
+        self.plan = getattr(fast, "plan", None)
+        self.how = f"{getattr(fast, 'how', 'compiled')}; as written where a float scalar argument is inf or NaN"
+        self._call = getattr(fast, "entry", fast)
+        self._slow = None
+
+    def __call__(self, args):
+        for i in self.positions:
+            try:
+                ok = math.isfinite(float(args[i]))
+            except Exception:  # (not a number: the runner refuses it, saying why)
+                ok = True
+            if not ok:
+                if self._slow is None:
+                    self._slow = self.written()
+                return self._slow(args)
+        return self._call(args)

@@ -4,7 +4,10 @@ of a sum or difference splits in two.
 Preconditions:
   1. The factor is a literal or a scalar parameter: it cannot depend on the summed variable.
   (Real-number identities; in floating point they change rounding only, as every
-  reassociation a matmul makes does.)
+  reassociation a matmul makes does, and for a finite factor only: with alpha = inf a
+  zero term is NaN in the sum and the product alpha * sum is inf, so a plan of a program
+  with float scalar parameters checks them on every call and runs the program as
+  written where one is inf or NaN: `assume.FiniteScalars`.)
 
     sum[v] -x          == -(sum[v] x)
     sum[v] (x + y)     == sum[v] x + sum[v] y    (and x - y): two products in one loop,

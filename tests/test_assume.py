@@ -148,3 +148,41 @@ def test_viewer_page_says_what_the_plan_assumes(triangular, tmp_path):
     _, plan = triangular
     page = open(plan.view(tmp_path / "p.html")).read()
     assert "id=assumes" in page and "every float argument is finite" in page
+
+
+def test_a_scalar_factor_moved_out_of_a_sum_holds_for_an_infinite_scalar(tmp_program):
+    """`C[i, j] += alpha * A[i, k] * B[k, j]` becomes `alpha * (A @ B)`: exact up to rounding
+    for a finite alpha only. With alpha = inf a row whose terms have both signs is NaN in the
+    loop and inf in the product, a zero term NaN against inf; the plan checks its float
+    scalars on every call and runs the program as written where one is not finite."""
+    gemm = tmp_program("""
+@program
+def gemm(alpha: f32, A: f32["M", "K"], B: f32["K", "N"], C: f32["M", "N"]) -> f32["M", "N"]:
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                C[i, j] += alpha * A[i, k] * B[k, j]
+    return C
+""")
+    shapes = {"M": 4, "N": 3, "K": 2}
+    A = np.array([[1, -1], [1, 1], [2, -1], [0, 1]], np.float32)
+    B, C = np.ones((2, 3), np.float32), np.zeros((4, 3), np.float32)
+    for target, backend in (("cpu", "numpy"), ("h100", "triton")):
+        plan = eqsat.optimize(gemm, shapes, target=target)
+        assert [k.kind for k in plan.kernels] == ["matmul"] and not plan.as_written()
+        assert "inf or NaN" in plan.compiled(backend).how and "float scalar" in str(plan)
+        for alpha in (np.float32(1.5), np.inf, -np.inf, np.nan, 2.0):
+            with np.errstate(all="ignore"):
+                want = eqsat.reference(gemm, alpha, A, B, C)
+            got = np.asarray(plan.run(alpha, A, B, C, backend=backend))
+            assert np.array_equal(np.isnan(got), np.isnan(want)), (target, alpha, got, want)
+            assert _agrees(got, want), (target, alpha, got, want)
+    # the program as written checks nothing, nor does a plan of a program without float scalars
+    written = plan.written_plan()
+    assert written.as_written() and "inf or NaN" not in written.compiled("numpy").how
+    mm = tmp_program("""
+@program
+def mm(A: f32["M", "K"], B: f32["K", "N"]) -> f32["M", "N"]:
+    return A @ B * 2.0
+""")
+    assert "inf or NaN" not in eqsat.optimize(mm, shapes).compiled("numpy").how
