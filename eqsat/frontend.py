@@ -217,6 +217,11 @@ class _Parser:
                     raise self.err(ret, f"returns a tensor of shape {_shape_str(r.ty)} but the annotation "
                                         "declares a scalar")
             elif isinstance(w, lang.TensorType):
+                for d in w.dims:
+                    if not (isinstance(d, str) and d.isidentifier()) and \
+                            not (isinstance(d, int) and not isinstance(d, bool) and d >= 0):
+                        raise self.err(fdef, f"dims of the returned tensor must be names or non-negative ints, "
+                                             f"got {d!r}")
                 ty = tuple(("name", d) if isinstance(d, str) else ("int", d) for d in w.dims)
                 if r.ty is None or tuple(r.ty) != ty:
                     raise self.err(ret, f"returns {_shape_str(r.ty)} but the annotation declares {_shape_str(ty)}")

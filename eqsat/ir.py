@@ -327,8 +327,8 @@ def ie_affine(e: IExpr, dims: dict, loc: Loc) -> tuple[dict, int]:
             out[v] = out.get(v, 0) + s * x
         return {v: x for v, x in out.items() if x}, ka + s * kb
     if tag == "mul":
-        if ca and cb:
-            raise ProgramError("index is not affine: a product of two loop variables", loc)
+        if ca and cb:  # (an index never is one: the front end refuses it; a value, `i * j`, is a product of numbers)
+            raise NotAffine("a product of two loop variables")
         if ca:
             return {v: x * kb for v, x in ca.items() if x * kb}, ka * kb
         return {v: x * ka for v, x in cb.items() if x * ka}, ka * kb

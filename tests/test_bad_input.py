@@ -779,6 +779,20 @@ def test_return_annotation_disagrees_with_returned_shape():
     expect_program_error(build, "ret-ann", "[M, N]", "[M, K]")
 
 
+def test_return_annotation_with_a_digit_string_dimension():
+    """`-> f32["2"]` once said "returns [2] but the annotation declares [2]": the string "2"
+    is neither a name nor an int, as a parameter's dims are checked."""
+
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["2"]:  # ERR:ret-str-dim
+            out = zeros((2,))
+            out[0] = x[0]
+            return out
+
+    expect_program_error(build, "ret-str-dim", "'2'", "names or non-negative ints")
+
+
 # ============================================================================ buffers
 def test_buffer_allocator_with_keyword():
     def build():

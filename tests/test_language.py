@@ -214,10 +214,20 @@ def p(q: f32["N", "M"], k: f32["N", "M"], v: f32["N", "M"]) -> f32["N", "M"]:
                 o[i, d] += exp(s[i, j] - m) / z * v[j, d]
     return o
 ''',
+    # products and powers of loop variables as values (numbers, not indices)
+    "loop_var_products": '''
+@program
+def p(a: f32["N", "M"]) -> f32["N", "M"]:
+    b = empty((N, M))
+    for i in range(N):
+        for j in range(M):
+            b[i, j] = a[i, j] * (i * j) + i * i - j ** 2 + (i * N * j) * 0.5
+    return b
+''',
 }
 
 # structure where a loop-free form exists (None: only numerics)
-EXPECT = {"numpy_buffers": ["matmul"], "layernorm_pow": "no loop", "attention": "no loop", "abs_log": ["pointwise"], "gemm": ["matmul"], "mvt": "no loop", "backward": "no loop", "chained": "no loop", "dimval": "no loop"}
+EXPECT = {"numpy_buffers": ["matmul"], "layernorm_pow": "no loop", "attention": "no loop", "abs_log": ["pointwise"], "gemm": ["matmul"], "mvt": "no loop", "backward": "no loop", "chained": "no loop", "dimval": "no loop", "loop_var_products": ["pointwise"]}
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
