@@ -80,7 +80,8 @@ class _Gen(Emitter):
         return self.var_expr[v]
 
     def wide_var(self, v: Node) -> str:
-        return f"({self.var_expr[v]}).to(tl.int64)"
+        # (a loop's own variable may be a plain int: a sum with an int64 zero widens both kinds)
+        return f"({self.var_expr[v]} + tl.zeros([1], tl.int64))"
 
     def sc(self, n: Node) -> str:
         got = self.memo.get(n)

@@ -2,7 +2,7 @@
 
 Per-variable intervals prove almost every index in range at once; where they cannot (a
 triangular nest, whose inner bounds depend on outer variables, or an access guarded by an
-`if` on loop variables, as in `if j > 0: c[j] = c[j - 1]`), isl decides exactly on the
+`if` or an `a if c else b` on loop variables, as in `if j > 0: c[j] = c[j - 1]`), isl decides exactly on the
 iteration domain, restricted by every enclosing condition that is affine in the loop
 variables (`dataflow.index_can_leave`). A condition on data values restricts nothing.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .dataflow import index_can_leave
 from .errors import ProgramError
-from .ir import Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Store, ie_eval
+from .ir import Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Select, Store, ie_eval
 
 
 def check_bounds(prog, dims: dict) -> None:
@@ -36,6 +36,11 @@ def check_bounds(prog, dims: dict) -> None:
     def expr(e, ranges, path=()):
         if isinstance(e, Index):
             check(e.base, e.idx, ranges, e.loc, path)
+        if isinstance(e, Select):  # each branch is read only where its condition says
+            expr(e.cond, ranges, path)
+            expr(e.a, ranges, path + ((e.cond, True),))
+            expr(e.b, ranges, path + ((e.cond, False),))
+            return
         for c in e.children():
             expr(c, ranges, path)
 

@@ -142,3 +142,36 @@ def test_runs_compiled_on_the_cpu_at_size(tmp_program, name):
             assert plan.kernel_runners[k.name][0] is not None, plan
     args = _args(prog, big, 2, False)
     np.testing.assert_allclose(plan.run(*args), TRUTH[name](*args), rtol=1e-4, atol=1e-4, err_msg=str(plan))
+
+
+@pytest.mark.parametrize("n", [1, 2, 6])
+def test_reads_a_conditional_expression_guards_are_in_bounds_where_it_reads_them(tmp_program, n):
+    """`b[N - 2] if N > 1 else 0.0` at N = 1, and `b[i - 1] if i > 0 else 0.0`: Python
+    never evaluates the branch its condition turns off, so the bounds check reads each
+    branch under its condition (it once refused both); the lowered select's loads are
+    total, so the plan agrees with `reference` on both backends and targets. A read left
+    unguarded is still refused."""
+    prog = tmp_program("""
+@program
+def p(b: f32["N"]) -> f32["N"]:
+    a = empty((N,))
+    y = b[N - 2] if N > 1 else 0.0
+    for i in range(N):
+        a[i] = b[i] + y + (b[i - 1] if i > 0 else 0.0) + (0.5 * b[i + 1] if i < N - 1 else 0.0)
+    return a
+""")
+    b = np.arange(1, n + 1, dtype=np.float32)
+    want = eqsat.reference(prog, b)
+    for target, backend in (("cpu", "numpy"), ("h100", "triton"), ("h100", "numpy")):
+        got = eqsat.optimize(prog, {"N": n}, target=target).run(b, backend=backend)
+        assert np.array_equal(np.asarray(got), want), (target, backend, got, want)
+    bad = tmp_program("""
+@program
+def q(b: f32["N"]) -> f32["N"]:
+    a = empty((N,))
+    for i in range(N):
+        a[i] = b[i - 1] if i > -1 else 0.0
+    return a
+""")
+    with pytest.raises(eqsat.ProgramError, match="index 0 of 'b' ranges over -1"):
+        eqsat.optimize(bad, {"N": n})
