@@ -382,9 +382,13 @@ class _Parser:
             raise self.err(target, f"cannot assign to loop variable {name!r}")
         if name.startswith("eqsat_"):
             raise self.err(target, f"{name!r}: names starting with 'eqsat_' are reserved for eqsat's temporaries")
-        if name in self.sym and self.sym[name][0] in ("dim", "sparam"):
-            raise self.err(target, f"cannot assign to {'dimension' if self.sym[name][0] == 'dim' else 'parameter'} "
-                                   f"{name!r}")
+        if name in self.sym and self.sym[name][0] == "dim":
+            raise self.err(target, f"cannot assign to dimension {name!r}")
+        if name in self.sym and self.sym[name][0] == "sparam":
+            # a scalar parameter is a value passed in: assigning it rebinds the function's own
+            # copy, as in Python (the caller's value is untouched), so it is a scalar local
+            # from here on, starting from the value passed
+            self.sym[name] = ("slocal", None)
         if self.resolve_global(name) is not None and name not in self.sym and self.fn_name(ast.Name(id=name)):
             raise self.err(target, f"{name!r} shadows a library function")
         if aug is not None and name in self.views:

@@ -683,16 +683,6 @@ def test_assigning_to_a_dimension_name():
     expect_program_error(build, "assign-dim", "cannot assign", "dimension", "'M'", at="M =")
 
 
-def test_assigning_to_a_parameter_name():
-    def build():
-        @program
-        def p(x: f32["M"], s: f32) -> f32["M"]:
-            s = 2.0  # ERR:assign-param
-            return x
-
-    expect_program_error(build, "assign-param", "cannot assign", "'s'", at="s =")
-
-
 def test_assigning_to_a_loop_variable():
     def build():
         @program

@@ -224,6 +224,20 @@ def p(a: f32["N", "M"]) -> f32["N", "M"]:
             b[i, j] = a[i, j] * (i * j) + i * i - j ** 2 + (i * N * j) * 0.5
     return b
 ''',
+    # a scalar parameter assigned: the function's own copy is rebound, as in Python (this
+    # was refused once); it reads the value passed until then
+    "scalar_param_assigned": '''
+@program
+def p(s: f32, x: f32["N", "M"]) -> f32["N", "M"]:
+    y = x * s
+    s *= 2.0
+    s = s + 1.0
+    for i in range(N):
+        for j in range(M):
+            y[i, j] = y[i, j] + s * x[i, j]
+            s = s * 0.5
+    return y
+''',
 }
 
 # structure where a loop-free form exists (None: only numerics)
