@@ -57,6 +57,7 @@ class _Parser:
         self.dead: dict = {}  # view name -> where it was bound, once its loop has ended
         self.loop_stack: list = []  # per enclosing loop: names declared inside it
         self.loopvars: set[str] = set()
+        self.ended_loops: set[str] = set()  # variables of loops that have ended (for a clearer error)
 
     # ------------------------------------------------------------------ helpers
     def check_name(self, node, name: str, what: str):
@@ -350,6 +351,7 @@ class _Parser:
             body = self.block(n.body, top=False)
         finally:
             self.loopvars.discard(v)
+            self.ended_loops.add(v)
             self.loop_stack.pop()
             for name, (_, depth, vloc) in list(self.views.items()):
                 if depth > len(self.loop_stack):  # a view bound inside the loop ends with it
@@ -537,7 +539,7 @@ class _Parser:
                 g = self.globals.get(e.id)
                 if isinstance(g, int) and not isinstance(g, bool):
                     return ("int", g)  # a module-level integer constant
-                raise self.err(e, f"undefined name {e.id!r}")
+                raise self.err(e, _undefined(e.id, self.ended_loops))
             return ("name", e.id)
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
             return ("neg", self.iexpr(e.operand))
@@ -580,7 +582,7 @@ class _Parser:
         if name not in self.sym:
             if self.fn_name(ast.Name(id=name)):
                 raise self.err(node, f"{name!r} is a function; call it")
-            raise self.err(node, f"undefined name {name!r}")
+            raise self.err(node, _undefined(name, self.ended_loops))
         return self.sym[name]
 
     # ------------------------------------------------------------------ value expressions
@@ -796,6 +798,13 @@ def _fresh(view, loc):
     if isinstance(view, Index):
         return Index(loc, view.base, view.idx, ty=view.ty)
     return Ref(loc, view.name, ty=view.ty)
+
+
+def _undefined(name: str, ended_loops: set) -> str:
+    if name in ended_loops:
+        return (f"loop variable {name!r} is read after its loop; a loop variable lives in its loop only "
+                f"(Python would give its last value: write that value, e.g. N - 1)")
+    return f"undefined name {name!r}"
 
 
 def _check_affine(t, loopvars, fail):

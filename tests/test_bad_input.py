@@ -342,6 +342,19 @@ def test_undefined_name():
     expect_program_error(build, "undefined", "undefined name", "undefined_thing", at="undefined_thing")
 
 
+def test_loop_variable_read_after_its_loop():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i]
+            y[0] = x[i]  # ERR:after-loop
+            return y
+
+    expect_program_error(build, "after-loop", "'i'", "after its loop", at="i]")
+
+
 def test_undefined_name_in_loop_bound():
     def build():
         @program
