@@ -13,6 +13,7 @@ import time
 from egglog import Ruleset
 
 from . import alpha, assume, egraph, explain
+from .prefuse import prefuse
 from .args import bind_args, check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
@@ -130,7 +131,10 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
         rewrites = [r for _, r, _ in families]
         with egraph.session(rewrites, support, limits) as eg:     # this thread's prepared e-graph
             t = lap("prepared e-graph", t)
-            egraph.build(lowered, _opaque_shapes(lowered), eg)     # every output a root
+            # the inline family's sure work done first (eqsat/prefuse.py): elementwise
+            # producers read once fused into their readers, so a chain is one computation
+            start = prefuse(lowered) if any(n == "inline" for n, _, _ in families) else lowered
+            egraph.build(start, _opaque_shapes(lowered), eg)        # every output a root
             t1 = t = lap("build", t)
             try:
                 report = egraph.saturate(eg, rewrites, support, limits, _rule_table(families), start=t0)
@@ -471,10 +475,12 @@ class Plan:
             c = chosen._compile_one(backend)
             scalars = [i for i, p in enumerate(self.program.params) if p.shape is None and p.dtype is not int]
             if scalars and not chosen.as_written():
-                c = assume.FiniteScalars(c, lambda: chosen.written_plan().compiled(backend), scalars)
+                c = assume.FiniteScalars(c, lambda: chosen.written_plan().compiled(backend), scalars,
+                                         [self.program.params[i].dtype for i in scalars])
             if self.fallback is not None:
                 floats = [i for i, p in enumerate(self.program.params) if p.dtype is not int]
-                c = assume.Guarded(c, self.fallback.compiled(backend), floats, self.assumes)
+                c = assume.Guarded(c, self.fallback.compiled(backend), floats, self.assumes,
+                                   [self.program.params[i].dtype for i in floats])
             self.compile_seconds = time.perf_counter() - t0
             runners[backend] = c
         return c

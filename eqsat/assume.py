@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from . import lang
 from .terms import Node, walk
 
 MARGIN = 0.9  # the assuming plan must be modeled at most this share of the exact plan's cost
@@ -57,37 +58,50 @@ def check_seconds(program, dims: dict, target) -> float:
     return 2 * 4 * elems / target.bandwidth
 
 
-def all_finite(values) -> bool:
-    """Every float in these arguments is finite (numpy arrays, torch tensors, scalars)."""
-    for v in values:
-        if isinstance(v, np.ndarray):  # the common case first: one ufunc and one reduction
-            if v.dtype.kind in "fc" and not np.isfinite(v).all():
-                return False
-        elif isinstance(v, (float, np.floating)):
-            if not math.isfinite(v):
-                return False
-        elif hasattr(v, "is_floating_point") and hasattr(v, "isfinite"):  # a torch tensor
-            if v.is_floating_point() and not bool(v.isfinite().all()):
-                return False
-        else:
-            a = np.asarray(v)
-            if a.dtype.kind in "fc" and not np.isfinite(a).all():
+def all_finite(values, dtypes=None) -> bool:
+    """Every float in these arguments is finite once in its parameter's dtype (`dtypes`,
+    default f32), as `args.bind_args` converts it: 1e39 in a float64 array, 1e300 as a
+    Python float, 70000 for an f16 parameter are inf there (numpy arrays, torch tensors,
+    scalars)."""
+    for v, dt in zip(values, dtypes or [lang.f32] * len(values)):
+        if hasattr(v, "is_floating_point") and hasattr(v, "isfinite"):  # a torch tensor, on any device
+            if v.is_floating_point():
+                if not _TORCH_DTYPE:
+                    _torch_dtypes()
+                want = _TORCH_DTYPE[dt.name]
+                if not bool((v if v.dtype == want else v.to(want)).isfinite().all()):
+                    return False
+            continue
+        a = np.asarray(v)
+        if a.dtype.kind in "fc":
+            if a.dtype != np.float32 or dt is not lang.f32:
+                a = lang.round_to(a.real if a.dtype.kind == "c" else a, dt)  # (f32, then the narrower dtype)
+            if not np.isfinite(a).all():
                 return False
     return True
+
+
+_TORCH_DTYPE: dict = {}  # dtype name -> torch dtype, filled on first use (torch is imported lazily)
+
+
+def _torch_dtypes():
+    import torch
+
+    _TORCH_DTYPE.update(f32=torch.float32, f16=torch.float16, bf16=torch.bfloat16)
 
 
 class Guarded:
     """A runner that checks the assumption on every call: the assuming plan's runner where
     it holds, the exact plan's where it does not."""
 
-    def __init__(self, fast, slow, positions: list, what: str):
-        self.fast, self.slow, self.positions = fast, slow, positions
+    def __init__(self, fast, slow, positions: list, what: str, dtypes: list):
+        self.fast, self.slow, self.positions, self.dtypes = fast, slow, positions, dtypes
         self.plan = getattr(fast, "plan", None)
         self.how = f"{getattr(fast, 'how', 'compiled')}; when {what}, else the exact plan ({getattr(slow, 'how', '')})"
 
     def __call__(self, args):
         try:
-            ok = all_finite([args[i] for i in self.positions])
+            ok = all_finite([args[i] for i in self.positions], self.dtypes)
         except Exception:  # a call the exact plan's runner will refuse, saying why
             ok = False
         return self.fast(args) if ok else self.slow(args)
@@ -103,17 +117,17 @@ class FiniteScalars:
     the program as written (`written()`, built on first need; exact by construction) when
     one is inf or NaN."""
 
-    def __init__(self, fast, written, positions: list):
-        self.fast, self.written, self.positions = fast, written, positions
+    def __init__(self, fast, written, positions: list, dtypes: list):
+        self.fast, self.written, self.positions, self.dtypes = fast, written, positions, dtypes
         self.plan = getattr(fast, "plan", None)
         self.how = f"{getattr(fast, 'how', 'compiled')}; as written where a float scalar argument is inf or NaN"
         self._call = getattr(fast, "entry", fast)
         self._slow = None
 
     def __call__(self, args):
-        for i in self.positions:
-            try:
-                ok = math.isfinite(float(args[i]))
+        for i, dt in zip(self.positions, self.dtypes):
+            try:  # finite once in its dtype (1e300 is inf as an f32)
+                ok = all_finite([args[i]], [dt])
             except Exception:  # (not a number: the runner refuses it, saying why)
                 ok = True
             if not ok:

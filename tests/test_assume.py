@@ -48,12 +48,19 @@ def test_triangular_sum_becomes_a_matmul_under_the_finite_check(triangular):
         assert _agrees(plan.run(*args, backend=backend), want), backend
 
 
-@pytest.mark.parametrize("where", ["masked", "read", "scalar", "nan"])
+@pytest.mark.parametrize("where", ["masked", "read", "scalar", "nan", "f64_overflow", "scalar_overflow"])
 def test_non_finite_arguments_run_the_exact_plan(triangular, where):
+    """Checked in the parameter's dtype, as the plan converts the argument: 1e39 in a
+    float64 array and 1e300 as a Python float are finite there and inf as f32."""
     prog, plan = triangular
     args = _args(1)
     if where == "masked":  # B[0, 3] is never multiplied for rows i >= 0: the masked-out part
         args[2][0, 3] = np.inf
+    elif where == "f64_overflow":
+        args[2] = args[2].astype(np.float64)
+        args[2][0, 3] = 1e39
+    elif where == "scalar_overflow":
+        args[0] = 1e300
     elif where == "read":  # a value the loop does multiply
         args[2][D["M"] - 1, 2] = -np.inf
     elif where == "scalar":
@@ -174,6 +181,12 @@ def gemm(alpha: f32, A: f32["M", "K"], B: f32["K", "N"], C: f32["M", "N"]) -> f3
         for alpha in (np.float32(1.5), np.inf, -np.inf, np.nan, 2.0):
             with np.errstate(all="ignore"):
                 want = eqsat.reference(gemm, alpha, A, B, C)
+            got = np.asarray(plan.run(alpha, A, B, C, backend=backend))
+            assert np.array_equal(np.isnan(got), np.isnan(want)), (target, alpha, got, want)
+            assert _agrees(got, want), (target, alpha, got, want)
+        for alpha in (1e300, -1e39):  # finite as Python floats, inf as f32: checked as f32
+            with np.errstate(all="ignore"):
+                want = eqsat.reference(gemm, np.float32(alpha), A, B, C)
             got = np.asarray(plan.run(alpha, A, B, C, backend=backend))
             assert np.array_equal(np.isnan(got), np.isnan(want)), (target, alpha, got, want)
             assert _agrees(got, want), (target, alpha, got, want)
