@@ -17,8 +17,11 @@ consumer that reads it when
      own axis variables, each once, over the same extents (each element of `t` is then
      computed exactly once, where it is read).
 Under those conditions the fused form does the same operations in one kernel fewer and
-never writes or reads `t`, so the cost model rates it no worse on any target; the e-graph
-still holds every other form the rules find from it. The walk carries a renaming of the
+never writes or reads `t` (on the GPU targets the cost model rates it cheaper by a launch
+and `t`'s traffic; on the CPU target a fused kernel may cross the size at which it runs
+compiled, which the model prices by the loop rates: a 20-statement chain at 1024 x 1024
+is modeled 7.39 ms fused against 7.53 ms as the e-graph split it, and runs in 12 ms
+against 59); the e-graph still holds every other form the rules find from it. The walk carries a renaming of the
 producer's variables into the consumer's, so a chain fuses in one pass, linear in its
 length. It runs only where the inline family does (`optimize(rules=...)` without inline
 leaves the program as lowered).
