@@ -10,10 +10,11 @@ import sys
 import threading
 import time
 
+import numpy as np
+
 from egglog import Ruleset
 
 from . import alpha, assume, egraph, explain
-from .prefuse import prefuse
 from .args import bind_args, check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
@@ -21,6 +22,7 @@ from .extract import ExtractionCycle, Extractor
 from .limits import ANALYSIS_SHARE, Limits, give_back_memory, rare_full_collections
 from .lower import lower
 from .plan import Kernel, describe, form_kernels, input_items, plan_costing
+from .prefuse import prefuse
 from .terms import show, walk
 
 __all__ = ["optimize", "Plan", "Kernel", "Limits"]
@@ -85,7 +87,9 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
         raise ArgumentError(f"extract must be 'auto', 'greedy' or 'ilp', got {extract!r}")
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
         raise ArgumentError(f"candidates must be a whole number of plans, at least 1, got {candidates!r}")
-    shapes = dict(shapes)
+    # sizes as Python ints: a numpy integer would carry its own width into size arithmetic
+    # (np.uint8(200) * 2 is 144)
+    shapes = {k: int(v) if isinstance(v, np.integer) else v for k, v in shapes.items()}
     limits = Limits() if limits is None else limits
     if not isinstance(limits, Limits):
         raise ArgumentError(f"limits must be an eqsat.Limits, got {type(limits).__name__}")

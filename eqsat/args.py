@@ -46,7 +46,11 @@ def bind_args(prog, args, shapes=None, copy=True) -> tuple[list, dict]:
     if len(args) != len(prog.params):
         names = ", ".join(p.name for p in prog.params)
         raise ArgumentError(f"{prog.name} takes {len(prog.params)} arguments ({names}), got {len(args)}")
-    dims = dict(shapes or {})
+    dims = {}
+    for d, v in (shapes or {}).items():
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ArgumentError(f"dimension {d!r} must be an int, got {v!r}")
+        dims[d] = int(v)  # (a numpy integer would carry its width into size arithmetic)
     out = []
     for p, a in zip(prog.params, args):
         if p.dtype is int:  # an integer parameter: a size like a dimension, passed as an argument

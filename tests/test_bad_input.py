@@ -1402,3 +1402,33 @@ def test_modulo_by_a_loop_variable():
             return y
 
     expect_program_error(build, "modi", "positive constant divisor")
+
+
+def test_numpy_integer_sizes_are_sizes_not_narrow_integers(tmp_program):
+    """`{"M": np.uint8(200)}` once kept its width: `M * 2` was 144 in the plan (128 of 200
+    results wrong) and `np.int16(200)` made `M * M` negative (a bounds error blaming the
+    program). Sizes are Python ints from optimize() and reference() on; a size that is no
+    int at all is an ArgumentError naming the dimension."""
+    prog = tmp_program("""
+@program
+def up(x: f32["M"]) -> f32["M"]:
+    y = empty((M * 2,))
+    for i in range(M * 2):
+        y[i] = x[i // 2] + 1.0
+    z = empty((M * M,))
+    for i in range(M * M):
+        z[i] = 0.5
+    s = empty((M,))
+    for i in range(M):
+        s[i] = y[2 * i] + y[2 * i + 1] + z[i * M]
+    return s
+""")
+    x = np.random.default_rng(0).standard_normal(200).astype(np.float32)
+    want = eqsat.reference(prog, x)
+    for m in (np.uint8(200), np.int16(200), np.int64(200)):
+        assert np.array_equal(eqsat.reference(prog, x, shapes={"M": m}), want)
+        for target, backend in (("cpu", "numpy"), ("h100", "triton")):
+            got = eqsat.optimize(prog, {"M": m}, target=target).run(x, backend=backend)
+            assert np.allclose(got, want, rtol=1e-6), (m, target)
+    with pytest.raises(eqsat.ArgumentError, match="dimension 'M' must be an int, got '200'"):
+        eqsat.reference(prog, x, shapes={"M": "200"})
