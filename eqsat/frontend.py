@@ -73,6 +73,14 @@ class _Parser:
         return ProgramError(msg, self.loc(node))
 
     def resolve_global(self, name: str):
+        """What a name the function does not bind means to Python: an enclosing function's
+        variable (a closure cell) first, then the module's globals, then the builtins."""
+        code = getattr(self.fn, "__code__", None)
+        if code is not None and name in code.co_freevars and self.fn.__closure__:
+            try:
+                return self.fn.__closure__[code.co_freevars.index(name)].cell_contents
+            except ValueError:  # an empty cell: not yet bound in the enclosing function
+                return None
         if name in self.globals:
             return self.globals[name]
         return getattr(builtins, name, None)
@@ -706,6 +714,10 @@ class _Parser:
             raise self.err(e, "keyword arguments are not supported")
         if name is None:
             shown = ast.unparse(e.func)
+            code = getattr(self.fn, "__code__", None)
+            if isinstance(e.func, ast.Name) and code is not None and e.func.id in code.co_freevars:
+                raise self.err(e, f"unsupported function {shown!r}: here it is a variable of the enclosing "
+                                  f"function, not one of eqsat's functions")
             raise self.err(e, f"unsupported function {shown!r}")
         if name in ("empty", "zeros"):
             raise self.err(e, f"{name}(...) must be assigned directly to a name, outside loops")

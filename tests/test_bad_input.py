@@ -1432,3 +1432,34 @@ def up(x: f32["M"]) -> f32["M"]:
             assert np.allclose(got, want, rtol=1e-6), (m, target)
     with pytest.raises(eqsat.ArgumentError, match="dimension 'M' must be an int, got '200'"):
         eqsat.reference(prog, x, shapes={"M": "200"})
+
+
+def test_a_closure_variable_shadowing_a_library_function():
+    """Python calls the enclosing function's `relu`, not eqsat's: the plan once compiled
+    eqsat's relu while `reference` ran the closure's (silently different results)."""
+    from eqsat import relu
+
+    def make():
+        relu = lambda v: v * 2.0  # noqa: E731 - shadows the imported relu in here
+        @program
+        def g(x: f32["N"]) -> f32["N"]:
+            return relu(x)  # ERR:closure-fn
+        return g
+
+    expect_program_error(make, "closure-fn", "'relu'", "enclosing function")
+    assert relu is not None
+
+
+def test_a_closure_holding_a_library_function_is_that_function():
+    from eqsat import relu as eqsat_relu
+
+    def make():
+        act = eqsat_relu
+        @program
+        def g(x: f32["N"]) -> f32["N"]:
+            return act(x) * 2.0
+        return g
+
+    g = make()
+    x = np.array([-1.0, 2.0], np.float32)
+    assert np.array_equal(eqsat.optimize(g, {"N": 2}).run(x), eqsat.reference(g, x))
