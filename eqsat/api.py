@@ -77,6 +77,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     and `plan.fallback`, the exact plan, on the others (`eqsat/assume.py`).
     """
     check_program(prog, "optimize()")
+    prog = prog.current()  # module-level constants as they are now
     # terms of a long chain of layers are deep; Python 3.11 recursion does not use the C
     # stack for Python-to-Python calls, so a higher limit is safe
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 50_000))

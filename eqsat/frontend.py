@@ -50,6 +50,7 @@ class _Parser:
         if isinstance(self.tree.body[0], ast.If):
             self.tree.body = self.tree.body[0].body
         self.globals = fn.__globals__
+        self.constants: dict = {}  # module-level constants read, as read (`Program.current`)
         self.sym: dict[str, tuple] = {}  # name -> (kind, type)
         # a name bound to a view of a tensor (`v = c`, `v = c.T`, `r = c[i]`) -> (its expression
         # over the memory's owner, the loop depth it was bound at, where); uses are substituted
@@ -158,7 +159,7 @@ class _Parser:
                 kinds[s.name] = s.kind
         dims += [p.name for p in params if p.dtype is int]  # integer parameters: sizes given per call
         return Program(fdef.name, params, stmts, returns, dims, self.file, self.fn, self.loc(fdef), kinds,
-                       out_dtypes)
+                       out_dtypes, dict(self.constants))
 
     def parse_params(self, fdef) -> list:
         a = fdef.args
@@ -546,6 +547,7 @@ class _Parser:
             if e.id not in self.loopvars and e.id not in self.sym:
                 g = self.globals.get(e.id)
                 if isinstance(g, int) and not isinstance(g, bool):
+                    self.constants[e.id] = g
                     return ("int", g)  # a module-level integer constant
                 raise self.err(e, _undefined(e.id, self.ended_loops))
             return ("name", e.id)
@@ -606,6 +608,7 @@ class _Parser:
             if e.id in self.loopvars:
                 return Dim(loc, e.id)  # a loop variable's value (in a condition or an expression)
             if e.id not in self.sym and e.id not in self.loopvars and _constant(self.globals.get(e.id)):
+                self.constants[e.id] = self.globals[e.id]
                 return Const(loc, float(self.globals[e.id]))  # a module-level constant
             kind, ty = self.lookup(e, e.id)
             if kind == "dim":

@@ -198,6 +198,22 @@ class Program:
     loc: Loc
     buffer_kinds: dict = field(default_factory=dict)  # buffer name -> "zeros"/"empty"
     out_dtypes: tuple = ()  # each returned value's declared dtype (lang.DType)
+    # module-level constants the program reads (name -> value when it was parsed): a plan
+    # uses their values at optimize() time, as Python would at a call (`current`)
+    constants: dict = field(default_factory=dict)
+
+    def current(self) -> "Program":
+        """This program, or, where a module-level constant it reads has changed since it was
+        parsed, the function parsed again (so a plan and `reference` agree on its value)."""
+        g = getattr(self.fn, "__globals__", {})
+        missing = object()
+        for name, v in self.constants.items():
+            now = g.get(name, missing)
+            if now is not v and now != v:
+                from .frontend import program
+
+                return program(self.fn)
+        return self
 
     def __call__(self, *args, **kwargs):
         from .reference import reference

@@ -288,3 +288,27 @@ def test_attention_reads_scores_from_one_matmul(tmp_program):
     args = random_args(prog, dims, seed=2)
     want = eqsat.reference(prog, *args)
     assert rel_err(plan.run(*args), want) < 1e-5, plan
+
+
+def test_a_module_constant_is_read_when_the_plan_is_made(tmp_program):
+    """A plan uses a module-level constant's value at optimize() time, as Python reads it at
+    a call: changed after `@program` parsed the function, a plan once kept the old value
+    while `reference` used the new one."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = x[i] * SCALE + x[(i + T) % N]
+    return y
+''')
+    x = np.arange(1, 7, dtype=np.float32)
+    plan1 = eqsat.optimize(prog, D)
+    first = plan1.run(x)
+    assert np.array_equal(first, eqsat.reference(prog, x))
+    prog.fn.__globals__["SCALE"], prog.fn.__globals__["T"] = 3.0, 1
+    want = eqsat.reference(prog, x)
+    assert not np.array_equal(want, first)
+    for backend in ("numpy", "triton"):
+        assert np.array_equal(eqsat.optimize(prog, D).run(x, backend=backend), want), backend
+    assert np.array_equal(plan1.run(x, backend="numpy"), first)  # a plan made earlier keeps its values
