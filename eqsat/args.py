@@ -37,10 +37,12 @@ def _scalar(p, prog, a):
     return np.float32(lang.round_to(arr, p.dtype)) if p.dtype.name != "f32" else np.float32(arr)
 
 
-def bind_args(prog, args, shapes=None, copy=True) -> tuple[list, dict]:
+def bind_args(prog, args, shapes=None, copy=True, keep=frozenset()) -> tuple[list, dict]:
     """Convert `args` to float32 numpy values and return them with the dims they imply.
 
-    Every dim must get one size: from `shapes`, or from the arguments' shapes.
+    Every dim must get one size: from `shapes`, or from the arguments' shapes. Tensors at
+    the positions in `keep` are checked (rank, sizes) and returned as they are (a runner
+    that keeps device tensors where they are checks them with a stand-in of their shape).
     """
     check_program(prog, "this call")
     if len(args) != len(prog.params):
@@ -52,7 +54,7 @@ def bind_args(prog, args, shapes=None, copy=True) -> tuple[list, dict]:
             raise ArgumentError(f"dimension {d!r} must be an int, got {v!r}")
         dims[d] = int(v)  # (a numpy integer would carry its width into size arithmetic)
     out = []
-    for p, a in zip(prog.params, args):
+    for pos, (p, a) in enumerate(zip(prog.params, args)):
         if p.dtype is int:  # an integer parameter: a size like a dimension, passed as an argument
             if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
                 raise ArgumentError(f"parameter {p.name!r} of {prog.name} is an int, got {a!r}")
@@ -79,6 +81,9 @@ def bind_args(prog, args, shapes=None, copy=True) -> tuple[list, dict]:
             elif dims.setdefault(d, n) != n:
                 raise ArgumentError(f"dimension {d!r} is {dims[d]} but parameter {p.name!r} has size {n} there "
                                     f"(shape {tuple(arr.shape)})")
+        if pos in keep:
+            out.append(a)
+            continue
         # parameters are passed by value: `reference` runs the user's code on a copy; a plan's
         # kernels never write their inputs (a nest kept as written copies what it updates)
         if p.dtype.name != "f32":  # a narrower dtype: its values are what it can represent

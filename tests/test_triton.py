@@ -705,3 +705,32 @@ def big(a: f32["N"]) -> f32["N"]:
         for target, backend in (("h100", "triton"), ("cpu", "numpy")):
             got = np.asarray(eqsat.optimize(prog, shapes, target=target).run(*args, backend=backend))
             assert np.allclose(got, want, rtol=1e-6), (prog.name, target, np.abs(got - want).max())
+
+
+def test_every_argument_is_checked_also_beside_device_tensors(tmp_program):
+    """The runner keeps device tensors where they are; it once took any argument that was no
+    host value (a device tensor, or None) as a sign to check tensor shapes only, so an int
+    parameter passed as None, or another value than the plan's, ran as the plan's. A tensor
+    on torch's `meta` device stands in for a GPU one here: the checks come before any
+    computation."""
+    import numpy as np
+    import torch
+
+    prog = tmp_program("""
+@program
+def scale(x: f32["N"], k: int, s: f32) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = x[i] * k * s
+    return y
+""")
+    plan = eqsat.optimize(prog, {"N": 4, "k": 3})
+    x = np.arange(4, dtype=np.float32)
+    meta = torch.empty(4, device="meta")
+    for args, msg in (((x, None, 1.0), "'k' of scale is an int"), ((meta, None, 1.0), "'k' of scale is an int"),
+                      ((meta, 5, 1.0), "k=3"), ((torch.empty(5, device="meta"), 3, 1.0), "N"),
+                      ((meta, 3, "a"), "'s' of scale is a real scalar"),
+                      ((torch.empty(4, device="meta", dtype=torch.bool), 3, 1.0), "real numeric")):
+        with pytest.raises(eqsat.ArgumentError, match=msg):
+            plan.run(*args, backend="triton")
+    assert np.array_equal(plan.run(x, 3, 2.0, backend="triton"), x * 6)
