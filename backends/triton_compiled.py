@@ -17,6 +17,7 @@ for the life of this runner). `configs` says what each used and why.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 
@@ -30,6 +31,10 @@ from . import numpy_backend, tuning
 from .triton_backend import DOT16, DOT16_INTERPRETED, _cache_dir, _ensure_triton, _kernels, source
 
 _STATE = threading.local()  # `launching`: inside a kernel launch (the interpreter's own copies)
+# Triton's interpreter patches `triton.language` for the kernel it runs, process-wide: two
+# interpreted launches at once break each other ("Did you forget to add @triton.jit ?"),
+# so interpreted launches take turns (compiled ones on a GPU need no lock)
+_INTERPRETER_LOCK = threading.Lock()
 
 
 def launching() -> bool:
@@ -44,6 +49,7 @@ class TritonCompiled:
         self.torch = torch
         self.plan = plan
         self.device = "cpu" if interpret else "cuda"
+        self.lock = _INTERPRETER_LOCK if interpret else contextlib.nullcontext()
         self.precision = "ieee" if interpret else os.environ.get("EQSAT_TRITON_PRECISION", "tf32")
         generated = _kernels(plan, self.precision, DOT16_INTERPRETED if interpret else DOT16)
         src = source(plan, kernels=generated)
@@ -113,7 +119,8 @@ class TritonCompiled:
                 if g.gemm_size and self.tuner.on:
                     self._launch_tuned(g, fn, out, call)
                 else:  # no GPU: the default tile, launched as it always was
-                    fn[g.grid](out, *call, **g.meta)
+                    with self.lock:
+                        fn[g.grid](out, *call, **g.meta)
             finally:
                 _STATE.launching = False
             env.values[g.k.term] = out

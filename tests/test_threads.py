@@ -39,3 +39,26 @@ def test_optimize_and_run_from_four_threads():
         kinds = {tuple(k) for j, (_, k) in enumerate(results) if j % len(cases) == i}
         assert len(kinds) == 1, (cases[i][1].name, kinds)
     assert np.isfinite([err for err, _ in results]).all()
+
+
+def test_triton_runs_from_four_threads(tmp_program):
+    """One plan run on Triton from four threads at once: Triton's interpreter patches
+    `triton.language` process-wide while a kernel runs, so interpreted launches once broke
+    each other ("Did you forget to add @triton.jit ?"); they take turns now."""
+    prog = tmp_program("""
+@program
+def lin(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
+    return relu(x @ w + b)
+""")
+    plan = eqsat.optimize(prog, {"M": 5, "K": 4, "N": 3})
+    x = np.ones((5, 4), np.float32)
+
+    def work(t):
+        w, b = np.full((4, 3), float(t), np.float32), np.full(3, -1.0, np.float32)
+        want = eqsat.reference(prog, x, w, b)
+        for _ in range(8):
+            assert np.allclose(plan.run(x, w, b, backend="triton"), want)
+        return t
+
+    with ThreadPoolExecutor(4) as pool:
+        assert sorted(pool.map(work, range(4))) == [0, 1, 2, 3]
