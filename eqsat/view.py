@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
 
 from .viewdata import page_data
 
@@ -35,9 +36,23 @@ def render(plan) -> str:
 
 
 def write(plan, path) -> str:
+    """Write the page to the file `path` (a str or os.PathLike; an int would be a file
+    descriptor to `open`, which it then closes: refused)."""
+    from .errors import ArgumentError
+
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise ArgumentError(f"plan.view(path): path must be a file name, got {path!r}")
+    if os.path.isdir(path):
+        raise ArgumentError(f"plan.view(path): {str(path)!r} is a directory; name the HTML file to write")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ArgumentError(f"plan.view(path): the directory {parent!r} does not exist")
     text = render(plan)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise ArgumentError(f"plan.view(path): cannot write {str(path)!r}: {e.strerror}") from None
     return str(path)
 
 
