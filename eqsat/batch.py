@@ -26,8 +26,16 @@ def optimize_many(items, *, workers: int | None = None, executor: Executor | Non
               executor runs the same calls on many machines.
     progress: a progress bar (default: on for 20 items or more).
     """
-    jobs = [_job(i, item, options) for i, item in enumerate(items)]
-    results: list = [None] * len(jobs)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ArgumentError(f"optimize_many: workers must be a whole number of processes, at least 1, got {workers!r}")
+    items = list(items)
+    results: list = [None] * len(items)
+    jobs = []
+    for i, item in enumerate(items):
+        try:
+            jobs.append(_job(i, item, options))
+        except ArgumentError as e:  # a malformed item is that item's error, as a failing one is
+            results[i] = e
     own = executor is None
     if own:
         import multiprocessing

@@ -10,9 +10,10 @@ def test_optimize_many_matches_sequential_calls():
     cases = [load_case(p) for p in corpus_paths()]
     items = [(prog, mod.SHAPES) for mod, prog in cases]
     items.append((cases[0][1], {"nope": 3}))  # a bad item: its error comes back, the batch goes on
+    items.append("not an item")  # a malformed one too
     out = eqsat.optimize_many(items, workers=2, progress=False)
     assert len(out) == len(items)
-    assert isinstance(out[-1], eqsat.ArgumentError)
+    assert isinstance(out[-2], eqsat.ArgumentError) and isinstance(out[-1], eqsat.ArgumentError)
     for (mod, prog), plan in zip(cases, out):
         assert isinstance(plan, eqsat.Plan), plan
         alone = eqsat.optimize(prog, mod.SHAPES)
@@ -70,3 +71,12 @@ def test_plans_do_not_depend_on_the_process(tmp_path):
     assert len(seen) == 1, seen
     (roots,) = seen
     assert "matmul" in roots and "transpose(transpose(" not in roots, roots
+
+
+def test_workers_must_be_a_positive_count():
+    import pytest
+
+    mod, prog = load_case(next(iter(corpus_paths())))
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(eqsat.ArgumentError, match="workers"):
+            eqsat.optimize_many([(prog, mod.SHAPES)], workers=bad)
