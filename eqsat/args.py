@@ -6,6 +6,8 @@ import numpy as np
 from . import lang
 from .errors import ArgumentError
 
+MAX_SIZE = 2**62  # sizes and integer parameters are egglog i64s, with room for their arithmetic
+
 
 def to_numpy(x):
     """A numpy view of `x` (numpy array, torch tensor, or anything array-like)."""
@@ -105,9 +107,13 @@ def check_dims(prog, dims: dict) -> None:
     for d in prog.dims:
         v = dims[d]
         if d in ints and isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            if abs(v) > MAX_SIZE:
+                raise ArgumentError(f"integer parameter {d!r} is {v}: too large (sizes stop at 2**62)")
             continue  # an integer parameter may be negative
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
             raise ArgumentError(f"dimension {d!r} must be a non-negative int, got {v!r}")
+        if v > MAX_SIZE:
+            raise ArgumentError(f"dimension {d!r} is {v}: too large (sizes stop at 2**62, egglog's integers)")
 
 
 def random_args(prog, dims: dict, seed: int = 0) -> list:

@@ -30,9 +30,8 @@ import traceback
 
 import numpy as np
 
-from .args import random_args
+from .args import MAX_SIZE, random_args
 
-MAX_SIZE = 2**62
 MAX_CHECK_ELEMENTS = 2**28  # inputs up to 1 GiB of f32 are made and run by the check
 RECIPE = "eqsat-plan-recipe"
 

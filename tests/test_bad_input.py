@@ -1463,3 +1463,8 @@ def test_a_closure_holding_a_library_function_is_that_function():
     g = make()
     x = np.array([-1.0, 2.0], np.float32)
     assert np.array_equal(eqsat.optimize(g, {"N": 2}).run(x), eqsat.reference(g, x))
+
+
+def test_a_size_past_egglogs_integers_is_refused_plainly():
+    with pytest.raises(eqsat.ArgumentError, match="too large"):
+        eqsat.optimize(matmul_prog, {"M": 2**70, "K": 4, "N": 3})
