@@ -332,9 +332,13 @@ def _rule_list(rules) -> list:
 def _user_sources(rules) -> list:
     """(label, source) of every rule source in `rules` that is not a built-in family."""
     out = []
+    from .rules import FAMILIES
+
     for r in _rule_list(rules):
         if _is_family(r):
             continue
+        if isinstance(r, (str, os.PathLike)) and not os.path.isfile(r):  # a typo is not an unsound rule
+            raise ArgumentError(f"unknown rule family or file {r!r}; families: {', '.join(FAMILIES)}")
         label = (str(r) if isinstance(r, (str, os.PathLike)) else
                  getattr(r, "__file__", None) or str(getattr(r, "name", None) or getattr(r, "__name__", r)))
         out.append((label, r))

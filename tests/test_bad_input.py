@@ -1468,3 +1468,9 @@ def test_a_closure_holding_a_library_function_is_that_function():
 def test_a_size_past_egglogs_integers_is_refused_plainly():
     with pytest.raises(eqsat.ArgumentError, match="too large"):
         eqsat.optimize(matmul_prog, {"M": 2**70, "K": 4, "N": 3})
+
+
+def test_an_unknown_rule_family_is_named_as_such():
+    """A typo in `rules=` once came back as an UnsoundRule from the rule check's probes."""
+    with pytest.raises(eqsat.ArgumentError, match="unknown rule family or file 'inlien'"):
+        eqsat.optimize(matmul_prog, {"M": 4, "K": 3, "N": 5}, rules=["inlien", "matmul"])
