@@ -150,6 +150,9 @@ def check(user_sources: list, builtin: list) -> None:
             except EqsatError as e:
                 err = UnsoundRule(f"rule source {label}: probe program {prog.name!r} failed with it: {e}")
                 break
+            except Exception as e:  # noqa: BLE001 - egglog refusing the rules (a sort mismatch, say)
+                err = UnsoundRule(f"rule source {label}: egglog cannot use its rules: {type(e).__name__}: {e}")
+                break
             scale = max(float(np.linalg.norm(want)), 1e-6)
             if got.shape != want.shape or not np.isfinite(got).all() or float(np.linalg.norm(got - want)) / scale > 1e-4:
                 err = UnsoundRule(

@@ -98,3 +98,20 @@ def ruleset(x: Sc):
     prog = tmp_program(PROGRAM)
     with pytest.raises(EqsatError, match="merge_constants.py"):
         eqsat.optimize(prog, {"M": 2, "N": 3}, rules=[str(path)])
+
+
+def test_a_rule_file_egglog_cannot_use_is_refused_naming_it(tmp_path, tmp_program, checking):
+    """A rewrite from a scalar to a tensor: egglog refuses it when the rules are built, which
+    once surfaced as its raw ConvertError, naming no file."""
+    path = tmp_path / "wrong_sort.py"
+    path.write_text('''
+from egglog import rewrite, ruleset
+from eqsat.sorts import Sc, Ten
+
+@ruleset
+def ruleset(a: Sc, t: Ten):
+    yield rewrite(Sc.fn("relu", a)).to(t)
+''')
+    prog = tmp_program(PROGRAM)
+    with pytest.raises(rulecheck.UnsoundRule, match=f"{path}: egglog cannot use its rules: ConvertError"):
+        eqsat.optimize(prog, {"M": 2, "N": 3}, rules=["inline", str(path)])
