@@ -67,6 +67,8 @@ def bind_args(prog, args, shapes=None, copy=True, keep=frozenset()) -> tuple[lis
         if p.shape is None:
             out.append(_scalar(p, prog, a))
             continue
+        if a is None:
+            raise ArgumentError(f"parameter {p.name!r} of {prog.name} is a tensor {list(p.shape)}, got None")
         try:
             arr = to_numpy(a)
         except Exception as e:

@@ -728,6 +728,7 @@ def scale(x: f32["N"], k: int, s: f32) -> f32["N"]:
     x = np.arange(4, dtype=np.float32)
     meta = torch.empty(4, device="meta")
     for args, msg in (((x, None, 1.0), "'k' of scale is an int"), ((meta, None, 1.0), "'k' of scale is an int"),
+                      ((None, 3, 1.0), "'x' of scale is a tensor \\['N'\\], got None"),
                       ((meta, 5, 1.0), "k=3"), ((torch.empty(5, device="meta"), 3, 1.0), "N"),
                       ((meta, 3, "a"), "'s' of scale is a real scalar"),
                       ((torch.empty(4, device="meta", dtype=torch.bool), 3, 1.0), "real numeric")):
