@@ -139,6 +139,7 @@ def check(user_sources: list, builtin: list) -> None:
                 raise _CHECKED[key]
             continue
         err = None
+        matched: dict = {}
         rng = np.random.default_rng(0)
         for prog in _probes():
             args = _program_args(prog, DIMS, rng)
@@ -153,6 +154,8 @@ def check(user_sources: list, builtin: list) -> None:
             except Exception as e:  # noqa: BLE001 - egglog refusing the rules (a sort mismatch, say)
                 err = UnsoundRule(f"rule source {label}: egglog cannot use its rules: {type(e).__name__}: {e}")
                 break
+            for name, n in plan.report.rule_matches.items():
+                matched[name] = matched.get(name, 0) + n
             scale = max(float(np.linalg.norm(want)), 1e-6)
             if got.shape != want.shape or not np.isfinite(got).all() or float(np.linalg.norm(got - want)) / scale > 1e-4:
                 err = UnsoundRule(
@@ -163,6 +166,30 @@ def check(user_sources: list, builtin: list) -> None:
         _CHECKED[key] = err
         if err is not None:
             raise err
+        _warn_unchecked(label, source, matched)
+
+
+def _warn_unchecked(label, source, matched: dict) -> None:
+    """Warn (once per source) about its rules that no probe matched: those are trusted
+    unchecked (`sqrt(a * a) -> a` is unsound for a < 0, and no probe has a sqrt of a square)."""
+    import warnings
+
+    from .api import resolve_rules
+
+    try:
+        (family, ruleset, _), = resolve_rules([source])
+        never = [n for n in rule_names(family, ruleset) if not matched.get(n)]
+    except Exception:  # noqa: BLE001 - naming its rules is a courtesy; the check itself passed
+        return
+    if never:
+        shown = "; ".join(never[:5]) + (f"; and {len(never) - 5} more" if len(never) > 5 else "")
+        warnings.warn(f"rule source {label}: {len(never)} of its rules matched no probe program, so they are "
+                      f"trusted unchecked ({shown}); `eqsat check-rules {label} --programs <your program file>` checks them "
+                      f"on a program of yours", UnsoundRuleWarning, stacklevel=4)
+
+
+class UnsoundRuleWarning(UserWarning):
+    """Some rules of a user's rule source could not be checked (no probe matched them)."""
 
 
 # ---------------------------------------------------------------------- examine (the CLI's check)

@@ -115,3 +115,27 @@ def ruleset(a: Sc, t: Ten):
     prog = tmp_program(PROGRAM)
     with pytest.raises(rulecheck.UnsoundRule, match=f"{path}: egglog cannot use its rules: ConvertError"):
         eqsat.optimize(prog, {"M": 2, "N": 3}, rules=["inline", str(path)])
+
+
+def test_rules_no_probe_matched_are_named_in_a_warning(tmp_path, tmp_program, checking):
+    """`sqrt(a * a) -> a` is unsound for a < 0, and no probe holds a sqrt of a square: the
+    probes cannot refuse it, so optimize() says it went unchecked (once per source)."""
+    path = tmp_path / "sqrt_square.py"
+    path.write_text('''
+from egglog import rewrite, ruleset
+from eqsat.sorts import Sc
+
+@ruleset
+def ruleset(a: Sc):
+    yield rewrite(Sc.fn("sqrt", Sc.mul(a, a))).to(a)
+''')
+    prog = tmp_program(PROGRAM)
+    with pytest.warns(rulecheck.UnsoundRuleWarning, match=r"sqrt_square.py: 1 of its rules matched no probe"):
+        eqsat.optimize(prog, {"M": 2, "N": 3}, rules=["inline", str(path)])
+    sound = tmp_path / "commute.py"
+    sound.write_text(SOUND)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rulecheck.UnsoundRuleWarning)
+        eqsat.optimize(prog, {"M": 2, "N": 3}, rules=["inline", str(sound)])  # its one rule matches probes
