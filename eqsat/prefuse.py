@@ -90,7 +90,10 @@ class _Fuser:
                 self._fusable(s.args[0], s.args[1], dims):
             p = s.args[0]
             idx = [self.scalar(i, env, dims, True, in_red) for i in unlist(s.args[1])]
-            renaming = {v: i for (v, _), i in zip(unlist(p.args[0]), idx)}
+            # (`p` may be open, inside its reader's loops: its free variables are the reader's,
+            # renamed as the reader's are)
+            renaming = {**env} if env else {}
+            renaming.update((v, i) for (v, _), i in zip(unlist(p.args[0]), idx))
             self.envs.append(renaming)
             self.fused += 1
             got = self.scalar(p.args[1], renaming, unlist(p.args[0]), self.uses.get(p.args[1], 0) == 1, False)

@@ -117,3 +117,33 @@ def test_without_the_inline_family_the_program_stays_as_lowered(tmp_program):
     prog = tmp_program(CASES["chain"][0])
     plan = eqsat.optimize(prog, D, rules=["epilogue"])
     assert len(plan.kernels) == 3, plan
+
+
+def test_statements_inside_a_loop_fuse_with_the_loops_variables(tmp_program):
+    """Tensor-level statements inside a loop are computations open in its variable (`t`
+    is a fresh value each iteration); fused, their bodies keep reading `x[i]`, renamed as
+    their reader's variables are."""
+    prog = tmp_program('''
+@program
+def p(x: f32["M", "N"], b: f32["N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        t = exp(x[i]) * 2.0
+        u = t * 3.0 + b
+        v = relu(u) - t * 0.5
+        y[i] = v * x[i] + 1.0
+    return y
+''')
+    low = lower(prog, D)
+    out = prefuse(low)
+
+    def computes(lw):
+        return _computes(list(lw.roots) + [x for pair in lw.unions for x in pair])
+
+    assert computes(out) < computes(low)
+    args = random_args(prog, D, seed=4)
+    want = eqsat.reference(prog, *args)
+    for target, backend in (("h100", "triton"), ("cpu", "numpy")):
+        plan = eqsat.optimize(prog, D, target=target)
+        assert [k.kind for k in plan.kernels] == ["pointwise"], plan
+        assert rel_err(plan.run(*args, backend=backend), want) < 1e-5, target
