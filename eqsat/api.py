@@ -494,6 +494,14 @@ class Plan:
             runners[backend] = c
         return c
 
+    def __deepcopy__(self, memo):
+        """A Plan is not changed once optimize() has made it, so a deep copy shares its parts
+        (egglog's rule declarations it holds cannot be copied: `copy.deepcopy` failed)."""
+        import copy
+
+        new = memo[id(self)] = copy.copy(self)
+        return new
+
     def as_written(self) -> bool:
         """Is this plan the program as written (its lowered terms, none rewritten)?"""
         return len(self.roots) == len(self.lowered.roots) and all(

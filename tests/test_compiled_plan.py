@@ -132,3 +132,18 @@ def double(x: f32["N"]) -> f32["N"]:
         registry._BACKENDS.pop("echo")
     with pytest.raises(ArgumentError, match="'numpy', 'triton'"):
         plan.run(x, backend="cuda-graphs")
+
+
+def test_a_plan_can_be_deep_copied():
+    import copy
+
+    import numpy as np
+
+    from conftest import corpus_paths, load_case, random_args
+
+    mod, prog = load_case(next(p for p in corpus_paths() if p.stem == "linear_bias_relu"))
+    plan = eqsat.optimize(prog, mod.SHAPES)
+    twin = copy.deepcopy({"plan": plan})["plan"]
+    args = random_args(prog, mod.SHAPES, 2)
+    assert twin is not plan and np.array_equal(twin.run(*args), plan.run(*args))
+    assert [k.kind for k in twin.kernels] == [k.kind for k in plan.kernels]
