@@ -208,7 +208,8 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     extract_seconds = time.perf_counter() - t2
     t = lap("price forms", t)
     view = explain.egraph_view(ext, root_classes, lowered.roots if chosen != "as written" else None,
-                               _rule_table(families), report.rule_matches, renamed.get(chosen))
+                               _rule_table(families), report.rule_matches, renamed.get(chosen),
+                               fused_roots=start.roots if start is not lowered else None)
     t = lap("explain", t)
     names = [n for n, _, _ in families]
     plan = Plan(prog, shapes, target, lowered, roots, report, names, costing)

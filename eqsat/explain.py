@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 
 from .extract import Extractor
-from .provenance import AS_WRITTEN, RuleTable
+from .provenance import AS_WRITTEN, PREFUSED, RuleTable
 from .terms import Node, show, show_ix, show_var, unlist, walk
 
 LIMIT = 400  # e-classes kept for the viewer, nearest the roots first
@@ -17,14 +17,17 @@ LIMIT = 400  # e-classes kept for the viewer, nearest the roots first
 
 class View:
     def __init__(self, data: dict, node_cls: dict, written: set, table: RuleTable, fired: dict,
-                 class_ops: dict):
+                 class_ops: dict, fused: set = frozenset()):
         self.data = data
         self._class_ops = class_ops
         self._node_cls, self._written, self._table, self._fired = node_cls, written, table, fired
+        self._fused = fused
 
     def rules_for(self, n: Node) -> list:
         if n in self._written:
             return [AS_WRITTEN]
+        if n in self._fused:
+            return [PREFUSED]
         cid = self._node_cls.get(n)
         return self._table.candidates(n.op, self._fired, self._class_ops.get(cid))
 
@@ -120,15 +123,18 @@ def _post_order(root: Node) -> list:
 
 
 def egraph_view(ext: Extractor, roots: list, written_roots, table: RuleTable, fired: dict,
-                rename: dict | None = None, limit: int = LIMIT) -> View:
+                rename: dict | None = None, limit: int = LIMIT, fused_roots=None) -> View:
     """`written_roots`: the program as written, or None when that is what was chosen (then
     no e-node is marked chosen). Call with `ext` in its final state (its override set
     when the ILP's choice won). `rename`: decoded term -> the plan's term, where the plan's
-    binders were renamed (eqsat/alpha.py)."""
+    binders were renamed (eqsat/alpha.py). `fused_roots`: the program the e-graph started
+    from where `eqsat/prefuse.py` fused some of it (its new e-nodes are labelled so)."""
     written = set()
     for r in written_roots or ():
         written.update(walk(r))
     written_ids = _written_enodes(ext, written_roots or ())
+    fused_ids = _written_enodes(ext, fused_roots) - written_ids if fused_roots and written_roots else set()
+    fused: set = set()
     node_cls: dict = {}
     chosen: dict = {}
     if written_roots is not None:
@@ -143,6 +149,8 @@ def egraph_view(ext: Extractor, roots: list, written_roots, table: RuleTable, fi
                 chosen[cid] = (pick, memo[cid])
                 if pick.id in written_ids:
                     written.add(memo[cid])
+                elif pick.id in fused_ids:
+                    fused.add(memo[cid])
                 if pick.op == "Ten.fused":  # its epilogue's scalars, chosen in context
                     _map_epilogue(memo[cid].args[1], pick.args[1][1], ext.epi_choice.get(pick.id, {}),
                                   node_cls, written, written_ids, chosen)
@@ -168,7 +176,8 @@ def egraph_view(ext: Extractor, roots: list, written_roots, table: RuleTable, fi
             is_chosen = pick is not None and pick[0].id == n.id
             if is_chosen:
                 entry["chosen"] = i
-            rules = [AS_WRITTEN] if n.id in written_ids else table.candidates(n.op, fired, ops)
+            rules = [AS_WRITTEN] if n.id in written_ids else [PREFUSED] if n.id in fused_ids else \
+                table.candidates(n.op, fired, ops)
             args = []
             for kind, v in n.args:
                 if kind == "p":
@@ -191,8 +200,9 @@ def egraph_view(ext: Extractor, roots: list, written_roots, table: RuleTable, fi
             renamed.setdefault(rename.get(n, n), cid)
         node_cls = renamed
         written = written | {rename[n] for n in written if n in rename}
+        fused = fused | {rename[n] for n in fused if n in rename}
     class_ops = {cid: {n.op for n in ext.g.classes.get(cid, ())} for cid in set(node_cls.values())}
-    return View(data, node_cls, written, table, fired, class_ops)
+    return View(data, node_cls, written, table, fired, class_ops, fused)
 
 
 def _structural_text(ext: Extractor, cid) -> str:

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from egglog import Ruleset
 
 AS_WRITTEN = "as written"
+# an e-node of the program as the e-graph started from it, made by fusing elementwise
+# producers read once into their readers before saturation (`eqsat/prefuse.py`)
+PREFUSED = "prefuse: fused before saturation (inline's sure work)"
 
 
 @dataclass(frozen=True)

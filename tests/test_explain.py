@@ -93,3 +93,22 @@ def just_add(x: f32["N"], y: f32["N"]) -> f32["N"]:
     for entry in plan.provenance:
         for s in entry["steps"]:
             assert s["rules"] == ["as written"], s
+
+
+def test_a_computation_prefuse_made_is_named_so(tmp_program):
+    """The e-graph starts from the program with elementwise producers read once already
+    fused (eqsat/prefuse.py): the fused computation is neither as written nor built by a
+    rule that fired, and provenance says where it came from."""
+    prog = tmp_program("""
+@program
+def p(x: f32["M", "N"], b: f32["N"]) -> f32["M", "N"]:
+    h = relu(x * 0.9 + 0.1)
+    h = h * 1.05 - b
+    return sigmoid(h) + x
+""")
+    plan = eqsat.optimize(prog, {"M": 4, "N": 5})
+    steps = plan.provenance[0]["steps"]
+    assert steps[0]["op"] == "Ten.compute" and steps[0]["rules"][0].startswith("prefuse"), steps
+    assert "prefuse: fused before saturation" in plan.explain()
+    nodes = [n for c in plan.egraph_view["classes"].values() for n in c["nodes"] if n["chosen"]]
+    assert any(n["op"] == "Ten.compute" and n["rules"][0].startswith("prefuse") for n in nodes)
