@@ -1,6 +1,7 @@
 """`optimize()`: a program in, a Plan out. Reads as the list of its phases."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib
 import importlib.util
@@ -332,9 +333,9 @@ def _rule_list(rules) -> list:
 
 def _user_sources(rules) -> list:
     """(label, source) of every rule source in `rules` that is not a built-in family."""
-    out = []
     from .rules import FAMILIES
 
+    out = []
     for r in _rule_list(rules):
         if _is_family(r):
             continue
@@ -498,8 +499,6 @@ class Plan:
     def __deepcopy__(self, memo):
         """A Plan is not changed once optimize() has made it, so a deep copy shares its parts
         (egglog's rule declarations it holds cannot be copied: `copy.deepcopy` failed)."""
-        import copy
-
         new = memo[id(self)] = copy.copy(self)
         return new
 
