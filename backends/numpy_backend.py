@@ -114,8 +114,11 @@ class Runner:
                 self.values[n] = self.evaluate(n.args[0], n.args[1])
                 return
             xp = self.np
+            # a scalar argument passed as it came (already float32 from bind_args): a new
+            # float32 made of it here is, to the tracer, a constant of the sample run, and
+            # the straight-line code then failed its check and the plan ran interpreted
             v = xp.call(compiled.fn, *[self.tensor(t) for t in compiled.inputs],
-                        *[np.float32(self.scalars[p]) for p in compiled.params])
+                        *[_f32(self.scalars[p]) for p in compiled.params])
             self.values[n] = v if compiled.shape else xp.reshape(v, ())
 
     def evaluate(self, dims: Node, body: Node, out=None, acc=None) -> np.ndarray:
@@ -269,6 +272,10 @@ def _find_direct(plan, nid: int, scalar_names: tuple):
     where = [positional.index(o) if o not in compiled.returned else -1 - compiled.returned.index(o)
              for o in nest.outputs]
     return compiled.fn, copied, where
+
+
+def _f32(v):
+    return v if type(v) is np.float32 else np.float32(v)
 
 
 def _compiled_kernel(plan, k):

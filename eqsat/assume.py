@@ -99,6 +99,11 @@ class Guarded:
         self.plan = getattr(fast, "plan", None)
         self.how = f"{getattr(fast, 'how', 'compiled')}; when {what}, else the exact plan ({getattr(slow, 'how', '')})"
 
+    @property
+    def source(self) -> str:
+        """The source of the plan it runs where the assumption holds."""
+        return getattr(self.fast, "source", "")
+
     def __call__(self, args):
         try:
             ok = all_finite([args[i] for i in self.positions], self.dtypes)
@@ -123,6 +128,11 @@ class FiniteScalars:
         self.how = f"{getattr(fast, 'how', 'compiled')}; as written where a float scalar argument is inf or NaN"
         self._call = getattr(fast, "entry", fast)
         self._slow = None
+
+    @property
+    def source(self) -> str:
+        """The source of the plan it runs on finite scalars."""
+        return getattr(self.fast, "source", "")
 
     def __call__(self, args):
         for i, dt in zip(self.positions, self.dtypes):

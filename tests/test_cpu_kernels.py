@@ -101,3 +101,29 @@ def test_auto_compiles_what_the_model_rates_compiled(tmp_program):
     assert not any(k.term is not None and plan.costing.info(k.term).compiled for k in plan.kernels), plan
     (x,) = random_args(prog, dims, 4)
     np.testing.assert_allclose(plan.run(x), x.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-3)
+
+
+def test_a_compiled_kernel_with_float_scalars_runs_in_the_straight_line_code(tmp_program):
+    """Livermore loop 1 (hydro fragment) at 1M elements: one compiled kernel reading three
+    float scalars. The scalars were passed to it as new float32 objects, which the tracer
+    took for constants of its sample run: the straight-line code failed its check and the
+    whole plan ran interpreted. Two calls with other scalars check nothing is baked in."""
+    prog = tmp_program("""
+@program
+def hydro(q: f32, r: f32, t: f32, y: f32["N"], z: f32["P"]) -> f32["N"]:
+    x = empty((N,))
+    for k in range(N):
+        x[k] = q + y[k] * (r * z[k + 10] + t * z[k + 11])
+    return x
+""")
+    n = 1_000_000
+    plan = eqsat.optimize(prog, {"N": n, "P": n + 11}, target="cpu")
+    assert plan.compiled("numpy").how.startswith("compiled (straight-line numpy)"), plan.compiled("numpy").how
+    plan.compile_loops()
+    assert any(r is not None for r, _ in plan.kernel_runners.values()), plan
+    rng = np.random.default_rng(0)
+    y, z = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n + 11).astype(np.float32)
+    for q, r, t in ((0.5, 1.5, -2.0), (3.0, -0.25, 0.75)):
+        want = q + y.astype(np.float64) * (r * z[10:n + 10].astype(np.float64) + t * z[11:].astype(np.float64))
+        np.testing.assert_allclose(plan.run(q, r, t, y, z), want, rtol=1e-5, atol=1e-5)
+    assert "def plan_fn" in plan.source()
