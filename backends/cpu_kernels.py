@@ -148,6 +148,10 @@ class _Gen(Emitter):
             idx = [self.ix(i) for i in terms]
             for axis, _ in leaving_axes(terms, shape, self.extents.__getitem__):
                 idx[axis] = f"min(max({idx[axis]}, 0), {shape[axis] - 1})"
+            # unsigned: inside `numba.prange` numba cannot tell `v0 + 3` is not negative and
+            # keeps its wrap-around check, which stops the loop vectorizing; every index is
+            # in its axis (proven, or clamped just above)
+            idx = [f"np.uint64({i})" for i in idx]
             out = self.tmp(f"{self.operands[t]}[{', '.join(idx) if idx else '()'}]")
         elif op in _BIN:
             out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
