@@ -148,8 +148,10 @@ class Runner:
         direct = _direct_nest(self.plan, nid, names)
         if direct is not None:
             reads = _kernel_reads(self.plan)
-            # a kernel's result that only this nest reads is the nest's to write: no copy
-            mine = [reads.get(t) == 1 and t in self.values for t in terms]
+            # a kernel's result, or an earlier nest's output (the plan's own buffer: that
+            # nest wrote a copy or a fresh one), that only this nest reads is the nest's to
+            # write: no copy (s291: a.copy(), its first statement, then the loop over the rest)
+            mine = [reads.get(t) == 1 and (t in self.values or t.op == "Ten.opaque") for t in terms]
             self.nest_out[nid] = call_direct(self.np, nest, direct, tensors, scalars, mine)
             return
         outs = self.np.call(_nest_call(self.plan, nid, names), *tensors, *scalars)
@@ -193,8 +195,9 @@ def call_direct(xp, nest, direct, tensors: list, scalars: list, mine: list | Non
 
 
 def _kernel_reads(plan) -> dict:
-    """Kernel result term -> how many times the plan reads it: in other kernels' terms, in
-    each loop nest's arguments (each occurrence), and as a result returned."""
+    """Kernel result term (and loop nest output, `Ten.opaque`) -> how many times the plan
+    reads it: in other kernels' terms, in each loop nest's arguments (each occurrence), and
+    as a result returned."""
     known = plan.__dict__.get("_kernel_reads")
     if known is not None:
         return known
@@ -205,10 +208,10 @@ def _kernel_reads(plan) -> dict:
         stack = [t]
         while stack:
             n = stack.pop()
-            if n in kernel_terms:
+            if n in kernel_terms or n.op == "Ten.opaque":  # (a nest's own inputs count at the nest)
                 count[n] = count.get(n, 0) + 1
                 continue
-            if n in seen or n.op == "Ten.opaque":  # a nest's output: its inputs count at the nest
+            if n in seen:
                 continue
             seen.add(n)
             stack.extend(c for c in n.args if isinstance(c, Node))

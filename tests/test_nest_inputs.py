@@ -99,3 +99,32 @@ def test_a_scalar_comes_in_where_the_nest_may_read_its_value_before(tmp_program,
     assert nest.scalar_inputs == inputs
     plan = eqsat.optimize(prog, dims, target="cpu")
     assert_matches_reference(plan, prog, dims)
+
+
+def test_nests_updating_one_parameter_in_turn_leave_the_callers_array(tmp_program):
+    """TSVC s292: two single-element statements, then the loop over the rest, each a nest
+    kept as written updating `a`. The first copies the caller's `a` (parameters are passed
+    by value); the ones after it write the buffer the nest before them made, read by
+    nothing else (they copied it again once: 1.98 ms against numba's 0.41 at 1M)."""
+    import numpy as np
+
+    prog = tmp_program("""
+@program
+def s292(a: f32["N"], b: f32["N"]):
+    a[0] = (b[0] + b[N - 1] + b[N - 2]) * 0.25
+    a[1] = (b[1] + b[0] + b[N - 1]) * 0.25
+    for i in range(2, N):
+        a[i] = (b[i] + b[i - 1] + b[i - 2]) * 0.25
+    return a, a[0] * 2.0
+""")
+    n = 1_000_000
+    plan = eqsat.optimize(prog, {"N": n}, target="cpu")
+    assert [k.kind for k in plan.kernels].count("loop") >= 2, plan
+    rng = np.random.default_rng(0)
+    a, b = rng.random(n).astype(np.float32), rng.random(n).astype(np.float32)
+    keep = a.copy()
+    want = eqsat.reference(prog, a, b)
+    for _ in range(2):
+        got = plan.run(a, b)
+        assert np.array_equal(got[0], want[0]) and float(got[1]) == float(want[1])
+        assert np.array_equal(a, keep)
