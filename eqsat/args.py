@@ -104,7 +104,13 @@ def check_dims(prog, dims: dict) -> None:
         raise ArgumentError(f"shapes must be a dict of dimension sizes like {{'M': 64}}, got {type(dims).__name__}")
     missing = [d for d in prog.dims if d not in dims]
     if missing:
-        raise ArgumentError(f"no size given for dimension(s) {', '.join(missing)} of {prog.name}")
+        ints = {p.name for p in prog.params if p.dtype is int}
+        sizes = [d for d in missing if d not in ints]
+        values = [d for d in missing if d in ints]
+        what = ([f"no size given for dimension(s) {', '.join(sizes)}"] if sizes else []) + \
+            ([f"no value given for integer parameter(s) {', '.join(values)} (a plan is made for one value: "
+              f"give it in the shapes)"] if values else [])
+        raise ArgumentError(f"{'; '.join(what)} of {prog.name}")
     ints = {p.name for p in prog.params if p.dtype is int}
     for d in prog.dims:
         v = dims[d]

@@ -1474,3 +1474,14 @@ def test_an_unknown_rule_family_is_named_as_such():
     """A typo in `rules=` once came back as an UnsoundRule from the rule check's probes."""
     with pytest.raises(eqsat.ArgumentError, match="unknown rule family or file 'inlien'"):
         eqsat.optimize(matmul_prog, {"M": 4, "K": 3, "N": 5}, rules=["inlien", "matmul"])
+
+
+def test_optimize_missing_integer_parameter_says_it_is_one():
+    @program
+    def shift(x: f32["N"], k: int) -> f32["N"]:
+        y = empty((N,))
+        for i in range(N):
+            y[i] = x[i] * k
+        return y
+
+    expect_argument_error(lambda: eqsat.optimize(shift, {"N": 4}), "no value given for integer parameter(s) k")
