@@ -118,7 +118,7 @@ class Runner:
             # float32 made of it here is, to the tracer, a constant of the sample run, and
             # the straight-line code then failed its check and the plan ran interpreted
             v = xp.call(compiled.fn, *[self.tensor(t) for t in compiled.inputs],
-                        *[_f32(self.scalars[p]) for p in compiled.params])
+                        *[_f32(xp, self.scalars[p]) for p in compiled.params])
             self.values[n] = v if compiled.shape else xp.reshape(v, ())
 
     def evaluate(self, dims: Node, body: Node, out=None, acc=None) -> np.ndarray:
@@ -186,7 +186,7 @@ def call_direct(xp, nest, direct, tensors: list, scalars: list, mine: list | Non
     mine = mine or [False] * len(tensors)
     args = [xp.call(_copy_of(v), v) if c and not m else v if _is_f32(v) else xp.call(_as_f32, v)
             for v, c, m in zip(tensors, copied, mine)]
-    args += [s if type(s) is np.float32 else xp.call(np.float32, s) for s in scalars]
+    args += [_f32(xp, s) for s in scalars]
     got = xp.call(fn, *args)
     out = {}
     for name, i in zip(nest.outputs, where):
@@ -277,8 +277,10 @@ def _find_direct(plan, nid: int, scalar_names: tuple):
     return compiled.fn, copied, where
 
 
-def _f32(v):
-    return v if type(v) is np.float32 else np.float32(v)
+def _f32(xp, v):
+    """A scalar argument of a compiled call as float32: as it came where it is one (the
+    tracer then sees the argument itself), else converted through `xp` (recorded)."""
+    return v if type(v) is np.float32 else xp.call(np.float32, v)
 
 
 def _compiled_kernel(plan, k):

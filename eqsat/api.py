@@ -484,14 +484,19 @@ class Plan:
                 i, self.tuning = candidates.fastest(self.candidates, backend, random_args(self.program, self.dims))
                 chosen = self.candidates[i]
             c = chosen._compile_one(backend)
-            scalars = [i for i, p in enumerate(self.program.params) if p.shape is None and p.dtype is not int]
-            if scalars and not chosen.as_written():
-                c = assume.FiniteScalars(c, lambda: chosen.written_plan().compiled(backend), scalars,
-                                         [self.program.params[i].dtype for i in scalars])
+            params = self.program.params
+            scalars = chosen.checked_scalars()
+            if scalars:
+                c = assume.Guarded(c, lambda: chosen.written_plan().compiled(backend), scalars,
+                                   [params[i].dtype for i in scalars],
+                                   f"{getattr(c, 'how', 'compiled')}; as written where a float scalar argument is "
+                                   f"inf or NaN")
             if self.fallback is not None:
-                floats = [i for i, p in enumerate(self.program.params) if p.dtype is not int]
-                c = assume.Guarded(c, self.fallback.compiled(backend), floats, self.assumes,
-                                   [self.program.params[i].dtype for i in floats])
+                floats = [i for i, p in enumerate(params) if p.dtype is not int]
+                slow = self.fallback.compiled(backend)
+                c = assume.Guarded(c, lambda: slow, floats, [params[i].dtype for i in floats],
+                                   f"{getattr(c, 'how', 'compiled')}; when {self.assumes}, else the exact plan "
+                                   f"({getattr(slow, 'how', '')})")
             self.compile_seconds = time.perf_counter() - t0
             runners[backend] = c
         return c
@@ -502,13 +507,20 @@ class Plan:
         new = memo[id(self)] = copy.copy(self)
         return new
 
+    def checked_scalars(self) -> list:
+        """Positions of the float scalar parameters this plan checks on every call (inf or
+        NaN runs the program as written: `assume.Guarded`); none where it is as written."""
+        if self.as_written():
+            return []
+        return [i for i, p in enumerate(self.program.params) if p.shape is None and p.dtype is not int]
+
     def as_written(self) -> bool:
         """Is this plan the program as written (its lowered terms, none rewritten)?"""
         return len(self.roots) == len(self.lowered.roots) and all(
             a is b for a, b in zip(self.roots, self.lowered.roots))
 
     def written_plan(self) -> "Plan":
-        """The program as written, as a plan (made once; `assume.FiniteScalars` runs it)."""
+        """The program as written, as a plan (made once; `checked_scalars` fall back on it)."""
         got = self.__dict__.get("_written")
         if got is None:
             got = self._written = Plan(self.program, self.dims, self.target, self.lowered, list(self.lowered.roots),
@@ -622,7 +634,7 @@ class Plan:
         if self.fallback is not None:
             lines.append(f"  assumes {self.assumes} (checked on every call; otherwise the exact plan runs, "
                          f"modeled {self.fallback.cost * 1e6:.3f} us)")
-        if not self.as_written() and any(p.shape is None and p.dtype is not int for p in self.program.params):
+        if self.checked_scalars():
             lines.append("  float scalar arguments are checked on every call: where one is inf or NaN the "
                          "program runs as written (a scalar factor moved out of a sum is exact for finite ones)")
         names = self.names()

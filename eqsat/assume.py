@@ -91,57 +91,36 @@ def _torch_dtypes():
 
 
 class Guarded:
-    """A runner that checks the assumption on every call: the assuming plan's runner where
-    it holds, the exact plan's where it does not."""
+    """A runner that checks on every call that the float arguments at `positions` are
+    finite in their parameters' dtypes (`all_finite`): `fast` runs where they are, the
+    runner `slow()` makes (on first need) where they are not, or where the check cannot
+    read an argument (that runner refuses it, saying why). Two uses: a plan under the finite
+    assumption falls back on the exact plan (`api.Plan.compiled`), and a plan of a program
+    with float scalar parameters on the program as written, since the algebra family moves
+    a scalar factor out of a sum (`sum[k] alpha * x[k] == alpha * sum[k] x[k]`): exact up to
+    rounding for a finite alpha, not for an infinite one (a zero term gives NaN in the loop,
+    the product alpha * sum gives inf; terms of both signs give NaN there, +-inf here).
+    Checking the scalars costs nothing next to a call."""
 
-    def __init__(self, fast, slow, positions: list, what: str, dtypes: list):
-        self.fast, self.slow, self.positions, self.dtypes = fast, slow, positions, dtypes
+    def __init__(self, fast, slow, positions: list, dtypes: list, how: str):
+        self.fast, self._make_slow, self.positions, self.dtypes = fast, slow, positions, dtypes
         self.plan = getattr(fast, "plan", None)
-        self.how = f"{getattr(fast, 'how', 'compiled')}; when {what}, else the exact plan ({getattr(slow, 'how', '')})"
-
-    @property
-    def source(self) -> str:
-        """The source of the plan it runs where the assumption holds."""
-        return getattr(self.fast, "source", "")
-
-    def __call__(self, args):
-        try:
-            ok = all_finite([args[i] for i in self.positions], self.dtypes)
-        except Exception:  # a call the exact plan's runner will refuse, saying why
-            ok = False
-        return self.fast(args) if ok else self.slow(args)
-
-
-class FiniteScalars:
-    """The runner of a plan other than the program as written, for a program with float
-    scalar parameters. The algebra family moves a scalar factor out of a sum
-    (`sum[k] alpha * x[k] == alpha * sum[k] x[k]`): exact up to rounding for a finite
-    alpha, not for an infinite one (a zero term gives NaN in the loop, the product
-    alpha * sum gives inf; terms of both signs give NaN there, +-inf here). Checking the
-    scalars costs nothing next to a call, so such a plan checks them on every call and runs
-    the program as written (`written()`, built on first need; exact by construction) when
-    one is inf or NaN."""
-
-    def __init__(self, fast, written, positions: list, dtypes: list):
-        self.fast, self.written, self.positions, self.dtypes = fast, written, positions, dtypes
-        self.plan = getattr(fast, "plan", None)
-        self.how = f"{getattr(fast, 'how', 'compiled')}; as written where a float scalar argument is inf or NaN"
+        self.how = how
         self._call = getattr(fast, "entry", fast)
         self._slow = None
 
     @property
     def source(self) -> str:
-        """The source of the plan it runs on finite scalars."""
+        """The source of the plan it runs where the arguments are finite."""
         return getattr(self.fast, "source", "")
 
     def __call__(self, args):
-        for i, dt in zip(self.positions, self.dtypes):
-            try:  # finite once in its dtype (1e300 is inf as an f32)
-                ok = all_finite([args[i]], [dt])
-            except Exception:  # (not a number: the runner refuses it, saying why)
-                ok = True
-            if not ok:
-                if self._slow is None:
-                    self._slow = self.written()
-                return self._slow(args)
-        return self._call(args)
+        try:
+            ok = all_finite([args[i] for i in self.positions], self.dtypes)
+        except Exception:  # noqa: BLE001 - a call the fallback's runner will refuse, saying why
+            ok = False
+        if ok:
+            return self._call(args)
+        if self._slow is None:
+            self._slow = self._make_slow()
+        return self._slow(args)

@@ -73,13 +73,16 @@ class _Parser:
     def err(self, node, msg: str) -> ProgramError:
         return ProgramError(msg, self.loc(node))
 
+    def enclosing(self, name: str) -> bool:
+        """Is `name` a variable of an enclosing function (a closure cell of the program's)?"""
+        return name in self.fn.__code__.co_freevars and bool(self.fn.__closure__)
+
     def resolve_global(self, name: str):
         """What a name the function does not bind means to Python: an enclosing function's
         variable (a closure cell) first, then the module's globals, then the builtins."""
-        code = getattr(self.fn, "__code__", None)
-        if code is not None and name in code.co_freevars and self.fn.__closure__:
+        if self.enclosing(name):
             try:
-                return self.fn.__closure__[code.co_freevars.index(name)].cell_contents
+                return self.fn.__closure__[self.fn.__code__.co_freevars.index(name)].cell_contents
             except ValueError:  # an empty cell: not yet bound in the enclosing function
                 return None
         if name in self.globals:
@@ -173,8 +176,7 @@ class _Parser:
             if isinstance(t, lang.TensorType):
                 shape = t.dims
                 for d in shape:
-                    if not (isinstance(d, str) and d.isidentifier()) and \
-                            not (isinstance(d, int) and not isinstance(d, bool) and d >= 0):
+                    if not _valid_dim(d):
                         raise self.err(arg, f"dims of {arg.arg!r} must be names or non-negative ints, got {d!r}")
                 for d in shape:
                     if isinstance(d, str):
@@ -228,8 +230,7 @@ class _Parser:
                                         "declares a scalar")
             elif isinstance(w, lang.TensorType):
                 for d in w.dims:
-                    if not (isinstance(d, str) and d.isidentifier()) and \
-                            not (isinstance(d, int) and not isinstance(d, bool) and d >= 0):
+                    if not _valid_dim(d):
                         raise self.err(fdef, f"dims of the returned tensor must be names or non-negative ints, "
                                              f"got {d!r}")
                 ty = tuple(("name", d) if isinstance(d, str) else ("int", d) for d in w.dims)
@@ -717,8 +718,7 @@ class _Parser:
             raise self.err(e, "keyword arguments are not supported")
         if name is None:
             shown = ast.unparse(e.func)
-            code = getattr(self.fn, "__code__", None)
-            if isinstance(e.func, ast.Name) and code is not None and e.func.id in code.co_freevars:
+            if isinstance(e.func, ast.Name) and self.enclosing(e.func.id):
                 raise self.err(e, f"unsupported function {shown!r}: here it is a variable of the enclosing "
                                   f"function, not one of eqsat's functions")
             raise self.err(e, f"unsupported function {shown!r}")
@@ -813,6 +813,11 @@ def _fresh(view, loc):
     if isinstance(view, Index):
         return Index(loc, view.base, view.idx, ty=view.ty)
     return Ref(loc, view.name, ty=view.ty)
+
+
+def _valid_dim(d) -> bool:
+    """A dimension in a tensor annotation: a name, or a non-negative int."""
+    return (isinstance(d, str) and d.isidentifier()) or (isinstance(d, int) and not isinstance(d, bool) and d >= 0)
 
 
 def _undefined(name: str, ended_loops: set) -> str:

@@ -7,7 +7,7 @@ Preconditions:
   reassociation a matmul makes does, and for a finite factor only: with alpha = inf a
   zero term is NaN in the sum and the product alpha * sum is inf, so a plan of a program
   with float scalar parameters checks them on every call and runs the program as
-  written where one is inf or NaN: `assume.FiniteScalars`.)
+  written where one is inf or NaN: `Plan.checked_scalars`.)
 
     sum[v] -x          == -(sum[v] x)
     sum[v] (x + y)     == sum[v] x + sum[v] y    (and x - y): two products in one loop,
