@@ -355,6 +355,7 @@ PLAIN_BELOW = 2_000
 STALL_ROUNDS = 3  # rounds in a row without a new e-node that count as saturation
 EXTRACT_MB_PER_NODE = 1.6e-3  # resident memory reading back and extracting takes an e-node (measured:
 # 617 MB peak after saturation stopped at 339 MB with 184k e-nodes, bench/stress_bench.py case 5)
+RSS_EVERY = 0.01  # seconds between readings of resident memory (`_Budget.resident`)
 MIN_ROUNDS = 3  # rounds of rewrites before the time limit applies (see _Budget)
 
 
@@ -379,7 +380,17 @@ class _Budget:
         self.limits, self.rep = limits, rep
         self.t0 = time.perf_counter()
         self.start = self.t0 if start is None else start
-        self.rss_start = resident_mb()
+        self.rss_start = self.rss = resident_mb()
+        self.rss_nodes, self.rss_t = rep.nodes, self.t0
+
+    def resident(self, nodes: int) -> float:
+        """Resident MB, read again only when `RSS_EVERY` seconds have passed or the e-graph
+        grew by half since the last reading: on a small e-graph a step takes well under a
+        millisecond, and reading /proc at every step was a tenth of optimize()."""
+        now = time.perf_counter()
+        if now - self.rss_t > RSS_EVERY or nodes > 1.5 * self.rss_nodes + 500:
+            self.rss, self.rss_nodes, self.rss_t = resident_mb(), nodes, now
+        return self.rss
 
     def over(self, before: int, seconds: float) -> str | None:
         """After a call that took the e-graph from `before` e-nodes to `rep.nodes` in
@@ -388,7 +399,7 @@ class _Budget:
         growth = max(nodes / max(before, 1), 1.0)
         if nodes > lim.nodes:
             return f"node limit ({nodes} > {lim.nodes} e-nodes)"
-        rss = resident_mb()
+        rss = self.resident(nodes)
         # reading the e-graph back and extracting holds ~EXTRACT_MB_PER_NODE an e-node on
         # top of the e-graph itself: the next step's e-graph must fit with it
         after = (rss - self.rss_start) * growth + self.rss_start + nodes * growth * EXTRACT_MB_PER_NODE
@@ -431,7 +442,8 @@ def _run(eg: EGraph, sched, rep: SaturationReport, matches: dict | None):
     (out,) = eg._egraph.run_program(_command(eg, sched))
     report = out.report
     seconds = time.perf_counter() - t
-    rep.nodes = node_count(eg)
+    if report.updated:  # (a step in which no rule matched added nothing)
+        rep.nodes = node_count(eg)
     if matches is not None:
         for k, v in report.num_matches_per_rule.items():
             matches[k] = matches.get(k, 0) + v
