@@ -86,9 +86,13 @@ def _map_epilogue(node: Node, cid, choice: dict, node_cls: dict, written: set, w
 def _written_enodes(ext: Extractor, written_roots) -> set:
     """Ids of the e-nodes that are the program as written: its terms matched bottom-up to
     the e-graph (an e-node is its op and its children's classes, so each term has one)."""
-    index = {(n.op, n.args): n for ns in ext.g.classes.values() for n in ns}
+    # leaves and mirrors by op and arguments (`Graph.unparented`); any other e-node is among
+    # the parents of its first child class (an index of every e-node cost more than the
+    # rest of the view on big e-graphs)
+    leaves = {(n.op, n.args): n for n in ext.g.unparented}
     cls_of: dict = {}
     out = set()
+    parents = ext.g.parents
     for r in written_roots:
         for t in _post_order(r):
             args = []
@@ -100,7 +104,13 @@ def _written_enodes(ext: Extractor, written_roots) -> set:
                 else:
                     args.append(("p", a))
             else:
-                n = index.get((t.op, tuple(args)))
+                args = tuple(args)
+                first = next((v for kind, v in args if kind == "c"), None)
+                if first is None:
+                    n = leaves.get((t.op, args))
+                else:
+                    n = next((p for p in parents.get(first, ()) if p.op == t.op and p.args == args), None) \
+                        or leaves.get((t.op, args))
                 if n is not None:
                     cls_of[t] = n.cls
                     out.add(n.id)

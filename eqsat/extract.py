@@ -74,6 +74,8 @@ class Graph:
         self.parents: dict[str, list] = {}  # class -> nodes that have it as a child
         self.loads_of: dict[str, list] = {}  # tensor class -> (class, index class) of its loads
         self.fused_by_mm: dict[str, list] = {}  # matmul class -> fused nodes over it
+        # the nodes that are no child class's parents: leaves, and those marked `mirror`
+        self.unparented: list = []
         # one pass, children first: each node's argument kinds (`ENode.refs`), whether it
         # mirrors an earlier node of its class, and who uses each class
         costed_cls = {cid for cid, ns in classes.items() if ns[0].sort in COSTED}
@@ -90,15 +92,20 @@ class Graph:
                     key = (op, a, b) if a <= b else (op, b, a)
                     if key in seen:
                         n.mirror = True
+                        self.unparented.append(n)
                         continue
                     seen.add(key)
+                leaf = True
                 for kind, v in n.args:
                     if kind == "c":
+                        leaf = False
                         ps = parents.get(v)
                         if ps is None:
                             parents[v] = [n]
                         else:
                             ps.append(n)
+                if leaf:
+                    self.unparented.append(n)
                 if op == "Sc.load":
                     self.loads_of.setdefault(n.args[0][1], []).append((cid, n.args[1][1]))
                 elif op == "Ten.fused":
