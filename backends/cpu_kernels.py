@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from eqsat import lang
-from eqsat.terms import Node, leaving_axes, unlist
+from eqsat.terms import Node, leaving_axes, unlist, walk_body
 
 from . import loops
 from .codegen import Emitter, literal, loaded, params
@@ -93,17 +93,15 @@ def _source(plan, term: Node):
     out_shape = tuple(e for _, e in dims) or (1,)
     lines = [f"    out = np.empty({out_shape!r}, dtype=np.float32)"]
     at = ", ".join(f"v{i}" for i in range(len(dims))) or "0"
-    split = _outer_split(body, dims)
-    if split is None:
-        parts = [(None, body, dict(dims))]
-    else:  # the outer loop in two ranges, each computing its own branch
-        bound, low, high = split
-        parts = [((0, bound), low, {**dict(dims), dims[0][0]: bound}), ((bound, dims[0][1]), high, dict(dims))]
+    # the outer loop in ranges where every select on it against a constant is decided, each
+    # computing its own branches (`_outer_split`)
+    parts = [(None, body, dict(dims))] if not dims else \
+        [((lo, hi), part, {**dict(dims), dims[0][0]: (lo, hi)}) for lo, hi, part in _outer_split(body, dims)]
     for span, part, extents in parts:
         indent = "    "
         for i, (v, e) in enumerate(dims):
             if i == 0:
-                lines.append(f"{indent}for v0 in numba.prange({e if span is None else f'{span[0]}, {span[1]}'}):")
+                lines.append(f"{indent}for v0 in numba.prange({e if span is None or span == (0, e) else f'{span[0]}, {span[1]}'}):")
             else:
                 lines.append(f"{indent}for v{i} in range({e}):")
             indent += "    "
@@ -125,27 +123,73 @@ def _source(plan, term: Node):
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
-def _outer_split(body: Node, dims: list):
-    """(bound, body below it, body from it on) where the kernel's body selects on its outer
-    variable against a constant (`x if i < 27 else y`: a loop over part of an axis, widened
-    to the whole axis under its bound's mask), else None. Split there, each range computes
-    only its own branch, and the range below the bound reads with the bound as the
-    variable's extent: loads that could leave their axis only past it are not clamped (a
-    clamp stops the loop vectorizing; a valid convolution was 2x numba's time)."""
-    if not dims or body.op != "Sc.select":
-        return None
-    cmp, l, r, a, b = body.args
+def _outer_split(body: Node, dims: list, most: int = 4) -> list:
+    """[(lo, hi, body)]: the outer variable's range cut where the body selects on it against
+    a constant (`x if i < 27 else y`: a loop over part of an axis, widened to the whole axis
+    under its bound's mask; also inside other terms, as in `a[i] + (sum(...) if i < 27 else
+    0.0)`), each range with every such select decided, at most `most` ranges. Each range
+    then computes only its own branch, and reads with the range as the variable's extent:
+    loads that could leave their axis only outside it are not clamped (a clamp stops the
+    loop vectorizing; a valid convolution was 2x numba's time)."""
     v0, extent = dims[0]
     outer = Node("Sc.idx", Node("Ix.v", v0))
+    parts, done = [(0, extent, body)], []
+    while parts:
+        lo, hi, b = parts.pop()
+        cut = None
+        decided: dict = {}  # select -> its branch throughout [lo, hi)
+        for n in walk_body(b):
+            got = _outer_bound(n, outer) if n.op == "Sc.select" else None
+            if got is None:
+                continue
+            bound, low, high = got
+            if bound <= lo:
+                decided[n] = high
+            elif bound >= hi:
+                decided[n] = low
+            elif cut is None:
+                cut = bound
+        if decided:
+            b = _substitute(b, decided)
+        if cut is not None and len(parts) + len(done) + 2 <= most:
+            parts += [(cut, hi, b), (lo, cut, b)]
+        else:
+            done.append((lo, hi, b))
+    return sorted(done, key=lambda p: p[0])
+
+
+def _outer_bound(n: Node, outer: Node):
+    """(bound, branch below it, branch from it on) of a select comparing `outer` with an
+    integer constant, else None."""
+    cmp, l, r, a, b = n.args
     if r is outer and l.op == "Sc.lit":
         cmp, l, r = _FLIP.get(cmp), r, l
     if l is not outer or r.op != "Sc.lit" or cmp not in _FLIP or not float(r.args[0]).is_integer():
         return None
     c = int(r.args[0])
     bound, low_is_a = {"<": (c, True), "<=": (c + 1, True), ">=": (c, False), ">": (c + 1, False)}[cmp]
-    if not 0 < bound < extent:
-        return None
     return (bound, a, b) if low_is_a else (bound, b, a)
+
+
+def _substitute(body: Node, table: dict) -> Node:
+    """`body` with the nodes in `table` replaced, not entering the tensors it loads (other
+    kernels' terms stay as they are)."""
+    memo: dict = {}
+    stack = [(body, False)]
+    while stack:
+        x, ready = stack.pop()
+        if x in memo:
+            continue
+        if x in table:
+            memo[x] = table[x]
+            continue
+        kids = [a for a in x.args if isinstance(a, Node) and a.sort not in ("Ten", "Tens")]
+        if not ready:
+            stack.append((x, True))
+            stack.extend((a, False) for a in kids if a not in memo)
+            continue
+        memo[x] = Node(x.op, *[memo.get(a, a) if isinstance(a, Node) else a for a in x.args])
+    return memo[body]
 
 
 class _Gen(Emitter):

@@ -205,12 +205,14 @@ def unlist(n: Node) -> list:
 
 
 def ix_range(x: Node, extent) -> tuple:
-    """(smallest, largest) value of an index term, each variable v over 0..extent(v) - 1."""
+    """(smallest, largest) value of an index term, each variable v over 0..extent(v) - 1
+    (or over lo..hi - 1 where extent(v) is a pair (lo, hi))."""
     op = x.op
     if op == "Ix.lit":
         return x.args[0], x.args[0]
     if op == "Ix.v":
-        return 0, extent(x.args[0]) - 1
+        e = extent(x.args[0])
+        return (0, e - 1) if type(e) is int else (e[0], e[1] - 1)
     if op == "Ix.add":
         (a, b), (c, d) = ix_range(x.args[0], extent), ix_range(x.args[1], extent)
         return a + c, b + d

@@ -154,3 +154,33 @@ def fir(x: f32["N"], h: f32["T"], y: f32["N"]) -> f32["N"]:
     got = plan.run(x, h, y)
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
     assert np.array_equal(got[-16:], y[-16:])  # the range past the bound keeps the old values
+
+
+def test_a_select_on_the_outer_variable_inside_another_term_cuts_its_range(tmp_program):
+    """TSVC s176's form (an update over the first half of an axis, lifted over the whole
+    axis as `a[i] + (sum if i < N/2 else 0)`: the select inside the add): the compiled
+    kernel's outer loop is cut at the bound into two ranges, each with the select decided,
+    so the upper half adds no sum (it was one range computing the select in every
+    element). Against the reference at an odd size, where an off-by-one at the cut shows."""
+    prog = tmp_program("""
+@program
+def s176(a: f32["N"], b: f32["N"], c: f32["N"]) -> f32["N"]:
+    for j in range(N // 2):
+        for i in range(N // 2):
+            a[i] += b[i + N // 2 - j - 1] * c[j]
+    return a
+""")
+    from eqsat.backends import cpu_kernels
+
+    dims = {"N": 4001}
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    plan.compile_loops()
+    assert [r is not None for r, _ in plan.kernel_runners.values()] == [True], plan
+    args = random_args(prog, dims, 3)
+    want = eqsat.reference(prog, *args)
+    got = plan.run(*args)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    assert np.array_equal(got[2000:], args[0][2000:])  # the upper half keeps the old values
+    src = cpu_kernels._source(plan, plan.kernels[0].term)[0]
+    assert "numba.prange(0, 2000)" in src and "numba.prange(2000, 4001)" in src, src
+    assert " if " not in src.split("numba.prange(2000, 4001)")[1], src  # decided there
