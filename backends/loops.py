@@ -24,6 +24,7 @@ import importlib.util
 import os
 import sys
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 
@@ -169,11 +170,63 @@ _PARALLEL_LOCK = threading.Lock()
 
 
 def _one_at_a_time(fn):
+    """`fn` (a numba function with parallel loops) entered by one thread at a time, with
+    numba's threads or with one, whichever ran it faster lately (`_Threads`)."""
+    threads = _Threads()
+
     def call(*args):
         with _PARALLEL_LOCK:
-            return fn(*args)
+            return threads.run(fn, args)
 
+    call.threads = threads
     return call
+
+
+class _Threads:
+    """How many threads a compiled function's parallel loops run on: all of numba's, or one.
+
+    On a machine whose cores are busy with other processes, a parallel region waits for its
+    workers to be scheduled: a 1M-element batchnorm took 8 ms on two threads against 0.3 ms
+    on one, with one other busy process on this 2-core VM (numba's OpenMP layer; with more
+    load, or another wait policy, the loser changes). So each function keeps a running
+    average of its time either way, runs the faster, and tries the other every
+    `EXPLORE` calls: on an idle machine the parallel loops keep their gain, on a busy one
+    the function falls back to one thread within a few calls."""
+
+    EXPLORE = 16
+
+    def __init__(self):
+        self.avg = [None, None]  # seconds a call, averaged: [all threads, one thread]
+        self.calls = 0
+
+    def pick(self) -> int:
+        self.calls += 1
+        par, one = self.avg
+        if par is None:
+            return 0
+        if one is None:
+            return 1
+        best = 0 if par <= one else 1
+        return 1 - best if self.calls % self.EXPLORE == 0 else best
+
+    def run(self, fn, args):
+        import numba
+
+        mode = self.pick()
+        n = numba.get_num_threads()
+        if n <= 1:
+            return fn(*args)
+        if mode:
+            numba.set_num_threads(1)
+        t0 = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            dt = time.perf_counter() - t0
+            if mode:
+                numba.set_num_threads(n)
+            old = self.avg[mode]
+            self.avg[mode] = dt if old is None else 0.5 * (old + dt)
 
 
 def _with_prange(node, loops: list):
@@ -230,19 +283,30 @@ def _source(plan, nest):
             lines.append(f"{name} = None  # bound to the compiled {canon} on load")
         elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
             lines.append(f"{name} = {obj!r}")
-    outs = "".join(f"{o}, " for o in nest.outputs if o not in in_place(nest))
-    par = parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views, _live(plan, nest))
+    live = _live(plan, nest)
+    par = parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views, live)
     marked = _with_prange(node, par) if par else None
     if marked is None:
         par = []
     else:
         _unsigned_indices(marked)
+    # what it returns: with parallel loops, a name nothing reads afterwards is private to
+    # them (`parallel.parallel_loops`), and numba refuses to return a loop-private name (a
+    # per-channel `scale` of a batchnorm made the nest run interpreted): a zero stands in
+    outs = "".join(f"{o if not par or o in live else _zero(plan, o)}, "
+                   for o in nest.outputs if o not in in_place(nest))
     body = ast.unparse(marked if par else node)
     flags = ', parallel=True' if par else ''
     lines += ["", "", f'@numba.njit(cache=True, error_model="numpy"{flags})', f"def nest({', '.join(params)}):"]
     lines += ["    " + line for line in body.splitlines()]
     lines.append(f"    return ({outs})")
     return "\n".join(lines) + "\n", lib_names, params, [f.target.id for f in par]
+
+
+def _zero(plan, name: str) -> str:
+    """A float32 zero of `name`'s shape, as nest source."""
+    shape = plan.lowered.tensor_shapes.get(name)
+    return "np.float32(0.0)" if not shape else f"np.zeros({tuple(int(d) for d in shape)!r}, dtype=np.float32)"
 
 
 def _live(plan, nest) -> set:

@@ -276,8 +276,23 @@ ROWS_CARRIED = ROWS.replace("        ym1 = 0.0\n", "        y[i, 0] = ym1\n     
     "    for i in range(N):", "    ym1 = 1.0\n    for i in range(N):")
 
 
-@pytest.mark.parametrize("src, want", [(ROWS, ["i"]), (ROWS_LIVE, []), (ROWS_CARRIED, [])],
-                         ids=["private", "read-after", "read-before"])
+# per-row scalars set before an inner loop (a batchnorm's scale and shift): numba refused
+# to return them from the parallel loop, and the nest ran interpreted (1500x numba's time)
+ROW_SCALARS = '''
+@program
+def p(x: f32["N", "N"], mean: f32["N"], var: f32["N"], gamma: f32["N"], beta: f32["N"]) -> f32["N", "N"]:
+    y = empty((N, N))
+    for c in range(N):
+        scale = gamma[c] / sqrt(var[c] * var[c] + 1e-5)
+        shift = beta[c] - mean[c] * scale
+        for q in range(N):
+            y[c, q] = x[c, q] * scale + shift
+    return y
+'''
+
+
+@pytest.mark.parametrize("src, want", [(ROWS, ["i"]), (ROWS_LIVE, []), (ROWS_CARRIED, []), (ROW_SCALARS, ["c"])],
+                         ids=["private", "read-after", "read-before", "row-scalars"])
 def test_names_assigned_in_a_parallel_loop_must_be_private(tmp_program, monkeypatch, src, want):
     """A name set at the start of each iteration and read nowhere else is private to the
     iteration (numba keeps one per thread): the loop stays parallel. Read after the nest,
@@ -297,3 +312,40 @@ def test_names_assigned_in_a_parallel_loop_must_be_private(tmp_program, monkeypa
     # nest, so the private row loop's work is modeled as shared by the cores
     work = next(iter(plan.lowered.nests.values())).work
     assert (work["parallel_ops"] > 0.9 * work["ops"]) == bool(want), work
+
+
+def test_a_parallel_function_falls_back_to_one_thread_where_that_runs_faster():
+    """`loops._Threads`: a compiled function with parallel loops runs on numba's threads or
+    on one, whichever ran it faster lately, and tries the other every EXPLORE calls (on
+    a machine whose cores are busy, a parallel region waited for its workers: 8 ms against
+    0.3 ms on one thread). Here a stand-in that is slow on several threads and then, as if
+    the load went away, fast on them."""
+    import time
+
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    slow_parallel = [True]
+    seen = []
+
+    def fn():
+        n = numba.get_num_threads()
+        seen.append(n)
+        time.sleep(0.004 if (n > 1) == slow_parallel[0] else 0.0005)
+        return n
+
+    from eqsat.backends import loops
+
+    call = loops._one_at_a_time(fn)
+    for _ in range(40):
+        call()
+    assert numba.get_num_threads() > 1  # restored after each call
+    late = seen[8:]
+    assert sum(n == 1 for n in late) >= len(late) - 4, seen  # one thread, but for the tries
+    assert any(n > 1 for n in late), seen  # the parallel form is still tried now and then
+    slow_parallel[0] = False
+    seen.clear()
+    for _ in range(64):
+        call()
+    assert sum(n > 1 for n in seen[-16:]) >= 14, seen  # back on every thread
