@@ -107,7 +107,10 @@ def check_dims(prog, dims: dict) -> None:
         ints = {p.name for p in prog.params if p.dtype is int}
         sizes = [d for d in missing if d not in ints]
         values = [d for d in missing if d in ints]
-        what = ([f"no size given for dimension(s) {', '.join(sizes)}"] if sizes else []) + \
+        in_params = {d for p in prog.params for d in (p.shape or ())}
+        only_out = [d for d in sizes if d not in in_params]
+        hint = f" ({', '.join(only_out)} only in the return annotation: give the size in shapes=)" if only_out else ""
+        what = ([f"no size given for dimension(s) {', '.join(sizes)}{hint}"] if sizes else []) + \
             ([f"no value given for integer parameter(s) {', '.join(values)} (a plan is made for one value: "
               f"give it in the shapes)"] if values else [])
         raise ArgumentError(f"{'; '.join(what)} of {prog.name}")

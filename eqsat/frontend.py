@@ -132,6 +132,7 @@ class _Parser:
             raise ProgramError("@program expects a function definition (a `def`)", Loc(self.file, self.line0, 1))
         fdef = fdefs[0]
         params = self.parse_params(fdef)
+        out_dims = self.return_dims(fdef)
         body = list(fdef.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
@@ -156,6 +157,7 @@ class _Parser:
             for d in p.shape or ():
                 if isinstance(d, str) and d not in dims:
                     dims.append(d)
+        dims += [d for d in out_dims if d not in dims]
         kinds = {}
         for s in stmts:
             if isinstance(s, Alloc):
@@ -203,6 +205,26 @@ class _Parser:
                 raise self.err(arg, f"parameter {arg.arg!r} needs an annotation like f32['M', 'K'], f32 or int, "
                                     f"got {t!r}")
         return params
+
+    def return_dims(self, fdef) -> list:
+        """Dimension names that only the return annotation declares (`-> f32["M"]` over
+        `x: f32["N"]`: a decimation's output size), bound like the parameters' dims: the
+        body may use them, and their sizes come from the shapes given (`optimize`, and
+        `reference(..., shapes=)`), since no argument carries them."""
+        try:
+            want = self.annotation(fdef, getattr(self.fn, "__annotations__", {}).get("return"))
+        except ProgramError:
+            return []  # (check_return says what is wrong with it)
+        if getattr(want, "__origin__", None) is tuple:
+            want = want.__args__
+        out = []
+        for w in want if isinstance(want, tuple) else [want]:
+            for d in getattr(w, "dims", ()) if isinstance(w, lang.TensorType) else ():
+                if isinstance(d, str) and _valid_dim(d) and d not in self.sym and d not in out:
+                    self.check_name(fdef, d, "dimension")
+                    self.sym[d] = ("dim", None)
+                    out.append(d)
+        return out
 
     def annotation(self, node, t):
         """An annotation's value; with `from __future__ import annotations` it is a string."""

@@ -312,3 +312,25 @@ def p(x: f32["N"]) -> f32["N"]:
     for backend in ("numpy", "triton"):
         assert np.array_equal(eqsat.optimize(prog, D).run(x, backend=backend), want), backend
     assert np.array_equal(plan1.run(x, backend="numpy"), first)  # a plan made earlier keeps its values
+
+
+def test_a_dim_only_in_the_return_annotation_is_a_dim(tmp_program):
+    """`-> f32["M"]` over `x: f32["N"]` (a decimation's output size): M is bound in the
+    body like the parameters' dims, its size comes from the shapes (no argument carries
+    it), and without it the error says where to give it (it was refused: undefined name)."""
+    prog = tmp_program('''
+@program
+def decimate2(x: f32["N"]) -> f32["M"]:
+    y = empty((M,))
+    for i in range(M):
+        y[i] = 0.5 * (x[2 * i] + x[2 * i + 1])
+    return y
+''')
+    dims = {"N": 11, "M": 5}
+    (x,) = random_args(prog, dims, 1)
+    want = eqsat.reference(prog, x, shapes=dims)
+    assert want.shape == (5,)
+    for target in ("cpu", "h100"):
+        np.testing.assert_allclose(eqsat.optimize(prog, dims, target=target).run(x), want, rtol=1e-6)
+    with pytest.raises(eqsat.errors.ArgumentError, match="only in the return annotation"):
+        eqsat.reference(prog, x)
