@@ -93,23 +93,27 @@ def _source(plan, term: Node):
     out_shape = tuple(e for _, e in dims) or (1,)
     lines = [f"    out = np.empty({out_shape!r}, dtype=np.float32)"]
     at = ", ".join(f"v{i}" for i in range(len(dims))) or "0"
-    # the outer loop in ranges where every select on it against a constant is decided, each
-    # computing its own branches (`_outer_split`)
-    parts = [(None, body, dict(dims))] if not dims else \
-        [((lo, hi), part, {**dict(dims), dims[0][0]: (lo, hi)}) for lo, hi, part in _outer_split(body, dims)]
-    for span, part, extents in parts:
-        indent = "    "
-        for i, (v, e) in enumerate(dims):
-            if i == 0:
-                lines.append(f"{indent}for v0 in numba.prange({e if span is None or span == (0, e) else f'{span[0]}, {span[1]}'}):")
-            else:
-                lines.append(f"{indent}for v{i} in range({e}):")
-            indent += "    "
-        g = _Gen(gen.operands, plan, gen.names, extents, counter=gen.counter, consts=gen.consts, libs=gen.libs)
-        g.indent = indent
-        val = g.sc(part)
-        lines += g.lines
-        lines.append(f"{indent}out[{at}] = {val}")
+    # each loop in ranges where every select on its variable against a constant is decided,
+    # each range computing its own branches (`_cuts`), at most MAX_PIECES loop bodies
+    pieces = [0]
+
+    def emit(d: int, part: Node, extents: dict, indent: str):
+        if d == len(dims):
+            g = _Gen(gen.operands, plan, gen.names, extents, counter=gen.counter, consts=gen.consts, libs=gen.libs)
+            g.indent = indent
+            val = g.sc(part)
+            lines.extend(g.lines)
+            lines.append(f"{indent}out[{at}] = {val}")
+            return
+        v, e = dims[d]
+        ranges = _cuts(part, v, e, max(1, MAX_PIECES - pieces[0]))
+        pieces[0] += len(ranges) - 1
+        for lo, hi, sub in ranges:
+            loop = "numba.prange" if d == 0 else "range"
+            lines.append(f"{indent}for v{d} in {loop}({e if (lo, hi) == (0, e) else f'{lo}, {hi}'}):")
+            emit(d + 1, sub, {**extents, v: (lo, hi)}, indent + "    ")
+
+    emit(0, body, dict(dims), "    ")
     lines.append("    return out")
     head = ["import numba", "import numpy as np", ""]
     head += [f"{name} = np.float32({value})" for value, name in gen.consts.items()]
@@ -123,15 +127,17 @@ def _source(plan, term: Node):
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
-def _outer_split(body: Node, dims: list, most: int = 4) -> list:
-    """[(lo, hi, body)]: the outer variable's range cut where the body selects on it against
-    a constant (`x if i < 27 else y`: a loop over part of an axis, widened to the whole axis
+MAX_PIECES = 8  # loop bodies a kernel's cut ranges may make (`_cuts`)
+
+
+def _cuts(body: Node, v0: Node, extent: int, most: int = 4) -> list:
+    """[(lo, hi, body)]: variable `v0`'s range cut where the body selects on it against a
+    constant (`x if i < 27 else y`: a loop over part of an axis, widened to the whole axis
     under its bound's mask; also inside other terms, as in `a[i] + (sum(...) if i < 27 else
     0.0)`), each range with every such select decided, at most `most` ranges. Each range
     then computes only its own branch, and reads with the range as the variable's extent:
     loads that could leave their axis only outside it are not clamped (a clamp stops the
-    loop vectorizing; a valid convolution was 2x numba's time)."""
-    v0, extent = dims[0]
+    loop vectorizing; a valid convolution was 2x numba's time, a 2-D one 6x)."""
     outer = Node("Sc.idx", Node("Ix.v", v0))
     parts, done = [(0, extent, body)], []
     while parts:
