@@ -13,6 +13,7 @@ code (numpy_compiled.py), which is what `Plan.run` executes.
 from __future__ import annotations
 
 import functools
+import math
 import operator
 
 import numpy as np
@@ -134,6 +135,10 @@ class Runner:
             # the accumulator is dead after the epilogue: write the result over it
             xp.copyto(out, xp.broadcast_to(xp.asarray(val, dtype=np.float32), shape))
             return out
+        if body.op == "Sc.lit" and body.args[0] == 0.0 and math.copysign(1.0, body.args[0]) > 0:
+            # a buffer of zeros (`empty`, `zeros`): calloc'd pages, zeroed when first
+            # written, not a pass of its own over memory before the nest that fills it
+            return xp.zeros(shape, dtype=np.float32)
         return xp.full(shape, val, dtype=np.float32)  # broadcast into a new array (one call)
 
     # -------------------------------------------------------------- loops as written
