@@ -10,7 +10,8 @@ evaluates that tensor while the matmul loads its operand tile (a fused prologue,
 Preconditions:
   1. The operand sits directly in a product under a sum (where a contraction can use it).
   2. Every load in it reads a closed tensor of one shape at the same plain, distinct
-     index variables (an elementwise function of the operand's element), or (2-D) a
+     index variables (an elementwise function of the operand's element), or (2-D) at
+     those variables swapped (an element of the tensor's transpose), or (2-D) a
      vector at one of them (`a[i, k] * s[k]`, broadcast along the other axis); constants
      and scalar parameters may appear anywhere; no reduction.
   3. It is more than a load (a function, or two loads combined), so plain operands and
@@ -63,6 +64,10 @@ def analysis(p: Sc, s: Sc, x: Sc, y: Sc, t: Ten, v: Var, i: Var, j: Var, r: Var,
     # loads at plain, distinct variables (2-D and 3-D operands)
     yield rule(operand(s), eq(s).to(Sc.load(t, ixs(Ix.v(i), Ix.v(j)))), closed(t), ne(i).to(j),
                eq(shape_of(t)).to(shp(M, N))).then(elementwise(s, ixs(Ix.v(i), Ix.v(j)), shp(M, N)))
+    # ... and a 2-D load at the operand's variables swapped is an element of the tensor's
+    # transpose there (`A[k, j] if k >= j else A[j, k]`: a symmetric matrix from one triangle)
+    yield rule(operand(s), eq(s).to(Sc.load(t, ixs(Ix.v(i), Ix.v(j)))), closed(t), ne(i).to(j),
+               eq(shape_of(t)).to(shp(M, N))).then(elementwise(s, ixs(Ix.v(j), Ix.v(i)), shp(N, M)))
     yield rule(operand(s), eq(s).to(Sc.load(t, ixs(Ix.v(r), Ix.v(i), Ix.v(j)))), closed(t), ne(i).to(j),
                ne(r).to(i), ne(r).to(j), eq(shape_of(t)).to(shp(B, M, N))).then(
         elementwise(s, ixs(Ix.v(r), Ix.v(i), Ix.v(j)), shp(B, M, N)))

@@ -258,6 +258,21 @@ def p(a: f32["M", "K"], b: f32["N", "K"], alpha: f32) -> f32["M", "N"]:
                 c[i, j] += a[i, k] * bp[j, k]
     return c
 ''',
+    # a symmetric operand read from one triangle (BLAS symm): the select reads the tensor at
+    # the operand's variables and at them swapped (its transpose): a prologue
+    "prologue_symmetric": '''
+@program
+def p(b: f32["M", "K"], a: f32["K", "K"]) -> f32["M", "K"]:
+    c = empty((M, K))
+    for i in range(M):
+        for j in range(K):
+            acc = 0.0
+            for k in range(K):
+                s = a[k, j] if k >= j else a[j, k]
+                acc += b[i, k] * s
+            c[i, j] = acc
+    return c
+''',
     # the epilogue reads the product through a transpose
     "epilogue_transposed": '''
 @program
@@ -266,11 +281,13 @@ def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
 ''',
 }
 
-PROLOGUE = {"prologue_inner": ["relu"], "prologue_loop": ["sigmoid"], "prologue_broadcast": ["relu", "mul"]}
+PROLOGUE = {"prologue_inner": ["relu"], "prologue_loop": ["sigmoid"], "prologue_broadcast": ["relu", "mul"],
+            "prologue_symmetric": ["select"]}
 
 EXPECT = {'explicit_acc': [('matmul', [])], 'acc_temp_minus': [('matmul', ['neg'])], 'init_loop': [('matmul', ['relu'])], 'init_inside': [('matmul', ['add'])], 'init_residual': [('matmul', ['add'])], 'const_factor': [('matmul', ['mul'])], 'const_front': [('matmul', ['neg', 'mul'])], 'split_col': [('matmul', ['relu'])], 'split_red': [('matmul', [])], 'multi_axis': [('matmul', [])],
           'split_col_rev': [('matmul', ['relu'])], 'split_tiles': [('matmul', [])],
           'prologue_inner': [('matmul', [])], 'prologue_loop': [('matmul', [])],
+          'prologue_symmetric': [('matmul', [])],
           'epilogue_transposed': [('matmul', ['relu'])],
           'gram': [('matmul', ['relu'])], 'batched_k_outer': [('matmul', ['mul'])],
           'library_then_loops': [('matmul', ['relu']), ('matmul', ['tanh'])],
@@ -282,6 +299,20 @@ EXPECT = {'explicit_acc': [('matmul', [])], 'acc_temp_minus': [('matmul', ['neg'
           'prologue_broadcast': [('matmul', [])]}
 
 GUARDS = {
+    # one triangle and the diagonal: a[j, j] is no element of a or of its transpose at (k, j)
+    "triangle_and_diagonal": '''
+@program
+def p(b: f32["M", "K"], a: f32["K", "K"]) -> f32["M", "K"]:
+    c = empty((M, K))
+    for i in range(M):
+        for j in range(K):
+            acc = 0.0
+            for k in range(K):
+                s = a[k, j] if k >= j else a[j, j]
+                acc += b[i, k] * s
+            c[i, j] = acc
+    return c
+''',
     # a diagonal operand is no matmul
     "diagonal": '''
 @program
