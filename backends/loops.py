@@ -325,8 +325,25 @@ def _live(plan, nest) -> set:
 
 def in_place(nest) -> set:
     """The outputs a compiled nest updates in its arguments: its tensor inputs (scalars are
-    values, and a tensor it allocates is new)."""
-    return set(nest.outputs) & set(nest.tensor_inputs)
+    values, and a tensor it allocates is new), but those it binds anew (`y = y + x`: the
+    name then holds another array, which the nest must return; taking the argument for it
+    returned the tensor as it was before the loop)."""
+    return set(nest.outputs) & set(nest.tensor_inputs) - _rebound(nest.stmt.node)
+
+
+def _rebound(node) -> set:
+    """Names a statement binds with `=` (its element stores and augmented assignments
+    update the array the name holds; `=` and `:=` make the name hold another one)."""
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Assign, ast.AnnAssign)):
+            for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                for x in ast.walk(t):
+                    if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store):
+                        out.add(x.id)
+        elif isinstance(n, ast.NamedExpr):
+            out.add(n.target.id)
+    return out
 
 
 def _example(plan, nest, name):

@@ -176,6 +176,24 @@ def p(x: f32["M", "K"]) -> f32["M"]:
         y[i] = m
     return y
 ''',
+    # a tensor name bound anew in a kept loop from its own value: the compiled nest's
+    # output was taken from its argument (the zeros), as for an update in place
+    "rebound_tensor": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(2):
+        y = y + x
+    return y
+''',
+    "rebound_tensor_param": '''
+@program
+def p(x: f32["N"], y: f32["N"]) -> f32["N"]:
+    for i in range(3):
+        y = y * 0.5 + x
+        y[0] = 1.0
+    return y
+''',
 }
 
 # tricky dataflow tried while building the analysis: reads of other iterations' writes,
@@ -384,6 +402,12 @@ def _check(prog, dims, nan=False, backends=("numpy", "triton")):
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_once_wrong(tmp_program, name):
     _check(tmp_program(WRONG[name]), D, nan=name.startswith("max_"))
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(WRONG) if n.startswith("rebound")])
+def test_once_wrong_with_every_nest_compiled(tmp_program, monkeypatch, name):
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    _check(tmp_program(WRONG[name]), D)
 
 
 @pytest.mark.parametrize("name", sorted(TRICKY))
