@@ -427,7 +427,10 @@ class _Lowerer:
             while not hasattr(e, "name") and not hasattr(e, "base"):
                 e = e.x
             reads.add(getattr(e, "name", None) or e.base)
-        tensor_in = sorted(n for n in reads | writes if n in self.shapes and n in self.env)
+        # (and a tensor the source names without reading an element: `v = x` binding a view
+        # of it inside the loop runs as written and needs `x`)
+        loaded = {n.id for n in ast.walk(s.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        tensor_in = sorted(n for n in reads | writes | loaded if n in self.shapes and n in self.env)
         # a scalar comes in only where the nest may read the value it had before: a read
         # before any assignment, or an output some run of the nest may leave unassigned
         # (a scalar every iteration sets first, an accumulator `acc = 0.0`, does not: were
@@ -763,6 +766,10 @@ class _NestRun:
         term, src = self._entry(self.cur, name)
         if name in self.written:
             self.checks.append((self.leaf, id(node), src, None))
+        if term is None and name not in self.low.env:
+            # no value before the nest: a tensor local bound in a loop over part of an axis,
+            # predicated when the loop was widened (`t = (x + 1.0) if i < N - 1 else t`)
+            raise NotFunctional(f"{name!r} may be read before it is assigned")
         return term if term is not None else self.low.env[name]
 
     def expand(self, name, t, idx):

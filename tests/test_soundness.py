@@ -194,6 +194,29 @@ def p(x: f32["N"], y: f32["N"]) -> f32["N"]:
         y[0] = 1.0
     return y
 ''',
+    # a view bound inside a kept loop and used nowhere: the nest ran `v = x` without `x`
+    "view_bound_in_loop": '''
+@program
+def p(x: f32["N", "N"], c: f32["N", "N"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(N):
+        y[0] /= 2.0
+        v = x
+        r = x[i]
+        w = c.T
+    return y
+''',
+    # a tensor local bound in a loop over part of an axis: widened, the loop's predicated
+    # assignment read the name before any value (a KeyError inside the lowering)
+    "tensor_local_part_range": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(1, N):
+        t = x + 1.0
+        y[i] = t[i - 1]
+    return y
+''',
 }
 
 # tricky dataflow tried while building the analysis: reads of other iterations' writes,
