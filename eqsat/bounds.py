@@ -41,6 +41,11 @@ def check_bounds(prog, dims: dict) -> None:
             expr(e.a, ranges, path + ((e.cond, True),))
             expr(e.b, ranges, path + ((e.cond, False),))
             return
+        if isinstance(e, BoolOp) and e.op in ("and", "or"):  # Python's short circuit: each
+            # operand is evaluated only where the ones before it were true (`and`) or false
+            for k, a in enumerate(e.args):
+                expr(a, ranges, path + tuple((b, e.op == "and") for b in e.args[:k]))
+            return
         for c in e.children():
             expr(c, ranges, path)
 
@@ -101,10 +106,17 @@ def guard_text(cond, holds: bool, aff) -> str | None:
     if isinstance(cond, BoolOp):
         if cond.op == "not":
             return guard_text(cond.args[0], not holds, aff)
-        parts = [guard_text(a, holds, aff) for a in cond.args]
-        if any(p is None for p in parts):
-            return None
+        parts = []
+        for a in cond.args:
+            try:
+                parts.append(guard_text(a, holds, aff))
+            except (KeyError, TypeError, ValueError):  # not affine in loop variables
+                parts.append(None)
         joiner = " and " if (cond.op == "and") == holds else " or "
+        if joiner == " and ":  # a conjunction implies each part: the known ones are a guard
+            parts = [p for p in parts if p is not None]
+        if not parts or any(p is None for p in parts):
+            return None
         return "(" + joiner.join(parts) + ")"
     if isinstance(cond, Compare):
         a, b = _index_of(cond.a), _index_of(cond.b)

@@ -395,6 +395,20 @@ def p(x: f32["M", "N"]) -> f32["M", "N"]:
             y[i, j] = row[j] * 2.0
     return y
 ''', None),
+    # a read guarded by the short circuit of `and` / `or` in one condition (Python never
+    # evaluates it where the guard decides): refused as out of bounds before
+    "short_circuit_guards": ('''
+@program
+def p(x: f32["N"], w: f32["N"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(N):
+        if i > 0 and x[i - 1] > 0.0:
+            y[i] = 1.0
+        elif i == N - 1 or w[i + 1] < 0.0:
+            y[i] = 2.0
+        y[i] += x[i - 1] if i >= 1 and not (i == N - 1 or w[i + 1] > x[i - 1]) else 0.5
+    return y
+''', None),
 }
 
 
