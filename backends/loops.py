@@ -63,6 +63,9 @@ def _lib():
 
         jit = numba.njit(cache=True, error_model="numpy")
         fns = {name: jit(f) for name, f in {**lang.UNARY, **lang.BINARY}.items()}
+        from eqsat.backends import vector_math  # exp, sigmoid, silu in a form loops vectorize
+
+        fns.update(vector_math.FUNCTIONS)
 
         @numba.njit(cache=True, error_model="numpy")
         def zeros(shape):

@@ -1,0 +1,109 @@
+"""exp, sigmoid and silu for compiled CPU code (numba), in a form LLVM vectorizes.
+
+numba compiles `np.exp` on a scalar to a call of the C library's `expf`, which no loop
+vectorizes: 1.2 ms for 512k float32 elements here, where numpy's own exp (SIMD) takes
+0.23 ms, so a compiled kernel or kept nest with an exp in it (softmax, log-sum-exp,
+sigmoid, silu) ran several times slower than the same pass in numpy. `expf` below is
+straight-line float32 code without calls or branches (Cody-Waite range reduction, a
+degree-6 polynomial as in Cephes' expf, the power of two built from its bits): inside a
+loop LLVM vectorizes it, 0.25 ms for the same elements. It agrees with the exact value to
+within 2e-7 relatively (numpy's float32 exp: within 2.4 ulp), keeps NaN, gives inf past
+88.72, and subnormal results down to 2**-149.
+
+The functions take what the language's functions take: a scalar goes through `expf` (a
+float32, as the reference computes it), an array through numpy's own exp."""
+from __future__ import annotations
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic, overload
+
+
+@intrinsic
+def _f32_bits(typingctx, i):
+    """The float32 whose bits are int32 `i`."""
+    sig = types.float32(types.int32)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+
+    return sig, codegen
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def expf(x):
+    x = np.float32(x)
+    xc = x if x == x else np.float32(0.0)
+    # past these the result is inf or 0 either way; inside them 2**k splits into two normal
+    # powers of two, so subnormal results come out right
+    xc = np.float32(89.0) if xc > np.float32(89.0) else (np.float32(-104.0) if xc < np.float32(-104.0) else xc)
+    fk = np.floor(xc * np.float32(1.44269504088896341) + np.float32(0.5))
+    r = xc - fk * np.float32(0.693359375) + fk * np.float32(2.12194440e-4)  # x - k ln 2, in two parts
+    p = np.float32(1.9875691500e-4)
+    p = p * r + np.float32(1.3981999507e-3)
+    p = p * r + np.float32(8.3334519073e-3)
+    p = p * r + np.float32(4.1665795894e-2)
+    p = p * r + np.float32(1.6666665459e-1)
+    p = p * r + np.float32(5.0000001201e-1)
+    p = p * r * r + r + np.float32(1.0)
+    k = np.int32(fk)
+    k1 = k >> 1
+    out = p * _f32_bits(np.int32((k1 + 127) << 23)) * _f32_bits(np.int32((k - k1 + 127) << 23))
+    return out if x == x else x
+
+
+def _exp(x):  # the stubs numba resolves by argument type (a scalar or an array)
+    raise NotImplementedError
+
+
+def _sigmoid(x):
+    raise NotImplementedError
+
+
+def _silu(x):
+    raise NotImplementedError
+
+
+def _scalar(t) -> bool:
+    return isinstance(t, (types.Float, types.Integer, types.Boolean))
+
+
+@overload(_exp, inline="always")
+def _exp_impl(x):
+    if _scalar(x):
+        return lambda x: expf(x)
+    return lambda x: np.exp(x)
+
+
+@overload(_sigmoid, inline="always")
+def _sigmoid_impl(x):
+    if _scalar(x):
+        return lambda x: np.float32(1) / (np.float32(1) + expf(-np.float32(x)))
+    return lambda x: np.float32(1) / (np.float32(1) + np.exp(-x))
+
+
+@overload(_silu, inline="always")
+def _silu_impl(x):
+    if _scalar(x):
+        return lambda x: np.float32(x) * (np.float32(1) / (np.float32(1) + expf(-np.float32(x))))
+    return lambda x: x * (np.float32(1) / (np.float32(1) + np.exp(-x)))
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def exp(x):
+    return _exp(x)
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def sigmoid(x):
+    return _sigmoid(x)
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def silu(x):
+    return _silu(x)
+
+
+FUNCTIONS = {"exp": exp, "sigmoid": sigmoid, "silu": silu}  # replace the language's in compiled code
