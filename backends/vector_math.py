@@ -1,4 +1,4 @@
-"""exp, sigmoid, silu, tanh and gelu for compiled CPU code (numba), in a form LLVM vectorizes.
+"""exp, log, sigmoid, silu, tanh and gelu for compiled CPU code (numba), in a form LLVM vectorizes.
 
 numba compiles `np.exp` on a scalar to a call of the C library's `expf`, which no loop
 vectorizes: 1.2 ms for 512k float32 elements here, where numpy's own exp (SIMD) takes
@@ -10,7 +10,8 @@ loop LLVM vectorizes it, 0.25 ms for the same elements. It agrees with the exact
 within 2e-7 relatively (numpy's float32 exp: within 2.4 ulp), keeps NaN, gives inf past
 88.72, and subnormal results down to 2**-149. `tanhf` is Cephes' tanhf made branch-free:
 an odd polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above (both computed, one
-chosen), within 3e-7 of the exact value.
+chosen), within 3e-7 of the exact value; `logf` Cephes' logf likewise (the exponent and
+mantissa from the bits, subnormals scaled first), within 2e-7.
 
 The functions take what the language's functions take: a scalar goes through `expf` (a
 float32, as the reference computes it), an array through numpy's own exp."""
@@ -30,6 +31,17 @@ def _f32_bits(typingctx, i):
 
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.FloatType())
+
+    return sig, codegen
+
+
+@intrinsic
+def _i32_bits(typingctx, f):
+    """The int32 whose bits are float32 `f`."""
+    sig = types.int32(types.float32)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
 
     return sig, codegen
 
@@ -70,6 +82,36 @@ def tanhf(x):
     return out if x == x else x
 
 
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def logf(x):
+    x = np.float32(x)
+    tiny = x < np.float32(1.17549435e-38)  # subnormal (or zero, negative): scaled into the normals
+    v = x * np.float32(8388608.0) if tiny else x
+    v = v if v > np.float32(0.0) else np.float32(1.0)  # (the result is decided below)
+    bits = _i32_bits(v)
+    e = np.float32(((bits >> 23) & 0xFF) - 126 - (23 if tiny else 0))
+    m = _f32_bits(np.int32((bits & 0x7FFFFF) | 0x3F000000))  # v = m 2**e, m in [0.5, 1)
+    low = m < np.float32(0.707106781186547524)
+    e = e - np.float32(1.0) if low else e
+    m = (m + m - np.float32(1.0)) if low else (m - np.float32(1.0))
+    z = m * m
+    y = np.float32(7.0376836292e-2)
+    y = y * m - np.float32(1.1514610310e-1)
+    y = y * m + np.float32(1.1676998740e-1)
+    y = y * m - np.float32(1.2420140846e-1)
+    y = y * m + np.float32(1.4249322787e-1)
+    y = y * m - np.float32(1.6668057665e-1)
+    y = y * m + np.float32(2.0000714765e-1)
+    y = y * m - np.float32(2.4999993993e-1)
+    y = y * m + np.float32(3.3333331174e-1)
+    y = y * m * z
+    y = y - np.float32(2.12194440e-4) * e - np.float32(0.5) * z
+    out = m + y + np.float32(0.693359375) * e
+    out = out if x < np.float32(np.inf) else x  # inf -> inf
+    out = out if x > np.float32(0.0) else (np.float32(-np.inf) if x == np.float32(0.0) else np.float32(np.nan))
+    return out if x == x else x
+
+
 def _exp(x):  # the stubs numba resolves by argument type (a scalar or an array)
     raise NotImplementedError
 
@@ -87,6 +129,10 @@ def _tanh(x):
 
 
 def _gelu(x):
+    raise NotImplementedError
+
+
+def _log(x):
     raise NotImplementedError
 
 
@@ -138,6 +184,18 @@ def _gelu_impl(x):
     return gelu_array
 
 
+@overload(_log, inline="always")
+def _log_impl(x):
+    if _scalar(x):
+        return lambda x: logf(x)
+    return lambda x: np.log(x)
+
+
+@numba.njit(inline="always", cache=True, error_model="numpy")
+def log(x):
+    return _log(x)
+
+
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def tanh(x):
     return _tanh(x)
@@ -163,4 +221,4 @@ def silu(x):
     return _silu(x)
 
 
-FUNCTIONS = {"exp": exp, "sigmoid": sigmoid, "silu": silu, "tanh": tanh, "gelu": gelu}  # replace the language's in compiled code
+FUNCTIONS = {"exp": exp, "log": log, "sigmoid": sigmoid, "silu": silu, "tanh": tanh, "gelu": gelu}  # replace the language's in compiled code

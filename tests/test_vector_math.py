@@ -1,4 +1,4 @@
-"""`backends/vector_math.py`: exp, sigmoid, silu, tanh and gelu as compiled code uses them (in a form
+"""`backends/vector_math.py`: exp, log, sigmoid, silu, tanh and gelu as compiled code uses them (in a form
 loops vectorize), against the exact values and the language's own (numpy) functions:
 NaN kept, inf past the overflow bound, subnormal results, scalars and arrays alike."""
 from __future__ import annotations
@@ -54,13 +54,28 @@ def test_tanh_is_within_three_tenths_of_a_millionth_of_the_exact_value():
     assert list(got[-6:-1]) == [1.0, -1.0, 0.0, np.float32(1e-30), np.float32(-1e-30)]
 
 
+def test_log_is_within_two_tenths_of_a_millionth_of_the_exact_value():
+    lib = loops._lib()
+    rng = np.random.default_rng(3)
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 1e-45, 1e-40, 1.17e-38, 1.0, 0.70710677, 0.7071068, 3.4e38]
+    x = np.concatenate([np.exp(rng.uniform(-103, 88, 400_000)).astype(np.float32),  # subnormals to the top
+                        rng.uniform(0.5, 2.0, 100_000).astype(np.float32), np.array(special, dtype=np.float32)])
+    got = _apply(lib["log"])(x)
+    with np.errstate(all="ignore"):
+        exact = np.log(x.astype(np.float64))
+        want = np.log(x)
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(got[np.isinf(want)], want[np.isinf(want)])
+    ok = np.isfinite(exact)
+    assert np.all(np.abs(got[ok] - exact[ok]) <= 2e-7 * np.abs(exact[ok]) + 6e-8)
+
+
 def test_sigmoid_and_silu_agree_with_the_language_and_take_arrays_too():
     import numba
 
     lib = loops._lib()
     x = (np.random.default_rng(1).standard_normal(200_000) * 12).astype(np.float32)
     x[:4] = [np.nan, np.inf, -np.inf, 0.0]
-    for name in ("exp", "sigmoid", "silu", "tanh", "gelu"):
+    for name in ("exp", "log", "sigmoid", "silu", "tanh", "gelu"):
         got = _apply(lib[name])(x)
         with np.errstate(all="ignore"):
             want = getattr(lang, name)(x)
@@ -71,4 +86,6 @@ def test_sigmoid_and_silu_agree_with_the_language_and_take_arrays_too():
         assert np.all(np.abs(got[ok] - want[ok]) <= 1e-6 * np.abs(want[ok]) + 3e-7 * np.abs(x[ok])), name
         fn = lib[name]
         whole = numba.njit(lambda a: fn(a))(x[4:])  # an array argument: numpy's own
-        assert np.all(np.abs(whole - want[4:]) <= 1e-6 * np.abs(want[4:]) + 3e-7 * np.abs(x[4:])), name
+        w, fin = want[4:], np.isfinite(want[4:])
+        assert np.array_equal(np.isnan(whole), np.isnan(w)), name
+        assert np.all(np.abs(whole[fin] - w[fin]) <= 1e-6 * np.abs(w[fin]) + 3e-7 * np.abs(x[4:][fin])), name
