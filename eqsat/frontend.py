@@ -777,7 +777,13 @@ class _Parser:
                 raise self.err(e, f"builtin {name}() is for scalars; use {name}imum() on tensors")
             return Call(loc, name, args)
         fn = "max" if name == "maximum" else "min"
-        return Call(loc, fn, args, ty=self.bcast(e, args[0].ty, args[1].ty))
+        ty = self.bcast(e, args[0].ty, args[1].ty)
+        # numpy's maximum/minimum give NaN where either operand is NaN; builtin max/min (the
+        # `max`/`min` term) keep whichever operand the comparison picks. So: `a if a != a
+        # else (b if b != b else max(a, b))`, exact for every input
+        a, b = args
+        inner = Select(loc, Compare(loc, "!=", b, b), b, Call(loc, fn, args, ty=ty), ty=ty)
+        return Select(loc, Compare(loc, "!=", a, a), a, inner, ty=ty)
 
 
 _AUG = {ast.Add: "+", ast.Sub: "+", ast.Mult: "*", ast.Div: "/"}

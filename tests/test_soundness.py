@@ -689,3 +689,25 @@ def test_programs_optimized_one_after_another(tmp_program):
         prep.close()
     for src, dims in SEQUENCE:
         _check(tmp_program(src), dims, backends=("numpy",))
+
+
+def test_library_maximum_and_minimum_propagate_nan(tmp_program):
+    """numpy's maximum/minimum give NaN where either operand is NaN (builtin max/min keep
+    the operand the comparison picks): the plan computed them like the builtins, on both
+    backends, even for a loop-free `maximum(x, w)`."""
+    prog = tmp_program('''
+@program
+def p(x: f32["N"], w: f32["N"]) -> tuple[f32["N"], f32["N"], f32["N"]]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = minimum(x[i], 2.0 * w[i]) + max(x[i], w[i])
+    return maximum(x, w), minimum(w, x), y
+''')
+    x = np.array([1.0, np.nan, np.inf, -1.0, np.nan, 3.0], np.float32)
+    w = np.array([np.nan, 1.0, np.nan, -2.0, np.nan, -np.inf], np.float32)
+    want = eqsat.reference(prog, x, w)
+    for target in ("cpu", "h100"):
+        plan = eqsat.optimize(prog, {"N": 6}, target=target)
+        for backend in ("numpy", "triton"):
+            for g, wv in zip(plan.run(x, w, backend=backend), want):
+                assert np.array_equal(np.asarray(g), wv, equal_nan=True), (target, backend, g, wv)
