@@ -593,7 +593,11 @@ def _one_to_one(s) -> bool:
     or docstrings that a part's source would lose or repeat), so parts can run as written."""
     if not isinstance(s, For):
         return True
-    return len(s.node.body) == len(s.body) and all(_one_to_one(b) for b in s.body)
+    # (equal counts are not enough: a view binding, which makes no ir statement, beside a
+    # chained assignment, which makes two, paired every statement with its neighbour's source)
+    return len(s.node.body) == len(s.body) and \
+        all(getattr(b, "node", None) is nb for b, nb in zip(s.body, s.node.body)) and \
+        all(_one_to_one(b) for b in s.body)
 
 
 def _sub(s) -> list:

@@ -217,6 +217,19 @@ def p(x: f32["N"]) -> f32["N"]:
         y[i] = t[i - 1]
     return y
 ''',
+    # a view bound in a loop beside a chained assignment: the loop's source statements were
+    # paired with the wrong ir statements when it was split (the store through the view lost)
+    "view_and_chained_assignment": '''
+@program
+def p(a: f32["N", "N"]) -> f32["N", "N"]:
+    y = zeros((N, N))
+    for i in range(N):
+        v = y.T
+        for j in range(N):
+            v[(j + i) % N, j] = 1.0 + a[i, j]
+        b = c = a[i, i]
+    return y
+''',
 }
 
 # tricky dataflow tried while building the analysis: reads of other iterations' writes,
