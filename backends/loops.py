@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import hashlib
 import importlib.util
 import os
@@ -235,8 +236,6 @@ class _Threads:
 def _with_prange(node, loops: list):
     """A copy of the nest's ast with the `range` of each loop in `loops` (ast.For nodes of
     `node`) replaced by `numba.prange`."""
-    import copy
-
     new = copy.deepcopy(node)
     want = {id(f) for f in loops}
     done = 0
@@ -246,6 +245,42 @@ def _with_prange(node, loops: list):
                                          ctx=ast.Load())
             done += 1
     return new if done == len(want) else None  # a loop not found in this tree: none
+
+
+def _overlap_safe(tree, shapes: dict, views) -> None:
+    """Every augmented assignment to a tensor (`a -= a[0]`, `r[i] += r[0]` for a row `r[i]`)
+    rewritten as a store of the whole result (`a[...] = a - a[0]`), in place. numpy computes
+    an in-place operation as if its operands were copied first where they overlap; numba's
+    runs element by element, so `a -= a[0]` subtracted the already zeroed first row from
+    the rest."""
+    for n in ast.walk(tree):
+        for field in ("body", "orelse"):
+            stmts = getattr(n, field, None)
+            if not isinstance(stmts, list):
+                continue
+            for k, st in enumerate(stmts):
+                if not isinstance(st, ast.AugAssign):
+                    continue
+                t = st.target
+                if isinstance(t, ast.Name):
+                    whole = t.id in views or len(shapes.get(t.id) or ()) > 0
+                    store = ast.Subscript(value=ast.Name(id=t.id, ctx=ast.Load()), slice=ast.Constant(Ellipsis),
+                                          ctx=ast.Store())
+                elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    idx = t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]
+                    whole = len(shapes.get(t.value.id) or ()) > len(idx)  # a row, not an element
+                    store = copy.deepcopy(t)
+                else:
+                    whole = False
+                if not whole:
+                    continue
+                load = copy.deepcopy(t)
+                load.ctx = ast.Load()
+                for x in ast.walk(load):
+                    if hasattr(x, "ctx"):
+                        x.ctx = ast.Load()
+                stmts[k] = ast.copy_location(ast.Assign(targets=[store], value=ast.BinOp(load, st.op, st.value)), st)
+    ast.fix_missing_locations(tree)
 
 
 def _unsigned_indices(tree) -> None:
@@ -298,7 +333,9 @@ def _source(plan, nest):
     # per-channel `scale` of a batchnorm made the nest run interpreted): a zero stands in
     outs = "".join(f"{o if not par or o in live else _zero(plan, o)}, "
                    for o in nest.outputs if o not in in_place(nest))
-    body = ast.unparse(marked if par else node)
+    tree = marked if par else copy.deepcopy(node)
+    _overlap_safe(tree, plan.lowered.tensor_shapes, nest.views)
+    body = ast.unparse(tree)
     flags = ', parallel=True' if par else ''
     lines += ["", "", f'@numba.njit(cache=True, error_model="numpy"{flags})', f"def nest({', '.join(params)}):"]
     lines += ["    " + line for line in body.splitlines()]
