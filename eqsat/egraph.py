@@ -5,6 +5,7 @@ import contextlib
 import gc
 import itertools
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -113,6 +114,10 @@ def _literal(x) -> str:
     if isinstance(x, int):
         return str(x)
     if isinstance(x, float):
+        if x != x:
+            return "NaN"  # egglog's spellings of the non-finite floats
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
         return repr(x)
     return json.dumps(x)
 

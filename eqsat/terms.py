@@ -33,6 +33,8 @@ Sorts and constructors (argument kinds in brackets):
 """
 from __future__ import annotations
 
+import math
+
 
 class Node:
     __slots__ = ("op", "args", "_hash", "__weakref__")
@@ -129,12 +131,22 @@ def compute(pairs, body: Node) -> Node:
     return Node("Ten.compute", dims(pairs), body)
 
 
-_FOLD = {"Sc.add": lambda x, y: x + y, "Sc.sub": lambda x, y: x - y, "Sc.mul": lambda x, y: x * y}
+def _div(x: float, y: float) -> float:
+    """x / y as IEEE division (numpy's: x / 0 is inf or NaN; Python's raises)."""
+    if y == 0.0:
+        if x != x or x == 0.0:
+            return math.nan
+        return math.copysign(math.inf, x) * math.copysign(1.0, y)
+    return x / y
+
+
+_FOLD = {"Sc.add": lambda x, y: x + y, "Sc.sub": lambda x, y: x - y, "Sc.mul": lambda x, y: x * y, "Sc.div": _div}
 
 
 def binop(op: str, a: Node, b: Node) -> Node:
     """A scalar binary op with the foldings the lowering may do for free: 0 + x, x * 1, and
-    + - * of two literals (Python's own float arithmetic, which `reference` does there too)."""
+    + - * / of two literals (Python's own float arithmetic, which `reference` does there
+    too; a division by zero as numpy's, inf or NaN: `zeros(...) / zeros(...)`)."""
     if a.op == "Sc.lit" and b.op == "Sc.lit" and op in _FOLD:
         return lit(_FOLD[op](a.args[0], b.args[0]))
     if op == "Sc.add":

@@ -242,6 +242,18 @@ def p(a: f32["B", "N", "M"], x: f32["N", "M"]) -> tuple[f32["B", "N", "M"], f32[
         a[1] *= a[1, 0]
     return a, x
 ''',
+    # constants: a product overflowing float32 but not Python's floats, divided back (the
+    # numpy backend computed it in float32: inf), divisions of zero buffers (Triton's
+    # kernel text read `0.0 / 0.0`: ZeroDivisionError), a literal past float64 (inf)
+    "constant_folding": '''
+@program
+def p(x: f32["N"]) -> tuple[f32["N"], f32["N"], f32["N"]]:
+    y = zeros((N,))
+    z = empty((N,))
+    for i in range(N):
+        z[i] = 1e30 * 1e30 / 1e30 + x[i]
+    return z, y / y + x, 1.0 / y - x * 1e309
+''',
 }
 
 # tricky dataflow tried while building the analysis: reads of other iterations' writes,
