@@ -133,7 +133,9 @@ def guard_text(cond, holds: bool, aff) -> str | None:
 def _index_of(e):
     """A value expression as an index expression (integers, loop variables, dims), or None."""
     if isinstance(e, Const):
-        return ("int", int(e.value)) if float(e.value).is_integer() else None
+        # (a constant past 2**31 stays a number: index arithmetic is in egglog's i64 and the
+        # backends' int64, where `i * 1e20` would not fit)
+        return ("int", int(e.value)) if float(e.value).is_integer() and abs(e.value) < 2**31 else None
     if isinstance(e, Dim):
         return ("name", e.name)
     if isinstance(e, Bin) and e.op in ("+", "-", "*", "//", "%"):

@@ -254,6 +254,16 @@ def p(x: f32["N"]) -> tuple[f32["N"], f32["N"], f32["N"]]:
         z[i] = 1e30 * 1e30 / 1e30 + x[i]
     return z, y / y + x, 1.0 / y - x * 1e309
 ''',
+    # a loop variable times a constant past int64 (index arithmetic made it an i64: egglog
+    # refused the build)
+    "huge_index_constant": '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(N):
+        y[i] = x[i] + i * 1e20 - (i + 100000000000000000000) * 1e-20
+    return y
+''',
 }
 
 # tricky dataflow tried while building the analysis: reads of other iterations' writes,
