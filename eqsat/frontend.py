@@ -151,6 +151,9 @@ class _Parser:
             raise self.err(ret, "`return` needs a value")
         vals = ret.value.elts if isinstance(ret.value, ast.Tuple) else [ret.value]
         returns = tuple(self.expr(v) for v in vals)
+        live = {v: e for v, (e, _, _) in self.views.items()}
+        for r, v in zip(returns, vals):
+            r.node, r.views = v, live  # its source and views: a returned form with no term runs as written
         out_dtypes = self.check_return(fdef, ret, returns)
         dims = []
         for p in params:

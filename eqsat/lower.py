@@ -190,13 +190,16 @@ class _Lowerer:
             if is_nest[k] and not self.out_of_time:
                 times.append(clock() - t)
         roots, scal = [], []
-        for r in self.prog.returns:
+        for k, r in enumerate(self.prog.returns):
             if r.ty is None:
                 roots.append(T.compute([], self.scalar_top(r)))
                 scal.append(True)
-            else:
+                continue
+            try:
                 roots.append(self.tensor(r))
-                scal.append(False)
+            except NotFunctional:  # a form with no term (`return x // 0.25`): run as written
+                roots.append(self.returned_as_written(k, r))
+            scal.append(False)
         return Lowered(roots, scal, self.unions, self.nests, dict(self.shapes),
                        [p.name for p in self.prog.params if p.shape is None and p.dtype is not int], self.var_extent,
                        dict(self.shapes), frozenset(self.kept_for_time))
@@ -217,6 +220,17 @@ class _Lowerer:
             self.env[s.name] = self.zeros(shape)
         else:
             self.nest(s, lift)
+
+    def returned_as_written(self, k: int, r) -> Node:
+        """Returned tensor expression `r` computed by a nest of its own that runs it as written
+        (`eqsat_return<k> = r`), as a top-level statement with no term would be."""
+        name = f"eqsat_return{k}"
+        node = ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=r.node), r.node)
+        s = Assign(r.loc, name, r)
+        s.node = ast.fix_missing_locations(node)
+        s.views = dict(getattr(r, "views", {}))
+        self.nest(s, False)
+        return self.env[name]
 
     def top_assign(self, s):
         if s.value.ty is None:

@@ -456,6 +456,15 @@ def p(x: f32["N"], w: f32["N"]) -> f32["N"]:
         y[i] += x[i - 1] if i >= 1 and not (i == N - 1 or w[i + 1] > x[i - 1]) else 0.5
     return y
 ''', None),
+    # tensor-level `//`, `%` and `** 0.5` written in the return statement itself (they have no
+    # term; bound to a name first they ran as written, returned directly they raised an
+    # internal NotFunctional)
+    "returned_forms_without_terms": ('''
+@program
+def p(x: f32["N", "N"], y: f32["N", "N"]) -> tuple[f32["N", "N"], f32["N", "N"], f32["N", "N"]]:
+    v = x.T
+    return x // 0.25, v % 0.7 + y, (x * x + y * y) ** 0.5
+''', None),
 }
 
 
