@@ -466,10 +466,25 @@ class _Parser:
             if name not in self.sym:
                 raise self.err(target, f"{name!r} is used before it is assigned")
             kind, ty = self.sym[name]
-            if (ty is None) != (val.ty is None) or (ty is not None and _broadcast(ty, val.ty) != tuple(ty)):
-                raise self.err(value, f"shape mismatch in `{name} {_AUG.get(aug, '-')}= ...`: "
+            shown = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}[aug]
+            try:
+                fits = val.ty is None if ty is None else (val.ty is None or _broadcast(ty, val.ty) == tuple(ty))
+            except ValueError:
+                fits = False
+            if not fits:
+                raise self.err(value, f"shape mismatch in `{name} {shown}= ...`: "
                                       f"{_shape_str(ty)} and {_shape_str(val.ty)}")
-            if aug is ast.Sub:
+            if ty is not None and (val.ty is None or tuple(val.ty) != tuple(ty)):
+                # a scalar or a lower-rank value broadcast into the tensor (`h *= 2.0`, `x += b`):
+                # the new value, `h * 2.0`, in full; the same memory where nothing else views it
+                for v, (e, _, vloc) in self.views.items():
+                    if _view_parts(e)[0] == name:
+                        raise self.err(n, f"`{name} {shown}= ...` broadcasts into {name!r} while {v!r} (bound at "
+                                          f"line {vloc.line}) views it; write `{name}[...] {shown}= ...` through the "
+                                          f"view, or update with a value of {name!r}'s own shape")
+                val = Bin(loc, shown, Ref(loc, name, ty=tuple(ty)), val, ty=tuple(ty))
+                aug = None
+            elif aug is ast.Sub:
                 val = Call(val.loc, "neg", (val,), ty=val.ty)
         if name in self.sym and (self.sym[name][1] is None) != (val.ty is None):
             raise self.err(target, f"{name!r} changes between scalar and tensor")

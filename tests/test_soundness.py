@@ -465,6 +465,20 @@ def p(x: f32["N", "N"], y: f32["N", "N"]) -> tuple[f32["N", "N"], f32["N", "N"],
     v = x.T
     return x // 0.25, v % 0.7 + y, (x * x + y * y) ** 0.5
 ''', None),
+    # a tensor updated with a scalar or a lower-rank value (`h *= 2.0`, `x += b`): refused as a
+    # shape mismatch, or lowered at the value's rank (a crash when it ran)
+    "broadcast_updates": ('''
+@program
+def p(x: f32["M", "N"], b: f32["N"]) -> tuple[f32["M", "N"], f32["M", "N"]]:
+    h = x + 0.0
+    h *= 2.0
+    h -= 1.0
+    x += b
+    for i in range(2):
+        h /= 3.0
+        x -= b
+    return h, x
+''', None),
 }
 
 
