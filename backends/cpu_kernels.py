@@ -67,7 +67,9 @@ def build(plan, k):
         src, inputs, scalars, libs = _source(plan, k.term)
     except NotImplementedError as e:
         return None, f"numpy ({e})"
-    lib = loops._lib()
+    from eqsat.backends import vector_math
+
+    lib = {**loops._lib(), **vector_math.SCALAR}  # (every call in a kernel is on a scalar)
     shapes = [plan.costing.shape(t) for t in inputs]
 
     def example():

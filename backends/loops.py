@@ -56,6 +56,19 @@ def cache_dir() -> Path:
     return path
 
 
+_LIB_SOURCE: list = []
+
+
+def _lib_source() -> str:
+    """The source of the functions compiled code calls (the language's, and their compiled
+    forms), read once."""
+    if not _LIB_SOURCE:
+        from eqsat.backends import vector_math
+
+        _LIB_SOURCE.append("".join(Path(m.__file__).read_text() for m in (lang, vector_math)))
+    return _LIB_SOURCE[0]
+
+
 def _lib():
     """The language's functions as numba functions (the same numpy code, compiled)."""
     global _LIB
@@ -110,7 +123,9 @@ def load_compiled(kind: str, src: str, entry: str, bind: dict, example):
     `bind` set, and `entry` called once on `example()` so that numba compiles it now and a
     failure raises here. Shared by every plan in the process (the least recently used are
     dropped past MAX_MODULES; a dropped one reloads from the disk cache)."""
-    key = f"{kind}_{hashlib.sha256(src.encode()).hexdigest()[:20]}"
+    # (numba's cache of a function does not notice a change in the functions it calls: the
+    # key holds the source of the compiled library too, so a new eqsat compiles anew)
+    key = f"{kind}_{hashlib.sha256((src + _lib_source()).encode()).hexdigest()[:20]}"
     with _MODULES_LOCK:
         fn = _MODULES.get(key)
         if fn is not None:

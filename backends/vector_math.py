@@ -13,8 +13,11 @@ an odd polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above (both compute
 chosen), within 3e-7 of the exact value; `logf` Cephes' logf likewise (the exponent and
 mantissa from the bits, subnormals scaled first), within 2e-7.
 
-The functions take what the language's functions take: a scalar goes through `expf` (a
-float32, as the reference computes it), an array through numpy's own exp."""
+Generated kernels (`cpu_kernels`) call the scalar forms (`SCALAR`), inlined, so each
+vectorizes; kept nests, whose calls may take arrays, call functions numba resolves by type
+(`FUNCTIONS`: a scalar through the forms here, a float32 as the reference computes it, an
+array through numpy's own), where LLVM inlines exp, log, sigmoid and silu but not tanh
+and gelu."""
 from __future__ import annotations
 
 import numba
@@ -47,92 +50,92 @@ def _i32_bits(typingctx, f):
 
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
-def expf(x):
-    x = np.float32(x)
-    xc = x if x == x else np.float32(0.0)
+def expf(vm_in):
+    vm_e_x = np.float32(vm_in)
+    vm_e_xc = vm_e_x if vm_e_x == vm_e_x else np.float32(0.0)
     # past these the result is inf or 0 either way; inside them 2**k splits into two normal
     # powers of two, so subnormal results come out right
-    xc = np.float32(89.0) if xc > np.float32(89.0) else (np.float32(-104.0) if xc < np.float32(-104.0) else xc)
-    fk = np.floor(xc * np.float32(1.44269504088896341) + np.float32(0.5))
-    r = xc - fk * np.float32(0.693359375) + fk * np.float32(2.12194440e-4)  # x - k ln 2, in two parts
-    p = np.float32(1.9875691500e-4)
-    p = p * r + np.float32(1.3981999507e-3)
-    p = p * r + np.float32(8.3334519073e-3)
-    p = p * r + np.float32(4.1665795894e-2)
-    p = p * r + np.float32(1.6666665459e-1)
-    p = p * r + np.float32(5.0000001201e-1)
-    p = p * r * r + r + np.float32(1.0)
-    k = np.int32(fk)
-    k1 = k >> 1
-    out = p * _f32_bits(np.int32((k1 + 127) << 23)) * _f32_bits(np.int32((k - k1 + 127) << 23))
-    return out if x == x else x
+    vm_e_xc = np.float32(89.0) if vm_e_xc > np.float32(89.0) else (np.float32(-104.0) if vm_e_xc < np.float32(-104.0) else vm_e_xc)
+    vm_e_fk = np.floor(vm_e_xc * np.float32(1.44269504088896341) + np.float32(0.5))
+    vm_e_r = vm_e_xc - vm_e_fk * np.float32(0.693359375) + vm_e_fk * np.float32(2.12194440e-4)  # x - k ln 2, in two parts
+    vm_e_p = np.float32(1.9875691500e-4)
+    vm_e_p = vm_e_p * vm_e_r + np.float32(1.3981999507e-3)
+    vm_e_p = vm_e_p * vm_e_r + np.float32(8.3334519073e-3)
+    vm_e_p = vm_e_p * vm_e_r + np.float32(4.1665795894e-2)
+    vm_e_p = vm_e_p * vm_e_r + np.float32(1.6666665459e-1)
+    vm_e_p = vm_e_p * vm_e_r + np.float32(5.0000001201e-1)
+    vm_e_p = vm_e_p * vm_e_r * vm_e_r + vm_e_r + np.float32(1.0)
+    vm_e_k = np.int32(vm_e_fk)
+    vm_e_k1 = vm_e_k >> 1
+    vm_e_out = vm_e_p * _f32_bits(np.int32((vm_e_k1 + 127) << 23)) * _f32_bits(np.int32((vm_e_k - vm_e_k1 + 127) << 23))
+    return vm_e_out if vm_e_x == vm_e_x else vm_e_x
 
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
-def tanhf(x):
-    x = np.float32(x)
-    a = x if x >= np.float32(0.0) else -x
-    z = x * x
-    small = ((((np.float32(-5.70498872745e-3) * z + np.float32(2.06390887954e-2)) * z
-               - np.float32(5.37397155531e-2)) * z + np.float32(1.33314422036e-1)) * z
-             - np.float32(3.33332819422e-1)) * z * x + x
-    big = np.float32(1.0) - np.float32(2.0) / (expf(a + a) + np.float32(1.0))
-    big = big if x >= np.float32(0.0) else -big
-    out = small if a < np.float32(0.625) else big
-    return out if x == x else x
+def tanhf(vm_in):
+    vm_t_x = np.float32(vm_in)
+    vm_t_a = vm_t_x if vm_t_x >= np.float32(0.0) else -vm_t_x
+    vm_t_z = vm_t_x * vm_t_x
+    vm_t_small = ((((np.float32(-5.70498872745e-3) * vm_t_z + np.float32(2.06390887954e-2)) * vm_t_z
+               - np.float32(5.37397155531e-2)) * vm_t_z + np.float32(1.33314422036e-1)) * vm_t_z
+             - np.float32(3.33332819422e-1)) * vm_t_z * vm_t_x + vm_t_x
+    vm_t_big = np.float32(1.0) - np.float32(2.0) / (expf(vm_t_a + vm_t_a) + np.float32(1.0))
+    vm_t_big = vm_t_big if vm_t_x >= np.float32(0.0) else -vm_t_big
+    vm_t_out = vm_t_small if vm_t_a < np.float32(0.625) else vm_t_big
+    return vm_t_out if vm_t_x == vm_t_x else vm_t_x
 
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
-def logf(x):
-    x = np.float32(x)
-    tiny = x < np.float32(1.17549435e-38)  # subnormal (or zero, negative): scaled into the normals
-    v = x * np.float32(8388608.0) if tiny else x
-    v = v if v > np.float32(0.0) else np.float32(1.0)  # (the result is decided below)
-    bits = _i32_bits(v)
-    e = np.float32(((bits >> 23) & 0xFF) - 126 - (23 if tiny else 0))
-    m = _f32_bits(np.int32((bits & 0x7FFFFF) | 0x3F000000))  # v = m 2**e, m in [0.5, 1)
-    low = m < np.float32(0.707106781186547524)
-    e = e - np.float32(1.0) if low else e
-    m = (m + m - np.float32(1.0)) if low else (m - np.float32(1.0))
-    z = m * m
-    y = np.float32(7.0376836292e-2)
-    y = y * m - np.float32(1.1514610310e-1)
-    y = y * m + np.float32(1.1676998740e-1)
-    y = y * m - np.float32(1.2420140846e-1)
-    y = y * m + np.float32(1.4249322787e-1)
-    y = y * m - np.float32(1.6668057665e-1)
-    y = y * m + np.float32(2.0000714765e-1)
-    y = y * m - np.float32(2.4999993993e-1)
-    y = y * m + np.float32(3.3333331174e-1)
-    y = y * m * z
-    y = y - np.float32(2.12194440e-4) * e - np.float32(0.5) * z
-    out = m + y + np.float32(0.693359375) * e
-    out = out if x < np.float32(np.inf) else x  # inf -> inf
-    out = out if x > np.float32(0.0) else (np.float32(-np.inf) if x == np.float32(0.0) else np.float32(np.nan))
-    return out if x == x else x
+def logf(vm_in):
+    vm_l_x = np.float32(vm_in)
+    vm_l_tiny = vm_l_x < np.float32(1.17549435e-38)  # subnormal (or zero, negative): scaled into the normals
+    vm_l_v = vm_l_x * np.float32(8388608.0) if vm_l_tiny else vm_l_x
+    vm_l_v = vm_l_v if vm_l_v > np.float32(0.0) else np.float32(1.0)  # (the result is decided below)
+    vm_l_bits = _i32_bits(vm_l_v)
+    vm_l_e = np.float32(((vm_l_bits >> 23) & 0xFF) - 126 - (23 if vm_l_tiny else 0))
+    vm_l_m = _f32_bits(np.int32((vm_l_bits & 0x7FFFFF) | 0x3F000000))  # v = m 2**e, m in [0.5, 1)
+    vm_l_low = vm_l_m < np.float32(0.707106781186547524)
+    vm_l_e = vm_l_e - np.float32(1.0) if vm_l_low else vm_l_e
+    vm_l_m = (vm_l_m + vm_l_m - np.float32(1.0)) if vm_l_low else (vm_l_m - np.float32(1.0))
+    vm_l_z = vm_l_m * vm_l_m
+    vm_l_y = np.float32(7.0376836292e-2)
+    vm_l_y = vm_l_y * vm_l_m - np.float32(1.1514610310e-1)
+    vm_l_y = vm_l_y * vm_l_m + np.float32(1.1676998740e-1)
+    vm_l_y = vm_l_y * vm_l_m - np.float32(1.2420140846e-1)
+    vm_l_y = vm_l_y * vm_l_m + np.float32(1.4249322787e-1)
+    vm_l_y = vm_l_y * vm_l_m - np.float32(1.6668057665e-1)
+    vm_l_y = vm_l_y * vm_l_m + np.float32(2.0000714765e-1)
+    vm_l_y = vm_l_y * vm_l_m - np.float32(2.4999993993e-1)
+    vm_l_y = vm_l_y * vm_l_m + np.float32(3.3333331174e-1)
+    vm_l_y = vm_l_y * vm_l_m * vm_l_z
+    vm_l_y = vm_l_y - np.float32(2.12194440e-4) * vm_l_e - np.float32(0.5) * vm_l_z
+    vm_l_out = vm_l_m + vm_l_y + np.float32(0.693359375) * vm_l_e
+    vm_l_out = vm_l_out if vm_l_x < np.float32(np.inf) else vm_l_x  # inf -> inf
+    vm_l_out = vm_l_out if vm_l_x > np.float32(0.0) else (np.float32(-np.inf) if vm_l_x == np.float32(0.0) else np.float32(np.nan))
+    return vm_l_out if vm_l_x == vm_l_x else vm_l_x
 
 
-def _exp(x):  # the stubs numba resolves by argument type (a scalar or an array)
+def _exp(vm_a):  # the stubs numba resolves by argument type (a scalar or an array)
     raise NotImplementedError
 
 
-def _sigmoid(x):
+def _sigmoid(vm_a):
     raise NotImplementedError
 
 
-def _silu(x):
+def _silu(vm_a):
     raise NotImplementedError
 
 
-def _tanh(x):
+def _tanh(vm_a):
     raise NotImplementedError
 
 
-def _gelu(x):
+def _gelu(vm_a):
     raise NotImplementedError
 
 
-def _log(x):
+def _log(vm_a):
     raise NotImplementedError
 
 
@@ -140,85 +143,79 @@ def _scalar(t) -> bool:
     return isinstance(t, (types.Float, types.Integer, types.Boolean))
 
 
-@overload(_exp, inline="always")
-def _exp_impl(x):
-    if _scalar(x):
-        return lambda x: expf(x)
-    return lambda x: np.exp(x)
+@overload(_exp)
+def _exp_impl(vm_a):
+    if _scalar(vm_a):
+        return lambda vm_a: expf(vm_a)
+    return lambda vm_a: np.exp(vm_a)
 
 
-@overload(_sigmoid, inline="always")
-def _sigmoid_impl(x):
-    if _scalar(x):
-        return lambda x: np.float32(1) / (np.float32(1) + expf(-np.float32(x)))
-    return lambda x: np.float32(1) / (np.float32(1) + np.exp(-x))
+@overload(_sigmoid)
+def _sigmoid_impl(vm_a):
+    if _scalar(vm_a):
+        return lambda vm_a: np.float32(1) / (np.float32(1) + expf(-np.float32(vm_a)))
+    return lambda vm_a: np.float32(1) / (np.float32(1) + np.exp(-vm_a))
 
 
-@overload(_silu, inline="always")
-def _silu_impl(x):
-    if _scalar(x):
-        return lambda x: np.float32(x) * (np.float32(1) / (np.float32(1) + expf(-np.float32(x))))
-    return lambda x: x * (np.float32(1) / (np.float32(1) + np.exp(-x)))
+@overload(_silu)
+def _silu_impl(vm_a):
+    if _scalar(vm_a):
+        return lambda vm_a: np.float32(vm_a) * (np.float32(1) / (np.float32(1) + expf(-np.float32(vm_a))))
+    return lambda vm_a: vm_a * (np.float32(1) / (np.float32(1) + np.exp(-vm_a)))
 
 
 _GELU_C = np.float32(np.sqrt(2.0 / np.pi))
 
 
-@overload(_tanh, inline="always")
-def _tanh_impl(x):
-    if _scalar(x):
-        return lambda x: tanhf(x)
-    return lambda x: np.tanh(x)
+@overload(_tanh)
+def _tanh_impl(vm_a):
+    if _scalar(vm_a):
+        return lambda vm_a: tanhf(vm_a)
+    return lambda vm_a: np.tanh(vm_a)
 
 
-@overload(_gelu, inline="always")
-def _gelu_impl(x):
-    if _scalar(x):
-        def gelu(x):
-            v = np.float32(x)
-            return np.float32(0.5) * v * (np.float32(1) + tanhf(_GELU_C * (v + np.float32(0.044715) * v * v * v)))
+@overload(_gelu)
+def _gelu_impl(vm_a):
+    if _scalar(vm_a):
+        def gelu(vm_a):
+            vm_g = np.float32(vm_a)
+            return np.float32(0.5) * vm_g * (np.float32(1) + tanhf(_GELU_C * (vm_g + np.float32(0.044715) * vm_g * vm_g * vm_g)))
         return gelu
 
-    def gelu_array(x):
-        return np.float32(0.5) * x * (np.float32(1) + np.tanh(_GELU_C * (x + np.float32(0.044715) * x * x * x)))
+    def gelu_array(vm_a):
+        return np.float32(0.5) * vm_a * (np.float32(1) + np.tanh(_GELU_C * (vm_a + np.float32(0.044715) * vm_a * vm_a * vm_a)))
     return gelu_array
 
 
-@overload(_log, inline="always")
-def _log_impl(x):
-    if _scalar(x):
-        return lambda x: logf(x)
-    return lambda x: np.log(x)
+@overload(_log)
+def _log_impl(vm_a):
+    if _scalar(vm_a):
+        return lambda vm_a: logf(vm_a)
+    return lambda vm_a: np.log(vm_a)
 
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
-def log(x):
-    return _log(x)
+def sigmoidf(vm_in):
+    return np.float32(1) / (np.float32(1) + expf(-np.float32(vm_in)))
 
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
-def tanh(x):
-    return _tanh(x)
+def siluf(vm_in):
+    return np.float32(vm_in) * (np.float32(1) / (np.float32(1) + expf(-np.float32(vm_in))))
 
 
 @numba.njit(inline="always", cache=True, error_model="numpy")
-def gelu(x):
-    return _gelu(x)
+def geluf(vm_in):
+    vm_g = np.float32(vm_in)
+    return np.float32(0.5) * vm_g * (np.float32(1) + tanhf(_GELU_C * (vm_g + np.float32(0.044715) * vm_g * vm_g * vm_g)))
 
 
-@numba.njit(inline="always", cache=True, error_model="numpy")
-def exp(x):
-    return _exp(x)
-
-
-@numba.njit(inline="always", cache=True, error_model="numpy")
-def sigmoid(x):
-    return _sigmoid(x)
-
-
-@numba.njit(inline="always", cache=True, error_model="numpy")
-def silu(x):
-    return _silu(x)
-
-
-FUNCTIONS = {"exp": exp, "log": log, "sigmoid": sigmoid, "silu": silu, "tanh": tanh, "gelu": gelu}  # replace the language's in compiled code
+# Kept nests (the user's code: a call may take a scalar or an array): functions numba
+# resolves by the argument's type. Their overloads are not inlined at numba's level: an
+# inlined overload in a loop that also wrote through a transposed view lost those writes
+# (numba 0.68; a kept nest of the differential campaign); LLVM still inlines exp, log,
+# sigmoid and silu into the loops, not tanh and gelu.
+FUNCTIONS = {"exp": _exp, "log": _log, "sigmoid": _sigmoid, "silu": _silu, "tanh": _tanh, "gelu": _gelu}
+# Generated kernels (`cpu_kernels`: every call on a scalar): the scalar forms, inlined, so
+# every one of them vectorizes.
+SCALAR = {"exp": expf, "log": logf, "sigmoid": sigmoidf, "silu": siluf, "tanh": tanhf, "gelu": geluf}

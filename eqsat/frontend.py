@@ -625,7 +625,13 @@ class _Parser:
         return Index(self.loc(node), base, full_idx, ty=rest or None)
 
     def lookup(self, node, name):
-        if name in self.dead and name not in self.sym:
+        if name in self.dead:
+            if name in self.sym:  # rebound inside the loop: after it, the name is whichever
+                # memory the last iteration bound (or the old one, if none ran)
+                raise self.err(node, f"{name!r} is bound to another tensor's memory inside a loop (line "
+                                     f"{self.dead[name].line}) and used after it, where it names whatever the "
+                                     f"last iteration bound; write into it instead (`{name}[...] = ...`), or "
+                                     "bind it again after the loop")
             raise self.err(node, f"{name!r} is a view bound inside a loop (line {self.dead[name].line}); "
                                  "use it inside that loop, or bind it again after")
         if name in self.loopvars:

@@ -264,6 +264,19 @@ def p(x: f32["N"]) -> f32["N"]:
         y[i] = x[i] + i * 1e20 - (i + 100000000000000000000) * 1e-20
     return y
 ''',
+    # a kept nest writing through a view bound in a loop beside a loop calling exp: with
+    # numba inlining exp's overload there, the view's writes were lost
+    "overlap_view_writes_beside_exp": '''
+@program
+def p(x: f32["N"], w: f32["K", "M"]) -> f32["K", "M"]:
+    for i in range(K):
+        for j in range(N):
+            w[K - 1 - i, 0] *= exp(x[j])
+        for j in range(N):
+            v = transpose(w, (1, 0))
+            v[0, i] = 1.0
+    return w
+''',
 }
 
 # tricky dataflow tried while building the analysis: reads of other iterations' writes,

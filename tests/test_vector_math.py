@@ -69,6 +69,20 @@ def test_log_is_within_two_tenths_of_a_millionth_of_the_exact_value():
     assert np.all(np.abs(got[ok] - exact[ok]) <= 2e-7 * np.abs(exact[ok]) + 6e-8)
 
 
+def test_the_scalar_forms_of_generated_kernels_agree_with_the_language():
+    from eqsat.backends import vector_math
+
+    x = (np.random.default_rng(4).standard_normal(100_000) * 12).astype(np.float32)
+    x[:4] = [np.nan, np.inf, -np.inf, 0.0]
+    for name, fn in vector_math.SCALAR.items():
+        got = _apply(fn)(x)
+        with np.errstate(all="ignore"):
+            want = getattr(lang, name)(x)
+        assert np.array_equal(np.isnan(got), np.isnan(want)), name
+        ok = np.isfinite(want)
+        assert np.all(np.abs(got[ok] - want[ok]) <= 1e-6 * np.abs(want[ok]) + 3e-7 * np.abs(x[ok])), name
+
+
 def test_sigmoid_and_silu_agree_with_the_language_and_take_arrays_too():
     import numba
 
