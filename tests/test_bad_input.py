@@ -1321,6 +1321,23 @@ def test_view_used_after_the_loop_that_bound_it():
     expect_program_error(build, "dead-view", "'r' is a view bound inside a loop")
 
 
+def test_a_name_rebound_to_other_memory_in_a_loop_and_used_after_it():
+    """`y = w` inside a loop over a name that held another buffer: after the loop `y` is
+    whatever the last iteration bound (it was read as the old buffer: a wrong result, and
+    the plan wrote into the caller's `w`)."""
+    def build():
+        @program
+        def p(x: f32["N"], w: f32["N", "N"]) -> f32["N", "N"]:
+            y = zeros((N, N))
+            for i in range(N):
+                for j in range(N):
+                    y = w
+                y[i, i] += x[i]  # ERR:rebound-view
+            return y
+
+    expect_program_error(build, "rebound-view", "'y' is bound to another tensor's memory inside a loop")
+
+
 def test_partial_store_into_a_transposed_view():
     def build():
         @program
