@@ -509,8 +509,52 @@ def ptx(plan, kernel: int = 0, arch: int = 90, precision: str = "tf32") -> str:
             sig[n] = "i32"
             if n in values and values[n] % 16 == 0:
                 attrs[(idx,)] = [["tt.divisibility", 16]]
+    if os.environ.get("TRITON_INTERPRET") == "1" or _interpreted():
+        return _ptx_elsewhere(path, gk.name, sig, consts, attrs, arch)
     compiled = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", arch, 32))
     return compiled.asm["ptx"]
+
+
+def _interpreted() -> bool:
+    """Whether a kernel ran through Triton's interpreter in this process: it patches
+    triton.language for the whole process, after which a compile fails."""
+    from eqsat.backends import triton_compiled
+
+    return triton_compiled.INTERPRETED[0]
+
+
+_PTX_SCRIPT = """
+import importlib.util, json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+path, name, arch = sys.argv[1], sys.argv[2], int(sys.argv[3])
+job = json.loads(sys.stdin.read())
+spec = importlib.util.spec_from_file_location("eqsat_ptx_kernel", path)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+attrs = {tuple(k): v for k, v in job["attrs"]}
+src = ASTSource(getattr(mod, name), job["sig"], job["consts"], attrs)
+sys.stdout.write(triton.compile(src, target=GPUTarget("cuda", arch, 32)).asm["ptx"])
+"""
+
+
+def _ptx_elsewhere(path: str, name: str, sig: dict, consts: dict, attrs: dict, arch: int) -> str:
+    """The PTX compiled in a child process without Triton's interpreter: with the
+    interpreter on (TRITON_INTERPRET=1, as on a machine without a GPU) or already used here,
+    Triton cannot compile in this process (`'value' object has no attribute ...`)."""
+    import json
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    job = json.dumps({"sig": sig, "consts": consts, "attrs": [[list(k), v] for k, v in attrs.items()]})
+    r = subprocess.run([sys.executable, "-c", _PTX_SCRIPT, path, name, str(arch)], input=job, env=env,
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["no message"])[-1]
+        raise RuntimeError(f"compiling {name} for sm_{arch} failed: {last}")
+    return r.stdout
 
 
 def launch_strides(plan, t: Node) -> tuple | None:

@@ -35,6 +35,7 @@ _STATE = threading.local()  # `launching`: inside a kernel launch (the interpret
 # interpreted launches at once break each other ("Did you forget to add @triton.jit ?"),
 # so interpreted launches take turns (compiled ones on a GPU need no lock)
 _INTERPRETER_LOCK = threading.Lock()
+INTERPRETED = [False]  # whether a launch went through Triton's interpreter in this process
 
 
 def launching() -> bool:
@@ -50,6 +51,8 @@ class TritonCompiled:
         self.plan = plan
         self.device = "cpu" if interpret else "cuda"
         self.lock = _INTERPRETER_LOCK if interpret else contextlib.nullcontext()
+        if interpret:
+            INTERPRETED[0] = True  # (its kernel definitions below patch triton for the process)
         self.precision = "ieee" if interpret else os.environ.get("EQSAT_TRITON_PRECISION", "tf32")
         generated = _kernels(plan, self.precision, DOT16_INTERPRETED if interpret else DOT16)
         src = source(plan, kernels=generated)

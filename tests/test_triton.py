@@ -735,3 +735,27 @@ def scale(x: f32["N"], k: int, s: f32) -> f32["N"]:
         with pytest.raises(eqsat.ArgumentError, match=msg):
             plan.run(*args, backend="triton")
     assert np.array_equal(plan.run(x, 3, 2.0, backend="triton"), x * 6)
+
+
+def test_ptx_compiles_after_the_interpreter_ran_in_the_process(tmp_program):
+    """With Triton's interpreter on (TRITON_INTERPRET=1, a machine without a GPU) and after a
+    plan ran through it, `ptx()` compiles in a child process without it: in this process
+    Triton's compile failed (`'value' object has no attribute ...`), so `eqsat optimize
+    --emit ptx` failed on every CPU-only machine whose Triton cache was cold."""
+    import os
+
+    import numpy as np
+
+    from eqsat.backends import triton_backend
+
+    prog = tmp_program('''
+@program
+def p(a: f32["N"], b: f32["N"]) -> f32["N"]:
+    return relu(a * 2.0 + b)
+''')
+    plan = eqsat.optimize(prog, {"N": 1024})
+    a = np.ones(1024, np.float32)
+    np.testing.assert_allclose(plan.run(a, a, backend="triton"), 3.0)
+    assert os.environ.get("TRITON_INTERPRET") == "1"
+    ptx = triton_backend.ptx(plan, 0, arch=90)
+    assert ".target sm_90" in ptx and "ld.global" in ptx
