@@ -794,12 +794,17 @@ class _Parser:
             if len(args) != 1:
                 raise self.err(e, f"{name} takes one argument")
             return Call(loc, name, args, ty=args[0].ty)
+        if name in ("max", "min") and len(args) >= 2:
+            if any(a.ty is not None for a in args):
+                raise self.err(e, f"builtin {name}() is for scalars; use {name}imum() on tensors")
+            # max(a, b, c) is max(max(a, b), c): Python's max keeps the running result unless a
+            # later argument compares greater, so NaN and ties go the same way
+            out = Call(loc, name, args[:2])
+            for a in args[2:]:
+                out = Call(loc, name, (out, a))
+            return out
         if len(args) != 2:
             raise self.err(e, f"{name} takes two arguments")
-        if name in ("max", "min"):
-            if args[0].ty is not None or args[1].ty is not None:
-                raise self.err(e, f"builtin {name}() is for scalars; use {name}imum() on tensors")
-            return Call(loc, name, args)
         fn = "max" if name == "maximum" else "min"
         ty = self.bcast(e, args[0].ty, args[1].ty)
         # numpy's maximum/minimum give NaN where either operand is NaN; builtin max/min (the

@@ -794,3 +794,24 @@ def p(x: f32["N"], w: f32["N"]) -> tuple[f32["N"], f32["N"], f32["N"]]:
         for backend in ("numpy", "triton"):
             for g, wv in zip(plan.run(x, w, backend=backend), want):
                 assert np.array_equal(np.asarray(g), wv, equal_nan=True), (target, backend, g, wv)
+
+
+def test_builtin_max_and_min_take_more_than_two_arguments(tmp_program):
+    """`max(a, b, c)` is Python's: the running result kept unless a later argument compares
+    greater (so NaN goes where Python puts it); it was refused ("takes two arguments")."""
+    prog = tmp_program('''
+@program
+def p(x: f32["N"], y: f32["N"], z: f32["N"]) -> f32["N"]:
+    o = zeros((N,))
+    for i in range(N):
+        o[i] = max(x[i], y[i], z[i]) - min(x[i], 0.5, y[i], z[i])
+    return o
+''')
+    x = np.array([1, np.nan, 3, -1, 0, 2, np.nan], np.float32)
+    y = np.array([np.nan, 1, 3, -2, np.nan, 2, 5], np.float32)
+    z = np.array([0, 2, np.nan, 4, 1, 2, np.nan], np.float32)
+    want = eqsat.reference(prog, x, y, z)
+    for target in ("cpu", "h100"):
+        plan = eqsat.optimize(prog, {"N": 7}, target=target)
+        for backend in ("numpy", "triton"):
+            assert np.array_equal(plan.run(x, y, z, backend=backend), want, equal_nan=True), (target, backend)
