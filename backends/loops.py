@@ -77,7 +77,7 @@ def _lib():
 
         jit = numba.njit(cache=True, error_model="numpy")
         fns = {name: jit(f) for name, f in {**lang.UNARY, **lang.BINARY}.items()}
-        from eqsat.backends import vector_math  # exp, sigmoid, silu in a form loops vectorize
+        from eqsat.backends import vector_math  # exp, log, tanh and the functions built on them
 
         fns.update(vector_math.FUNCTIONS)
 
