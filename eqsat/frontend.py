@@ -431,6 +431,14 @@ class _Parser:
         if aug is not None and name in self.views:
             return self.view_update(n, name, self.expr(value), aug)
         prior_view = None
+        if aug is None and name in self.views and self.views[name][1] < len(self.loop_stack):
+            # `h = c` before a loop, `h = f(h)` inside it: the first iteration reads `c`'s memory,
+            # later ones the new value (a view is read as the tensor it views, which would make
+            # every iteration read `c`)
+            vloc = self.views[name][2]
+            raise self.err(target, f"{name!r} is a view (bound at line {vloc.line}) rebound inside a loop; make it "
+                                   f"a tensor of its own before the loop (`{name} = {_view_parts(self.views[name][0])[0]} "
+                                   f"+ 0.0`), or use another name")
         if aug is None:
             self.check_rebind(target, name)
             prior_view = self.views.pop(name, None)

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import eqsat
-from eqsat import empty, f32, maximum, program, relu, transpose, zeros
+from eqsat import empty, f32, maximum, program, relu, tanh, transpose, zeros
 
 THIS_FILE = os.path.realpath(__file__)
 BAD_DIR = Path(__file__).parent / "bad_programs"
@@ -1336,6 +1336,21 @@ def test_a_name_rebound_to_other_memory_in_a_loop_and_used_after_it():
             return y
 
     expect_program_error(build, "rebound-view", "'y' is bound to another tensor's memory inside a loop")
+
+
+def test_a_view_rebound_inside_a_loop():
+    """`h = c` before a loop, `h = tanh(q.T @ h)` inside it: the first iteration reads c, the
+    later ones the new value; the view was read as `c` in every iteration (one product
+    instead of two: a wrong result), now it is refused with its location."""
+    def build():
+        @program
+        def p(c: f32["N", "N"], q: f32["N", "N"]) -> f32["N", "N"]:
+            h = c
+            for it in range(2):
+                h = tanh(q.T @ h)  # ERR:view-rebound-in-loop
+            return h
+
+    expect_program_error(build, "view-rebound-in-loop", "'h' is a view (bound at line")
 
 
 def test_partial_store_into_a_transposed_view():
