@@ -107,7 +107,9 @@ def build(plan, nest):
     except ImportError:
         return None, "interpreted (numba is not installed)"
     src, names, params, par = _source(plan, nest)
-    lib = _lib()
+    from eqsat.backends import vector_math
+
+    lib = {**_lib(), **{f"scalar:{k}": f for k, f in vector_math.SCALAR.items()}}
     try:
         fn = load_compiled("nest", src, "nest", {names[n]: f for n, f in lib.items() if n in names},
                            lambda: [_example(plan, nest, p) for p in params])
@@ -262,6 +264,62 @@ def _with_prange(node, loops: list):
     return new if done == len(want) else None  # a loop not found in this tree: none
 
 
+def _scalar_calls(tree, plan, nest, lib_names: dict) -> set:
+    """Calls of exp, log, tanh, ... whose argument is a scalar (an element, a loop variable,
+    a size, a scalar local, arithmetic of those) renamed to `eqsat_scalar_<name>`, in place;
+    returns the names so renamed. Those are bound to `vector_math.SCALAR`'s forms, which
+    numba inlines, so the loop vectorizes; a call that may take an array keeps the
+    function that takes either (`vector_math.FUNCTIONS`), which LLVM does not inline for
+    tanh and gelu (a kept softmax or gelu loop ran the C library's tanh per element)."""
+    from eqsat.backends import vector_math
+
+    ranks = {n: len(sh) for n, sh in plan.lowered.tensor_shapes.items()}
+    tensors = {n for n, r in ranks.items() if r} | set(nest.views)
+    known = set(plan.dims) | set(nest.scalar_inputs) | {f.target.id for f in ast.walk(tree)
+                                                         if isinstance(f, ast.For) and isinstance(f.target, ast.Name)}
+    by_user = {user: canon for canon, user in lib_names.items()}
+    pure = {"max", "min", "abs"} | {user for canon, user in lib_names.items() if canon in {**lang.UNARY, **lang.BINARY}}
+
+    def scalar(e) -> bool:
+        if isinstance(e, ast.Constant):
+            return isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
+        if isinstance(e, ast.Name):
+            return e.id in known and e.id not in tensors
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name):
+            base = e.value.id
+            idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+            return base in ranks and base not in nest.views and len(idx) == ranks[base] and \
+                not any(isinstance(i, ast.Slice) for i in idx)
+        if isinstance(e, ast.BinOp):
+            return scalar(e.left) and scalar(e.right)
+        if isinstance(e, ast.UnaryOp):
+            return scalar(e.operand)
+        if isinstance(e, ast.IfExp):
+            return scalar(e.body) and scalar(e.orelse)
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in pure and not e.keywords:
+            return all(scalar(a) for a in e.args)
+        return False
+
+    changed = True  # scalar locals: a name some assignment gives a scalar value (a name never
+    while changed:  # changes between scalar and tensor: the front end refuses it)
+        changed = False
+        for st in ast.walk(tree):
+            targets, value = ([st.target], st.value) if isinstance(st, ast.AugAssign) else \
+                (st.targets, st.value) if isinstance(st, ast.Assign) else ([], None)
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id not in known and t.id not in tensors and scalar(value):
+                    known.add(t.id)
+                    changed = True
+    out = set()
+    for c in ast.walk(tree):
+        if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in by_user and not c.keywords:
+            canon = by_user[c.func.id]
+            if canon in vector_math.SCALAR and len(c.args) == 1 and scalar(c.args[0]):
+                c.func = ast.Name(id=f"eqsat_scalar_{canon}", ctx=ast.Load())
+                out.add(canon)
+    return out
+
+
 def _overlap_safe(tree, shapes: dict, views) -> None:
     """Every augmented assignment to a tensor (`a -= a[0]`, `r[i] += r[0]` for a row `r[i]`)
     rewritten as a store of the whole result (`a[...] = a - a[0]`), in place. numpy computes
@@ -350,6 +408,9 @@ def _source(plan, nest):
                    for o in nest.outputs if o not in in_place(nest))
     tree = marked if par else copy.deepcopy(node)
     _overlap_safe(tree, plan.lowered.tensor_shapes, nest.views)
+    for canon in sorted(_scalar_calls(tree, plan, nest, lib_names)):
+        lib_names[f"scalar:{canon}"] = f"eqsat_scalar_{canon}"
+        lines.append(f"eqsat_scalar_{canon} = None  # bound to the compiled scalar {canon} on load")
     body = ast.unparse(tree)
     flags = ', parallel=True' if par else ''
     lines += ["", "", f'@numba.njit(cache=True, error_model="numpy"{flags})', f"def nest({', '.join(params)}):"]

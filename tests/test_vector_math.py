@@ -103,3 +103,37 @@ def test_sigmoid_and_silu_agree_with_the_language_and_take_arrays_too():
         w, fin = want[4:], np.isfinite(want[4:])
         assert np.array_equal(np.isnan(whole), np.isnan(w)), name
         assert np.all(np.abs(whole[fin] - w[fin]) <= 1e-6 * np.abs(w[fin]) + 3e-7 * np.abs(x[4:][fin])), name
+
+
+def test_kept_nests_call_the_scalar_forms_on_scalars_only(tmp_program, monkeypatch):
+    """In a kept nest, a call on an element or a scalar local is bound to the inlined scalar
+    form (the loop vectorizes); a call on a row keeps the function that takes arrays. Both
+    against the reference."""
+    import eqsat
+    from conftest import rel_err
+
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    prog = tmp_program('''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        s = 0.0
+        for j in range(N):
+            s += x[i, j]
+        for j in range(N):
+            y[i, j] = tanh(x[i, j] - s * 0.001) + gelu(x[i, j]) + exp(-abs(x[i, j])) + log(abs(s) + 1.0)
+        r = tanh(x[i])
+        y[i, 0] += r[0]
+    return y
+''')
+    dims = {"M": 64, "N": 50}
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    (nid,) = plan.lowered.nests
+    src = loops._source(plan, plan.lowered.nests[nid])[0]
+    for name in ("tanh", "gelu", "exp", "log"):
+        assert f"eqsat_scalar_{name}(" in src, src
+    assert "= tanh(x[" in src.replace("np.uint64(i)", "i"), src  # the row: numpy's tanh
+    x = np.random.default_rng(5).standard_normal((64, 50)).astype(np.float32)
+    assert rel_err(plan.run(x), eqsat.reference(prog, x)) < 1e-5
+    assert "compiled" in plan.loop_runners[nid][1], plan.loop_runners
