@@ -26,6 +26,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
+from eqsat import lang
+
 
 @intrinsic
 def _f32_bits(typingctx, i):
@@ -115,85 +117,6 @@ def logf(vm_in):
     return vm_l_out if vm_l_x == vm_l_x else vm_l_x
 
 
-def _exp(vm_a):  # the stubs numba resolves by argument type (a scalar or an array)
-    raise NotImplementedError
-
-
-def _sigmoid(vm_a):
-    raise NotImplementedError
-
-
-def _silu(vm_a):
-    raise NotImplementedError
-
-
-def _tanh(vm_a):
-    raise NotImplementedError
-
-
-def _gelu(vm_a):
-    raise NotImplementedError
-
-
-def _log(vm_a):
-    raise NotImplementedError
-
-
-def _scalar(t) -> bool:
-    return isinstance(t, (types.Float, types.Integer, types.Boolean))
-
-
-@overload(_exp)
-def _exp_impl(vm_a):
-    if _scalar(vm_a):
-        return lambda vm_a: expf(vm_a)
-    return lambda vm_a: np.exp(vm_a)
-
-
-@overload(_sigmoid)
-def _sigmoid_impl(vm_a):
-    if _scalar(vm_a):
-        return lambda vm_a: np.float32(1) / (np.float32(1) + expf(-np.float32(vm_a)))
-    return lambda vm_a: np.float32(1) / (np.float32(1) + np.exp(-vm_a))
-
-
-@overload(_silu)
-def _silu_impl(vm_a):
-    if _scalar(vm_a):
-        return lambda vm_a: np.float32(vm_a) * (np.float32(1) / (np.float32(1) + expf(-np.float32(vm_a))))
-    return lambda vm_a: vm_a * (np.float32(1) / (np.float32(1) + np.exp(-vm_a)))
-
-
-_GELU_C = np.float32(np.sqrt(2.0 / np.pi))
-
-
-@overload(_tanh)
-def _tanh_impl(vm_a):
-    if _scalar(vm_a):
-        return lambda vm_a: tanhf(vm_a)
-    return lambda vm_a: np.tanh(vm_a)
-
-
-@overload(_gelu)
-def _gelu_impl(vm_a):
-    if _scalar(vm_a):
-        def gelu(vm_a):
-            vm_g = np.float32(vm_a)
-            return np.float32(0.5) * vm_g * (np.float32(1) + tanhf(_GELU_C * (vm_g + np.float32(0.044715) * vm_g * vm_g * vm_g)))
-        return gelu
-
-    def gelu_array(vm_a):
-        return np.float32(0.5) * vm_a * (np.float32(1) + np.tanh(_GELU_C * (vm_a + np.float32(0.044715) * vm_a * vm_a * vm_a)))
-    return gelu_array
-
-
-@overload(_log)
-def _log_impl(vm_a):
-    if _scalar(vm_a):
-        return lambda vm_a: logf(vm_a)
-    return lambda vm_a: np.log(vm_a)
-
-
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def sigmoidf(vm_in):
     return np.float32(1) / (np.float32(1) + expf(-np.float32(vm_in)))
@@ -204,18 +127,46 @@ def siluf(vm_in):
     return np.float32(vm_in) * (np.float32(1) / (np.float32(1) + expf(-np.float32(vm_in))))
 
 
+_GELU_C = np.float32(np.sqrt(2.0 / np.pi))
+
+
 @numba.njit(inline="always", cache=True, error_model="numpy")
 def geluf(vm_in):
     vm_g = np.float32(vm_in)
     return np.float32(0.5) * vm_g * (np.float32(1) + tanhf(_GELU_C * (vm_g + np.float32(0.044715) * vm_g * vm_g * vm_g)))
 
 
-# Kept nests (the user's code: a call may take a scalar or an array): functions numba
-# resolves by the argument's type. Their overloads are not inlined at numba's level: an
-# inlined overload in a loop that also wrote through a transposed view lost those writes
-# (numba 0.68; a kept nest of the differential campaign); LLVM still inlines exp, log,
-# sigmoid and silu into the loops, not tanh and gelu.
-FUNCTIONS = {"exp": _exp, "log": _log, "sigmoid": _sigmoid, "silu": _silu, "tanh": _tanh, "gelu": _gelu}
 # Generated kernels (`cpu_kernels`: every call on a scalar): the scalar forms, inlined, so
 # every one of them vectorizes.
 SCALAR = {"exp": expf, "log": logf, "sigmoid": sigmoidf, "silu": siluf, "tanh": tanhf, "gelu": geluf}
+
+
+def _scalar(t) -> bool:
+    return isinstance(t, (types.Float, types.Integer, types.Boolean))
+
+
+def _by_type(name: str, scalar):
+    """A function numba resolves by its argument's type: `scalar` (a form above) on a scalar,
+    the language's own function (numpy's, compiled) on an array. Its overload is not inlined
+    at numba's level: an inlined overload in a loop that also wrote through a transposed view
+    lost those writes (numba 0.68; a kept nest of the differential campaign)."""
+    array = numba.njit(cache=True, error_model="numpy")(lang.UNARY[name])
+
+    def stub(vm_a):
+        raise NotImplementedError
+
+    stub.__name__ = stub.__qualname__ = f"eqsat_{name}"
+
+    @overload(stub)
+    def impl(vm_a):
+        if _scalar(vm_a):
+            return lambda vm_a: scalar(vm_a)
+        return lambda vm_a: array(vm_a)
+
+    return stub
+
+
+# Kept nests (the user's code: a call may take a scalar or an array; `loops._scalar_calls`
+# binds the calls it can prove scalar to SCALAR instead): LLVM still inlines exp, log,
+# sigmoid and silu into the loops, not tanh and gelu.
+FUNCTIONS = {name: _by_type(name, f) for name, f in SCALAR.items()}

@@ -474,7 +474,7 @@ class _Parser:
             if name not in self.sym:
                 raise self.err(target, f"{name!r} is used before it is assigned")
             kind, ty = self.sym[name]
-            shown = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}[aug]
+            shown = _AUG_SHOWN[aug]
             try:
                 fits = val.ty is None if ty is None else (val.ty is None or _broadcast(ty, val.ty) == tuple(ty))
             except ValueError:
@@ -541,7 +541,8 @@ class _Parser:
         view = self.views[name][0]
         base, lead, perm = _view_parts(view)
         if val.ty is not None and _broadcast(view.ty, val.ty) != tuple(view.ty):
-            raise self.err(n, f"shape mismatch in `{name} += ...`: {_shape_str(view.ty)} and {_shape_str(val.ty)}")
+            raise self.err(n, f"shape mismatch in `{name} {_AUG_SHOWN[aug]}= ...`: {_shape_str(view.ty)} and "
+                              f"{_shape_str(val.ty)}")
         if aug is ast.Sub:
             val = Call(val.loc, "neg", (val,), ty=val.ty)
         loc = self.loc(n)
@@ -823,7 +824,8 @@ class _Parser:
         return Select(loc, Compare(loc, "!=", a, a), a, inner, ty=ty)
 
 
-_AUG = {ast.Add: "+", ast.Sub: "+", ast.Mult: "*", ast.Div: "/"}
+_AUG_SHOWN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}  # as the source writes it
+_AUG = {**_AUG_SHOWN, ast.Sub: "+"}  # as the term combines it (`-=` adds the negation)
 
 
 def _constant(v) -> bool:

@@ -435,7 +435,8 @@ class _Lowerer:
         nid = len(self.nests)
         reads, writes, swrites = set(), set(), set()
         _scan(s, reads, writes, swrites, set())
-        used = {n.id for n in ast.walk(s.node) if isinstance(n, ast.Name)}
+        names = [n for n in ast.walk(s.node) if isinstance(n, ast.Name)]
+        used = {n.id for n in names}
         views = {v: e for v, e in getattr(s, "views", {}).items() if v in used}
         for e in views.values():  # a view the source names needs the tensor it views
             while not hasattr(e, "name") and not hasattr(e, "base"):
@@ -443,7 +444,7 @@ class _Lowerer:
             reads.add(getattr(e, "name", None) or e.base)
         # (and a tensor the source names without reading an element: `v = x` binding a view
         # of it inside the loop runs as written and needs `x`)
-        loaded = {n.id for n in ast.walk(s.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        loaded = {n.id for n in names if isinstance(n.ctx, ast.Load)}
         tensor_in = sorted(n for n in reads | writes | loaded if n in self.shapes and n in self.env)
         # a scalar comes in only where the nest may read the value it had before: a read
         # before any assignment, or an output some run of the nest may leave unassigned
