@@ -551,7 +551,7 @@ def read_back(eg: EGraph):
     as the extraction itself, for rows of which more than half are analysis facts.
     E-classes are named `Sort-k` and nodes numbered in the order the tables hold them
     (deterministic: egglog's tables are)."""
-    from .extract import CONSTRUCTORS, ENode, Graph
+    from .extract import CONSTRUCTORS, COST_CHILD, COSTED, STRUCT_CHILD, VALUE, ENode, Graph
 
     frozen = eg._egraph.freeze()
     names = eg._state.op_mapping()
@@ -569,6 +569,7 @@ def read_back(eg: EGraph):
         return sort.rsplit(".", 1)[-1]
 
     nodes, outputs, shape_cls = [], {}, {}
+    get = classes.get
     for name, fn in frozen.functions.items():
         op = names.get(name)
         if fn.is_let_binding or op is None or (op not in CONSTRUCTORS and op not in ("output", "shape_of")):
@@ -583,23 +584,41 @@ def read_back(eg: EGraph):
                 if not row.subsumed:
                     shape_cls[cls(short(fn.input_sorts[0]), row.inputs[0])] = cls(short(fn.output_sort), row.output)
             continue
-        # per argument: a primitive's converter, or the prefix of its sort's class names
-        kinds = [(conv.get(sort), short(sort)) for sort in fn.input_sorts]
+        # per argument: a primitive's converter, or the prefix of its sort's class names and
+        # how extraction reads it (ENode.refs)
         out_prefix, sort_of_op = short(fn.output_sort), op.split(".", 1)[0]
-        get = classes.get
+        costed = sort_of_op in COSTED
+        kinds = []
+        for sort in fn.input_sorts:
+            prefix = short(sort)
+            kinds.append((conv.get(sort), prefix, COST_CHILD if costed and prefix in COSTED else STRUCT_CHILD))
+        append = nodes.append
+        if len(kinds) == 2 and kinds[0][0] is None and kinds[1][0] is None:  # (binary scalar ops: most nodes)
+            (_, pa, ka), (_, pb, kb) = kinds
+            for row in fn.rows:
+                if row.subsumed:
+                    continue
+                x, y = row.inputs
+                cx, cy, out = get(x) or cls(pa, x), get(y) or cls(pb, y), row.output
+                append(ENode(f"{len(nodes):08d}", op, (("c", cx), ("c", cy)), get(out) or cls(out_prefix, out),
+                             sort_of_op, ((ka, cx), (kb, cy))))
+            continue
         for row in fn.rows:
             if row.subsumed:
                 continue
-            args = []
-            for (k, prefix), v in zip(kinds, row.inputs):
+            args, refs = [], []
+            for (k, prefix, code), v in zip(kinds, row.inputs):
                 if k is not None:
-                    args.append(("p", k(v)))
+                    v = k(v)
+                    args.append(("p", v))
+                    refs.append((VALUE, v))
                 else:
-                    c = get(v)
-                    args.append(("c", c if c is not None else cls(prefix, v)))
-            out = get(row.output)
-            nodes.append(ENode(f"{len(nodes):08d}", op, tuple(args), out if out is not None else
-                               cls(out_prefix, row.output), sort_of_op))
+                    c = get(v) or cls(prefix, v)
+                    args.append(("c", c))
+                    refs.append((code, c))
+            out = row.output
+            append(ENode(f"{len(nodes):08d}", op, tuple(args), get(out) or cls(out_prefix, out), sort_of_op,
+                         tuple(refs)))
     return Graph(nodes, outputs, shape_cls)
 
 

@@ -29,21 +29,16 @@ class ENode:
     op: str
     args: tuple  # ("c", class id) or ("p", value)
     cls: str
-    sort: str = ""
-
+    sort: str  # the op's sort: "Sc" for "Sc.add"
     # per argument, how extraction reads it: (COST_CHILD, class) where the class's best
     # form's cost info is an input, (STRUCT_CHILD, class) where its smallest form is,
-    # (VALUE, value) for a primitive (`Graph` sets it)
-    refs: tuple = ()
+    # (VALUE, value) for a primitive (`egraph.read_back` sets it)
+    refs: tuple
     # a binary scalar operation over the same two classes as an earlier node of its class
     # (`b + a` beside `a + b`): its cost is that node's, always evaluated just after it and
     # never strictly better, so extraction skips it (`Graph`)
     mirror: bool = False
     ix: int = 0  # its place among the graph's nodes (`Graph`)
-
-    def __post_init__(self):
-        if not self.sort:
-            self.sort = self.op.split(".", 1)[0]
 
 
 VALUE, COST_CHILD, STRUCT_CHILD = 0, 1, 2
@@ -56,56 +51,57 @@ class Graph:
     `shape_cls` Ten class -> its Shp class."""
 
     def __init__(self, nodes: list, outputs: dict, shape_cls: dict):
-        self.classes: dict[str, list[ENode]] = {}
+        """`nodes` in id order, each with its `refs` set (`egraph.read_back`)."""
+        self.classes: dict[str, list[ENode]] = {}  # (each class's nodes in id order)
         self.shape_cls: dict[str, str] = shape_cls  # Ten class -> Shp class
         self.outputs: dict[int, str] = outputs  # output index -> e-class
         classes = self.classes
         self.n = len(nodes)
+        get = classes.get
         for ix, n in enumerate(nodes):
             n.ix = ix
-            ns = classes.get(n.cls)
+            ns = get(n.cls)
             if ns is None:
                 classes[n.cls] = [n]
             else:
                 ns.append(n)
-        for ns in classes.values():
-            ns.sort(key=_node_id)
         self.order = self._children_first()
         self.parents: dict[str, list] = {}  # class -> nodes that have it as a child
         self.loads_of: dict[str, list] = {}  # tensor class -> (class, index class) of its loads
         self.fused_by_mm: dict[str, list] = {}  # matmul class -> fused nodes over it
         # the nodes that are no child class's parents: leaves, and those marked `mirror`
         self.unparented: list = []
-        # one pass, children first: each node's argument kinds (`ENode.refs`), whether it
-        # mirrors an earlier node of its class, and who uses each class
-        costed_cls = {cid for cid, ns in classes.items() if ns[0].sort in COSTED}
+        # one pass, children first: whether a node mirrors an earlier node of its class, and
+        # who uses each class
         parents = self.parents
+        unparented = self.unparented
+        pget = parents.get
         for cid in self.order:
-            seen = set()
+            seen = None
             for n in classes[cid]:
-                costed = n.sort in COSTED
-                n.refs = tuple((VALUE, v) if kind == "p" else
-                               (COST_CHILD if costed and v in costed_cls else STRUCT_CHILD, v) for kind, v in n.args)
                 op = n.op
                 if op in ARITHMETIC:  # (its cost is the same with its operands swapped)
                     a, b = n.args[0][1], n.args[1][1]
                     key = (op, a, b) if a <= b else (op, b, a)
-                    if key in seen:
+                    if seen is None:
+                        seen = {key}
+                    elif key in seen:
                         n.mirror = True
-                        self.unparented.append(n)
+                        unparented.append(n)
                         continue
-                    seen.add(key)
+                    else:
+                        seen.add(key)
                 leaf = True
                 for kind, v in n.args:
                     if kind == "c":
                         leaf = False
-                        ps = parents.get(v)
+                        ps = pget(v)
                         if ps is None:
                             parents[v] = [n]
                         else:
                             ps.append(n)
                 if leaf:
-                    self.unparented.append(n)
+                    unparented.append(n)
                 if op == "Sc.load":
                     self.loads_of.setdefault(n.args[0][1], []).append((cid, n.args[1][1]))
                 elif op == "Ten.fused":
@@ -133,11 +129,16 @@ class Graph:
         on a cycle): a worklist pass in this order finds most costs once, where an arbitrary
         order re-evaluates a long chain once for every improvement below it."""
         order, state = [], {}
-        for root in sorted(self.classes):
+        classes = self.classes
+
+        def kids(cid):
+            return iter([v for n in classes[cid] for kind, v in n.args if kind == "c"])
+
+        for root in sorted(classes):
             if root in state:
                 continue
             state[root] = 1
-            stack = [(root, self._child_classes(root))]
+            stack = [(root, kids(root))]
             while stack:
                 cid, it = stack[-1]
                 nxt = next(it, None)
@@ -145,20 +146,10 @@ class Graph:
                     stack.pop()
                     state[cid] = 2
                     order.append(cid)
-                elif nxt not in state and nxt in self.classes:
+                elif nxt not in state and nxt in classes:
                     state[nxt] = 1
-                    stack.append((nxt, self._child_classes(nxt)))
+                    stack.append((nxt, kids(nxt)))
         return order
-
-    def _child_classes(self, cid):
-        for n in self.classes[cid]:
-            for kind, v in n.args:
-                if kind == "c":
-                    yield v
-
-
-def _node_id(n: ENode) -> str:
-    return n.id
 
 
 # On equal modeled cost (every kernel at the launch floor, as at tiny sizes) a matmul
@@ -337,35 +328,36 @@ class Extractor:
         """Free index variables of each class: the intersection over its nodes."""
         fv: dict[str, frozenset] = {}
 
-        def node_fv(n: ENode):
-            if n.sort == "Var":
-                return frozenset({n.cls})
-            kids = []
-            for kind, v in n.args:
-                if kind == "c":
-                    if v not in fv:
-                        return None
-                    kids.append(v)
-            if n.op in ("Ten.compute", "Ten.fused"):
-                bound = fv[n.args[0][1]]
-                out = fv[n.args[1][1]] - bound
-                return out | (fv[n.args[2][1]] if n.op == "Ten.fused" else frozenset())
-            if n.op == "Sc.red":
-                return fv[n.args[3][1]] - {n.args[1][1]}
-            if n.op == "Ten.opaque":
-                return frozenset()
-            out = frozenset()
-            for k in kids:
-                out |= fv[k]
-            return out
+        get = fv.get
+        empty = frozenset()
 
         def evaluate(n: ENode):
+            if n.sort == "Var":
+                f = frozenset((n.cls,))
+            else:
+                f = empty
+                for kind, v in n.args:
+                    if kind == "c":
+                        x = get(v)
+                        if x is None:
+                            return None
+                        if x and x is not f:
+                            f = f | x if f else x
+                op = n.op
+                if op == "Ten.compute":
+                    f = fv[n.args[1][1]] - fv[n.args[0][1]]
+                elif op == "Ten.fused":
+                    f = (fv[n.args[1][1]] - fv[n.args[0][1]]) | fv[n.args[2][1]]
+                elif op == "Sc.red":
+                    f = fv[n.args[3][1]] - {n.args[1][1]}
+                elif op == "Ten.opaque":
+                    f = empty
             # intersection is monotone: fold this node in, no need to revisit its siblings
-            f = node_fv(n)
-            if f is None:
-                return None
-            cur = fv.get(n.cls)
-            new = f if cur is None else cur & f
+            cur = get(n.cls)
+            if cur is None:
+                fv[n.cls] = f
+                return n.cls
+            new = cur & f
             if new != cur:
                 fv[n.cls] = new
                 return n.cls
