@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from eqsat import lang
+from eqsat.backends import scalar_types
 from eqsat.parallel import parallel_loops
 
 COMPILE_MIN_OPS = 200_000
@@ -264,60 +265,50 @@ def _with_prange(node, loops: list):
     return new if done == len(want) else None  # a loop not found in this tree: none
 
 
-def _scalar_calls(tree, plan, nest, lib_names: dict) -> set:
+def _scalar_calls(tree, types, lib_names: dict) -> set:
     """Calls of exp, log, tanh, ... whose argument is a scalar (an element, a loop variable,
-    a size, a scalar local, arithmetic of those) renamed to `eqsat_scalar_<name>`, in place;
-    returns the names so renamed. Those are bound to `vector_math.SCALAR`'s forms, which
-    numba inlines, so the loop vectorizes; a call that may take an array keeps the
-    function that takes either (`vector_math.FUNCTIONS`), which LLVM does not inline for
-    tanh and gelu (a kept softmax or gelu loop ran the C library's tanh per element)."""
+    a size, a scalar local, arithmetic of those: `scalar_types.Types`) renamed to
+    `eqsat_scalar_<name>`, in place; returns the names so renamed. Those are bound to
+    `vector_math.SCALAR`'s forms, which numba inlines, so the loop vectorizes; a call that
+    may take an array keeps the function that takes either (`vector_math.FUNCTIONS`), which
+    LLVM does not inline for tanh and gelu (a kept softmax or gelu loop ran the C library's
+    tanh per element)."""
     from eqsat.backends import vector_math
 
-    ranks = {n: len(sh) for n, sh in plan.lowered.tensor_shapes.items()}
-    tensors = {n for n, r in ranks.items() if r} | set(nest.views)
-    known = set(plan.dims) | set(nest.scalar_inputs) | {f.target.id for f in ast.walk(tree)
-                                                         if isinstance(f, ast.For) and isinstance(f.target, ast.Name)}
     by_user = {user: canon for canon, user in lib_names.items()}
-    pure = {"max", "min", "abs"} | {user for canon, user in lib_names.items() if canon in {**lang.UNARY, **lang.BINARY}}
-
-    def scalar(e) -> bool:
-        if isinstance(e, ast.Constant):
-            return isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
-        if isinstance(e, ast.Name):
-            return e.id in known and e.id not in tensors
-        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name):
-            base = e.value.id
-            idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
-            return base in ranks and base not in nest.views and len(idx) == ranks[base] and \
-                not any(isinstance(i, ast.Slice) for i in idx)
-        if isinstance(e, ast.BinOp):
-            return scalar(e.left) and scalar(e.right)
-        if isinstance(e, ast.UnaryOp):
-            return scalar(e.operand)
-        if isinstance(e, ast.IfExp):
-            return scalar(e.body) and scalar(e.orelse)
-        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in pure and not e.keywords:
-            return all(scalar(a) for a in e.args)
-        return False
-
-    changed = True  # scalar locals: a name some assignment gives a scalar value (a name never
-    while changed:  # changes between scalar and tensor: the front end refuses it)
-        changed = False
-        for st in ast.walk(tree):
-            targets, value = ([st.target], st.value) if isinstance(st, ast.AugAssign) else \
-                (st.targets, st.value) if isinstance(st, ast.Assign) else ([], None)
-            for t in targets:
-                if isinstance(t, ast.Name) and t.id not in known and t.id not in tensors and scalar(value):
-                    known.add(t.id)
-                    changed = True
     out = set()
     for c in ast.walk(tree):
         if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in by_user and not c.keywords:
             canon = by_user[c.func.id]
-            if canon in vector_math.SCALAR and len(c.args) == 1 and scalar(c.args[0]):
+            if canon in vector_math.SCALAR and len(c.args) == 1 and types.of(c.args[0]) in scalar_types.SCALAR:
                 c.func = ast.Name(id=f"eqsat_scalar_{canon}", ctx=ast.Load())
                 out.add(canon)
     return out
+
+
+def _types(tree, plan, nest, consts: dict, lib_names: dict):
+    """`scalar_types.Types` of a kept nest's tree: its tensors' ranks (views' too), its
+    scalar inputs (float32: the plan passes them so), sizes and module constants."""
+    shapes = plan.lowered.tensor_shapes
+    ranks = {n: len(sh) for n, sh in shapes.items()}
+    for v, e in nest.views.items():
+        ranks[v] = _view_rank(e, ranks)
+    return scalar_types.Types(tree, ranks, nest.scalar_inputs, plan.dims, consts,
+                              {user: canon for canon, user in lib_names.items()})
+
+
+def _view_rank(e, ranks: dict):
+    """The rank of an ir view expression (None where it cannot be read)."""
+    from eqsat.ir import Index, Ref, Transpose
+
+    if isinstance(e, Transpose):
+        return _view_rank(e.x, ranks)
+    if isinstance(e, Index):
+        base = ranks.get(e.base)
+        return None if base is None else base - len(e.idx)
+    if isinstance(e, Ref):
+        return ranks.get(e.name)
+    return None
 
 
 def _overlap_safe(tree, shapes: dict, views) -> None:
@@ -384,6 +375,7 @@ def _source(plan, nest):
         if d in used:
             lines.append(f"{d} = {int(v)}")
     lib_names = {}  # canonical library name -> the name the user's code calls it by
+    consts = {}  # module constants the nest reads
     g = prog.fn.__globals__
     for name in sorted(used - set(params) - set(plan.dims)):
         obj = g.get(name)
@@ -394,6 +386,7 @@ def _source(plan, nest):
             lines.append(f"{name} = None  # bound to the compiled {canon} on load")
         elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
             lines.append(f"{name} = {obj!r}")
+            consts[name] = obj
     live = _live(plan, nest)
     par = parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views, live)
     marked = _with_prange(node, par) if par else None
@@ -408,7 +401,9 @@ def _source(plan, nest):
                    for o in nest.outputs if o not in in_place(nest))
     tree = marked if par else copy.deepcopy(node)
     _overlap_safe(tree, plan.lowered.tensor_shapes, nest.views)
-    for canon in sorted(_scalar_calls(tree, plan, nest, lib_names)):
+    types = _types(tree, plan, nest, consts, lib_names)
+    scalar_types.cast_weak(tree, types)  # Python numbers meeting float32 as the reference has them
+    for canon in sorted(_scalar_calls(tree, types, lib_names)):
         lib_names[f"scalar:{canon}"] = f"eqsat_scalar_{canon}"
         lines.append(f"eqsat_scalar_{canon} = None  # bound to the compiled scalar {canon} on load")
     body = ast.unparse(tree)

@@ -182,3 +182,90 @@ def p(c: f32["N"]) -> f32["N"]:
     assert np.array_equal(first, second)
     assert rel_err(first, eqsat.reference(prog, *args)) < 1e-5
     assert _copies(plan) == 1
+
+
+# Python numbers meeting float32 values in a kept nest (backends/scalar_types.py): the
+# reference compares and divides in float32 (numpy's weak Python scalars); compiled as
+# written, numba promoted float32 to float64 and `x[i] > 0.1` held for x[i] = float32(0.1)
+WEAK_BRANCH = '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    s = 0.0
+    for i in range(N):
+        if x[i] > 0.1:
+            s = s + 1.0
+        else:
+            s = s * 0.5
+        y[i] = s
+    return y
+'''
+
+WEAK_REMAINDER = '''
+@program
+def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
+    y = empty((N,))
+    z = empty((N,))
+    s = 0.0
+    for i in range(N):
+        s = s + x[i] % 0.3
+        y[i] = s
+        z[i] = x[i] // 0.3 + (1.0 if x[i] - 0.3 * 7 >= 0 else -1.0)
+    return y, z
+'''
+
+# an accumulator compared with a constant, and a loop variable meeting a float32
+WEAK_ACCUMULATOR = '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    acc = 0.0
+    for i in range(N):
+        acc += x[i]
+        y[i] = max(acc, 0.3) + i * x[i] if acc <= 0.3 else min(acc, 0.7) - i
+    return y
+'''
+
+
+@pytest.mark.parametrize("src", [WEAK_BRANCH, WEAK_REMAINDER, WEAK_ACCUMULATOR], ids=["branch", "remainder", "accumulator"])
+def test_compiled_nest_has_python_number_semantics(tmp_program, monkeypatch, src):
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    prog = tmp_program(src)
+    n = 16
+    # inputs on the constants' float32 values, where float64 arithmetic goes the other way
+    x = np.full(n, np.float32(0.1), dtype=np.float32)
+    x[1] = np.float32(0.2)  # (0.1 + 0.2 is float32(0.3) in float32, above 0.3 in float64)
+    x[4::2] = np.float32(0.3) * np.float32(7)
+    x[5::4] = np.float32(0.3)
+    x[3] = np.float32(0.1) + np.float32(0.2)
+    plan = eqsat.optimize(prog, {"N": n})
+    assert plan.compile_loops() >= 0
+    assert all(how.startswith("compiled") for _, how in plan.loop_runners.values()), plan.loop_runners
+    got, want = plan.run(x), eqsat.reference(prog, x)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert np.array_equal(np.asarray(g), np.asarray(w)), (g, w)
+
+
+def test_weak_number_types():
+    """The typing `scalar_types` infers: Python numbers stay Python numbers (float64 where
+    only they meet), a float32 anywhere makes the local float32, and only a Python number
+    meeting a float32 or an array is cast."""
+    import ast
+
+    from eqsat.backends import scalar_types as st
+
+    tree = ast.parse("""
+c = 0.1 * 3
+s = 0.0
+for i in range(N):
+    s = s + x[i] * 2
+    t = c + i
+    r = x[i] > t
+""")
+    types = st.Types(tree, {"x": 1}, [], {"N": 4}, {}, {})
+    assert types.env["c"] == st.FLOAT and types.env["t"] == st.FLOAT
+    assert types.env["s"] == st.F32 and types.env["i"] == st.INT
+    assert st.cast_weak(tree, types) == 3  # s = 0.0, * 2, > t; nothing in c or t
+    src = ast.unparse(tree)
+    assert "c = 0.1 * 3" in src and "t = c + i" in src
+    assert "s = np.float32(0.0)" in src and "x[i] * np.float32(2)" in src and "x[i] > np.float32(t)" in src

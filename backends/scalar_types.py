@@ -1,0 +1,254 @@
+"""Python's number types in a kept nest, so that its compiled form computes what the
+reference computes.
+
+The reference runs a program as Python over numpy float32 values, where a Python int or
+float meeting a float32 becomes a float32 (numpy's promotion rules, NEP 50: Python numbers
+are "weak"): `x[i] > 0.1` compares in float32, `x[i] % 0.3` divides by float32(0.3), and an
+accumulator `s = 0.0` holds a float32 after `s += x[i]`. numba types a Python float as
+float64 and promotes float32 with it, so compiled as written `x[i] > 0.1` was true for
+x[i] = float32(0.1) (0.10000000149 > 0.1) where the reference says false, and a branch, a
+remainder or a floor division could go the other way.
+
+`Types` infers, for each expression of the nest, one of: INT and FLOAT (Python numbers:
+literals, sizes, loop variables, module constants, and arithmetic of those), F32 (an element
+of a tensor, a scalar input, anything a float32 meets), F64 (numpy float64: a library
+function of a Python float), ARRAY (a tensor, a row, a view), or None (unknown: left alone);
+a scalar local takes the join of every value assigned to it (a local that holds a float32
+anywhere is float32 everywhere, as the reference's is from the first float32 it meets).
+`cast_weak` then wraps each Python number that meets a float32 or an array in
+`np.float32(...)`, where the reference's promotion happens, and leaves everything else as
+written (Python-number arithmetic stays float64, as in the reference: 1e30 * 1e30 / 1e30).
+"""
+from __future__ import annotations
+
+import ast
+
+from eqsat import lang
+
+INT, FLOAT, F32, F64, ARRAY = "int", "float", "f32", "f64", "array"
+WEAK = (INT, FLOAT)
+SCALAR = (INT, FLOAT, F32, F64)
+_RANK = {INT: 0, FLOAT: 1, F32: 2, F64: 3}
+# builtins whose result has the type of their arguments' join
+_SAME = {"abs"}
+_JOINED = {"max", "min"}
+
+
+def join(a, b):
+    """The type a name holding values of types `a` and `b` has (None: unknown)."""
+    if a is None or b is None:
+        return None
+    if a == b:
+        return a
+    if a == ARRAY or b == ARRAY:
+        return None  # (the front end refuses a name that is a scalar and a tensor)
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def combine(a, b, op=None):
+    """The type of a binary operation's result (numpy's promotion with weak Python numbers)."""
+    if a is None or b is None:
+        return None
+    if a == ARRAY or b == ARRAY:
+        return ARRAY
+    if a in WEAK and b in WEAK:
+        return FLOAT if FLOAT in (a, b) or isinstance(op, ast.Div) else INT
+    return join(a, b) if a not in WEAK and b not in WEAK else (a if b in WEAK else b)
+
+
+class Types:
+    """The type of every expression of a kept nest's tree (see the module's docstring).
+
+    `tensors`: name -> rank of every tensor the nest may name (its inputs, its views, the
+    tensors it allocates); `f32_names`: scalars that hold float32 (the nest's scalar inputs);
+    `ints`: sizes; `consts`: module constants (name -> value); `lib`: the user's name of each
+    language function -> its canonical name."""
+
+    def __init__(self, tree, tensors: dict, f32_names, ints, consts: dict, lib: dict):
+        self.tensors, self.lib = tensors, lib
+        self.env: dict = {n: F32 for n in f32_names}
+        self.env.update({n: INT for n in ints})
+        for n, v in consts.items():
+            self.env[n] = INT if isinstance(v, int) else FLOAT
+        for f in ast.walk(tree):
+            if isinstance(f, ast.For) and isinstance(f.target, ast.Name):
+                self.env[f.target.id] = INT  # (the language's loops run over ranges)
+        fixed = set(self.env)
+        assigns = []  # (name, value expression, whether augmented with op)
+        for st in ast.walk(tree):
+            if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
+                assigns.append((st.target.id, st.value, st.op))
+            elif isinstance(st, ast.Assign):
+                for t in st.targets:
+                    for name, value in _pairs(t, st.value):
+                        assigns.append((name, value, None))
+            elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
+                assigns.append((st.target.id, st.value, None))
+        self.assigned = {n for n, _, _ in assigns if n not in fixed and n not in tensors}
+        # a fixpoint over the locals' types, which only rise in the lattice INT < FLOAT <
+        # F32 < F64 (unknown above all); a name not yet typed is skipped, not unknown
+        self._pending = set(self.assigned)
+        for _ in range(8 * len(self.assigned) + 8):
+            changed = False
+            for name, value, op in assigns:
+                if name not in self.assigned:
+                    continue
+                t = self.of(value)
+                if t is _UNSET:
+                    continue
+                if op is not None:
+                    cur = self.env.get(name, _UNSET)
+                    if cur is _UNSET:
+                        continue
+                    t = combine(cur, t, op)
+                cur = self.env.get(name, _UNSET)
+                new = t if cur is _UNSET else join(cur, t)
+                if new != cur:
+                    self.env[name] = new
+                    self._pending.discard(name)
+                    changed = True
+            if not changed:
+                break
+        for name in self.assigned:
+            self.env.setdefault(name, None)
+        self._pending = set()
+
+    def of(self, e):
+        """The type of expression `e` (None: unknown; `_UNSET` while a local is untyped)."""
+        if isinstance(e, ast.Constant):
+            v = e.value
+            if isinstance(v, bool) or isinstance(v, int):
+                return INT
+            return FLOAT if isinstance(v, float) else None
+        if isinstance(e, ast.Name):
+            if e.id in self.tensors and self.tensors[e.id]:
+                return ARRAY
+            if e.id in self.env:
+                return self.env[e.id]
+            return _UNSET if e.id in self._pending else None
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name):
+            rank = self.tensors.get(e.value.id)
+            if not rank:
+                return None
+            idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+            whole = len(idx) == rank and not any(isinstance(i, ast.Slice) or i is Ellipsis or
+                                                 isinstance(i, ast.Constant) and i.value is Ellipsis for i in idx)
+            return F32 if whole else ARRAY
+        if isinstance(e, ast.BinOp):
+            a, b = self.of(e.left), self.of(e.right)
+            if a is _UNSET or b is _UNSET:
+                return _UNSET
+            if isinstance(e.op, ast.MatMult):
+                return ARRAY
+            return combine(a, b, e.op)
+        if isinstance(e, ast.UnaryOp):
+            if isinstance(e.op, ast.Not):
+                return INT
+            return self.of(e.operand)
+        if isinstance(e, (ast.Compare, ast.BoolOp)):
+            return INT if not any(self.of(x) == ARRAY for x in _operands(e)) else ARRAY
+        if isinstance(e, ast.IfExp):
+            a, b = self.of(e.body), self.of(e.orelse)
+            if a is _UNSET or b is _UNSET:
+                return _UNSET
+            return join(a, b)
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "float32" and \
+                isinstance(e.func.value, ast.Name) and e.func.value.id == "np":
+            return F32  # (a cast `cast_weak` wrote)
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and not e.keywords:
+            fn = e.func.id
+            kinds = [self.of(a) for a in e.args]
+            if _UNSET in kinds:
+                return _UNSET
+            canon = self.lib.get(fn)
+            if canon in lang.BUILDERS or canon == "transpose":
+                return ARRAY
+            if canon in lang.UNARY and len(kinds) == 1:
+                k = kinds[0]
+                return F64 if k in WEAK else k  # (np.exp of a Python float is a numpy float64)
+            if canon in lang.BINARY and len(kinds) == 2:
+                k = combine(*kinds)
+                return F64 if k in WEAK else k
+            if fn in _SAME and len(kinds) == 1:
+                return kinds[0]
+            if fn in _JOINED and kinds:
+                out = kinds[0]
+                for k in kinds[1:]:
+                    out = combine(out, k)
+                return out
+            if fn == "float":
+                return FLOAT
+            if fn == "int":
+                return INT
+        return None
+
+
+_UNSET = object()
+
+
+def _pairs(target, value):
+    """(name, value) for each name an assignment binds to a value it can see."""
+    if isinstance(target, ast.Name):
+        yield target.id, value
+    elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and \
+            len(target.elts) == len(value.elts):
+        for t, v in zip(target.elts, value.elts):
+            yield from _pairs(t, v)
+
+
+def _operands(e):
+    return [e.left, *e.comparators] if isinstance(e, ast.Compare) else list(e.values)
+
+
+def _f32(e):
+    return ast.copy_location(ast.Call(func=ast.Attribute(value=ast.Name(id="np", ctx=ast.Load()), attr="float32",
+                                                         ctx=ast.Load()), args=[e], keywords=[]), e)
+
+
+def cast_weak(tree, types: Types) -> int:
+    """Wrap, in place, every Python number that meets a float32 or an array in
+    `np.float32(...)`: an operand of arithmetic, a comparison, `max`/`min`/`maximum`/
+    `minimum` and a conditional expression's branch; and a value assigned to a float32
+    local. Returns how many it wrapped."""
+    of = types.of
+    count = 0
+
+    def strong(k):
+        return k in (F32, ARRAY)
+
+    def wrap_list(exprs: list) -> list:
+        nonlocal count
+        kinds = [of(x) for x in exprs]
+        if not any(strong(k) for k in kinds) or F64 in kinds:
+            return exprs
+        out = []
+        for x, k in zip(exprs, kinds):
+            if k in WEAK:
+                count += 1
+                out.append(_f32(x))
+            else:
+                out.append(x)
+        return out
+
+    for node in list(ast.walk(tree)):
+        if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
+            node.left, node.right = wrap_list([node.left, node.right])
+        elif isinstance(node, ast.Compare):
+            ops = wrap_list([node.left, *node.comparators])
+            node.left, node.comparators = ops[0], ops[1:]
+        elif isinstance(node, ast.IfExp):
+            node.body, node.orelse = wrap_list([node.body, node.orelse])
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords and \
+                (node.func.id in _JOINED or types.lib.get(node.func.id) in lang.BINARY):
+            node.args = wrap_list(node.args)
+        elif isinstance(node, ast.AugAssign) and not isinstance(node.op, ast.MatMult):
+            if strong(of(node.target)) and of(node.value) in WEAK:
+                count += 1
+                node.value = _f32(node.value)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if types.env.get(node.targets[0].id) == F32 and node.targets[0].id in types.assigned and \
+                    of(node.value) in WEAK:
+                count += 1
+                node.value = _f32(node.value)
+    ast.fix_missing_locations(tree)
+    return count
