@@ -190,7 +190,7 @@ class Compiled:
 
     def _slow(self, args):
         plan = self.plan
-        vals, dims = bind_args(plan.program, args, None, copy=False)
+        vals, dims = bind_args(plan.program, args, plan.unbound_dims(), copy=False)
         plan.check_dims_of_call(dims)
         if self.fn is None:
             scalars = {p.name: v for p, v in zip(plan.program.params, vals) if p.shape is None and p.dtype is not int}

@@ -96,7 +96,7 @@ class TritonCompiled:
                      for i, a in enumerate(args)]
         if device:
             self._check_device_dtypes(args, device)
-        vals, dims = bind_args(plan.program, host_args, None, copy=False, keep=device)
+        vals, dims = bind_args(plan.program, host_args, plan.unbound_dims(), copy=False, keep=device)
         plan.check_dims_of_call(dims)
         vals = [args[i] if i in device else v for i, v in enumerate(vals)]
         for p, v in zip(plan.program.params, vals):

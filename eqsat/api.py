@@ -453,6 +453,16 @@ class Plan:
             call = self.__dict__.setdefault("_calls", {}).setdefault(backend, getattr(runner, "entry", runner))
         return call(args)
 
+    def unbound_dims(self) -> dict:
+        """The plan's sizes of the dims no argument carries (named only in the return
+        annotation): a call binds its arguments with these (`args.bind_args`)."""
+        got = self.__dict__.get("_unbound_dims")
+        if got is None:
+            carried = {d for p in self.program.params for d in (p.shape or ()) if isinstance(d, str)}
+            carried |= {p.name for p in self.program.params if p.dtype is int}
+            got = self.__dict__["_unbound_dims"] = {d: n for d, n in self.dims.items() if d not in carried}
+        return got
+
     def check_dims_of_call(self, dims: dict) -> None:
         for d, n in dims.items():
             if self.dims.get(d) != n:
