@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from eqsat import lang
-from eqsat.terms import Node, leaving_axes, unlist, walk_body
+from eqsat.terms import Node, leaving_axes, python_number, unlist, walk_body
 
 from . import loops
 from .codegen import Emitter, literal, loaded, params
@@ -225,7 +225,9 @@ class _Gen(Emitter):
         if got is not None:
             return got
         op = n.op
-        if op == "Sc.lit":
+        if op != "Sc.lit" and python_number(n):  # computed in float64, rounded once (terms.python_number)
+            out = self.tmp(f"np.float32({self.py(n)})")
+        elif op == "Sc.lit":
             out = self.const(float(n.args[0]))
         elif op == "Sc.param":
             out = f"p_{n.args[0]}"
@@ -256,13 +258,47 @@ class _Gen(Emitter):
             cmp, l, r, a, b = n.args
             if cmp not in _CMP:
                 raise NotImplementedError(f"comparison {cmp}")
-            lv, rv, av, bv = self.sc(l), self.sc(r), self.sc(a), self.sc(b)
+            # (two Python numbers compare in float64, as in the reference)
+            lv, rv = (self.py(l), self.py(r)) if python_number(l) and python_number(r) else (self.sc(l), self.sc(r))
+            av, bv = self.sc(a), self.sc(b)
             out = self.tmp(f"{av} if {lv} {cmp} {rv} else {bv}")
         elif op == "Sc.red":
             out = self.reduction(n)
         else:
             raise NotImplementedError(f"{op} in a compiled kernel")
         self.memo[n] = out
+        return out
+
+    def py(self, n: Node) -> str:
+        """A Python-number term (`terms.python_number`) in float64, as the reference
+        computes it (a function of one: the language's float32 function, widened)."""
+        memo = self.__dict__.setdefault("py_memo", {})
+        got = memo.get(n)
+        if got is not None:
+            return got
+        op = n.op
+        if op == "Sc.lit":
+            x = float(n.args[0])
+            out = repr(x) if math.isfinite(x) else "np.nan" if x != x else "np.inf" if x > 0 else "-np.inf"
+        elif op == "Sc.idx":
+            out = self.tmp(f"float({self.ix(n.args[0])})")
+        elif op in _PY_BIN:
+            out = self.tmp(_PY_BIN[op].format(self.py(n.args[0]), self.py(n.args[1])))
+        elif op == "Sc.fn" and n.args[0] == "neg":
+            out = self.tmp(f"-{self.py(n.args[1])}")
+        elif op == "Sc.fn":
+            if n.args[0] not in lang.UNARY:
+                raise NotImplementedError(f"function {n.args[0]}")
+            self.libs.add(n.args[0])
+            out = self.tmp(f"float(f_{n.args[0]}(np.float32({self.py(n.args[1])})))")
+        elif op == "Sc.select":
+            cmp, l, r, a, b = n.args
+            if cmp not in _CMP:
+                raise NotImplementedError(f"comparison {cmp}")
+            out = self.tmp(f"{self.py(a)} if {self.py(l)} {cmp} {self.py(r)} else {self.py(b)}")
+        else:
+            raise NotImplementedError(f"{op} as a Python number")
+        memo[n] = out
         return out
 
     def reduction(self, n: Node) -> str:
@@ -286,6 +322,9 @@ class _Gen(Emitter):
         return acc
 
 
+# Python-number arithmetic, in float64 (`_Gen.py`)
+_PY_BIN = {"Sc.add": "({} + {})", "Sc.sub": "({} - {})", "Sc.mul": "({} * {})", "Sc.div": "({} / {})",
+           "Sc.max": "{1} if {1} > {0} else {0}", "Sc.min": "{1} if {1} < {0} else {0}"}
 # Python's max(a, b) and min(a, b): `b if b > a else a`
 _BIN = {"Sc.add": "np.float32({} + {})", "Sc.sub": "np.float32({} - {})", "Sc.mul": "np.float32({} * {})",
         "Sc.div": "np.float32({} / {})", "Sc.max": "{1} if {1} > {0} else {0}", "Sc.min": "{1} if {1} < {0} else {0}"}

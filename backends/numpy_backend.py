@@ -20,7 +20,7 @@ import numpy as np
 
 from eqsat import lang
 from eqsat.plan import fused_prologue, is_gather
-from eqsat.terms import Node, leaving_axes, shape_list, unlist, walk
+from eqsat.terms import Node, leaving_axes, python_number, shape_list, unlist, walk
 
 def _py_choice(pick):
     """Python's builtin max/min on arrays: `b if b > a else a` (a NaN in b keeps a)."""
@@ -420,7 +420,10 @@ class _Eval:
             return got
         op = n.op
         xp = self.r.np
-        if op == "Sc.lit":
+        if op != "Sc.lit" and python_number(n):  # computed in float64, rounded once (terms.python_number)
+            v = self.py(n)
+            v = np.float32(v) if np.ndim(v) == 0 else v.astype(np.float32)
+        elif op == "Sc.lit":
             v = np.float32(n.args[0])
         elif op == "Sc.acc":
             v = self.acc if self.acc.ndim == self.rank else \
@@ -452,11 +455,39 @@ class _Eval:
             v = np.asarray(self.ix(n.args[0]), dtype=np.float32)
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
-            v = xp.call(_select, _CMP[cmp], self.sc(l), self.sc(r), self.sc(a), self.sc(b))
+            # (two Python numbers compare in float64, as in the reference)
+            lv, rv = (self.py(l), self.py(r)) if python_number(l) and python_number(r) else (self.sc(l), self.sc(r))
+            v = xp.call(_select, _CMP[cmp], lv, rv, self.sc(a), self.sc(b))
             self.owned.add(id(v))
         else:
             raise RuntimeError(f"cannot evaluate {op}")
         self.memo[n] = v
+        return v
+
+    def py(self, n: Node):
+        """A Python-number term (`terms.python_number`: literals, index values and what is
+        made of them alone) in float64, as the reference computes it: a constant of the
+        index space, computed here (not a step of the plan)."""
+        memo = self.__dict__.setdefault("py_memo", {})
+        got = memo.get(n)
+        if got is not None:
+            return got
+        op = n.op
+        if op == "Sc.lit":
+            v = float(n.args[0])
+        elif op == "Sc.idx":
+            v = np.asarray(self.ix(n.args[0]), dtype=np.float64)
+        elif op in _BIN:
+            v = _BIN[op](self.py(n.args[0]), self.py(n.args[1]))
+        elif op == "Sc.fn":
+            x = self.py(n.args[1])
+            v = np.negative(x) if n.args[0] == "neg" else lang.UNARY[n.args[0]](x)
+        elif op == "Sc.select":
+            cmp, l, r, a, b = n.args
+            v = np.where(_CMP[cmp](self.py(l), self.py(r)), self.py(a), self.py(b))
+        else:
+            raise RuntimeError(f"{op} is no Python number")
+        memo[n] = v
         return v
 
     def reusable(self, node, arr, other):

@@ -26,7 +26,7 @@ import re
 
 from eqsat.cost import GPU_RED_LANES, pow2
 from eqsat.plan import fused_prologue
-from eqsat.terms import Node, leaving_axes, unlist, viewed_input, walk
+from eqsat.terms import Node, leaving_axes, python_number, unlist, viewed_input, walk
 
 from .codegen import Emitter, literal, loaded, params
 from .tuning import DEFAULT
@@ -88,7 +88,9 @@ class _Gen(Emitter):
         if got is not None:
             return got
         op = n.op
-        if op == "Sc.lit":
+        if op != "Sc.lit" and python_number(n):  # computed in float64, rounded once (terms.python_number)
+            out = self.tmp(f"({self.py(n)}).to(tl.float32)")
+        elif op == "Sc.lit":
             out = literal(n.args[0])
         elif op == "Sc.param":
             out = f"p_{n.args[0]}"
@@ -124,12 +126,38 @@ class _Gen(Emitter):
             out = self.tmp(f"(({self.ix(n.args[0], wide=True)}) + tl.zeros({self.shape}, tl.int64)).to(tl.float32)")
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
-            out = self.tmp(f"tl.where({self.sc(l)} {cmp} {self.sc(r)}, {self.sc(a)}, {self.sc(b)})")
+            # (two Python numbers compare in float64, as in the reference)
+            lv, rv = (self.py(l), self.py(r)) if python_number(l) and python_number(r) else (self.sc(l), self.sc(r))
+            out = self.tmp(f"tl.where({lv} {cmp} {rv}, {self.sc(a)}, {self.sc(b)})")
         elif op == "Sc.red":
             out = self.tree_reduction(n) if self.tree else self.chain_reduction(n)
         else:
             raise NotImplementedError(op)
         self.memo[n] = out
+        return out
+
+    def py(self, n: Node) -> str:
+        """A Python-number term (`terms.python_number`) in float64, as the reference
+        computes it (a function of one: the language's float32 function, widened)."""
+        memo = self.__dict__.setdefault("py_memo", {})
+        got = memo.get(n)
+        if got is not None:
+            return got
+        op = n.op
+        if op == "Sc.lit":  # (an exact float64 constant: a bare literal would be a float32 one)
+            out = self.tmp(f"tl.full([1], {literal(n.args[0])}, tl.float64)")
+        elif op == "Sc.idx":
+            out = self.tmp(f"(({self.ix(n.args[0], wide=True)}) + tl.zeros({self.shape}, tl.int64)).to(tl.float64)")
+        elif op in _BIN:
+            out = self.tmp(_BIN[op].format(self.py(n.args[0]), self.py(n.args[1])))
+        elif op == "Sc.fn":
+            out = self.tmp(f"({_fn(n.args[0], f'({self.py(n.args[1])}).to(tl.float32)')}).to(tl.float64)")
+        elif op == "Sc.select":
+            cmp, l, r, a, b = n.args
+            out = self.tmp(f"tl.where({self.py(l)} {cmp} {self.py(r)}, {self.py(a)}, {self.py(b)})")
+        else:
+            raise NotImplementedError(f"{op} as a Python number")
+        memo[n] = out
         return out
 
 

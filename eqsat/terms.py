@@ -290,6 +290,44 @@ def _reachable(n: Node, seen, enter):
             stack.extend(a for a in x.args if isinstance(a, Node) and enter(a))
 
 
+# ------------------------------------------------------------------ Python numbers
+# Scalar terms whose value the reference computes with Python numbers: literals, index
+# values, and arithmetic, functions and selects of those alone (`i * 0.1 + 0.5`). The
+# reference evaluates them in float64 (Python floats and ints), and rounds the result to
+# float32 only where it meets a float32 (numpy's rules: a Python number is weak), so the
+# backends evaluate them in float64 and round them there too: `x[i] > i * 0.1` compares x
+# with float32(i * 0.1), not with float32(i) * float32(0.1) (they differ for i = 9), and
+# `(i * 0.1 + 1e8) - 1e8` is not 0. A select whose comparison reads two of them compares
+# in float64.
+_PYTHON_NUMBER: dict = {}  # Node -> bool (terms are hash-consed and never freed)
+_ENTER = frozenset(BINOPS) | {"Sc.fn", "Sc.select"}
+
+
+def python_number(n: Node) -> bool:
+    """Whether scalar term `n` is a Python number in the reference (see above)."""
+    got = _PYTHON_NUMBER.get(n)
+    if got is not None:
+        return got
+    stack = [(n, False)]
+    while stack:  # (no recursion: a long chain of operations is deep)
+        x, ready = stack.pop()
+        if x in _PYTHON_NUMBER:
+            continue
+        op = x.op
+        if op in ("Sc.lit", "Sc.idx"):
+            _PYTHON_NUMBER[x] = True
+        elif op not in _ENTER:
+            _PYTHON_NUMBER[x] = False
+        else:
+            kids = x.args[1:] if op in ("Sc.fn", "Sc.select") else x.args
+            if not ready:
+                stack.append((x, True))
+                stack.extend((a, False) for a in kids if a not in _PYTHON_NUMBER)
+            else:
+                _PYTHON_NUMBER[x] = all(_PYTHON_NUMBER[a] for a in kids)
+    return _PYTHON_NUMBER[n]
+
+
 # ------------------------------------------------------------------ printing
 def postorder(n: Node, known=()):
     """Every node reachable from `n`, each once, children before parents (no recursion:
