@@ -200,16 +200,20 @@ def union(*ds) -> dict:
     return out
 
 
+def _binary(a: ScInfo, b: ScInfo, flops: float, passes: float) -> ScInfo:
+    """`_combine` of two parts (most scalar e-nodes): the same sums, unrolled."""
+    return ScInfo(a.flops + b.flops + flops, a.loads | b.loads if b.loads else a.loads,
+                  a.red_bytes + b.red_bytes, union(a.deps, b.deps), a.has_red or b.has_red,
+                  a.steps + b.steps, a.tree_steps + b.tree_steps, a.tree_bytes + b.tree_bytes,
+                  a.combine + b.combine, a.passes + b.passes + passes,
+                  a.strided | b.strided if b.strided else a.strided, a.unstreamed or b.unstreamed)
+
+
 def _combine(parts: list, flops: float, passes: float) -> ScInfo:
     """An operation over scalar `parts` that costs `flops` and `passes` itself: all parts
     are evaluated."""
-    if len(parts) == 2:  # a binary operation (most scalar e-nodes): the same sums, unrolled
-        a, b = parts
-        return ScInfo(a.flops + b.flops + flops, a.loads | b.loads if b.loads else a.loads,
-                      a.red_bytes + b.red_bytes, union(a.deps, b.deps), a.has_red or b.has_red,
-                      a.steps + b.steps, a.tree_steps + b.tree_steps, a.tree_bytes + b.tree_bytes,
-                      a.combine + b.combine, a.passes + b.passes + passes,
-                      a.strided | b.strided if b.strided else a.strided, a.unstreamed or b.unstreamed)
+    if len(parts) == 2:
+        return _binary(parts[0], parts[1], flops, passes)
     return ScInfo(sum(p.flops for p in parts) + flops, frozenset().union(*(p.loads for p in parts)),
                   sum(p.red_bytes for p in parts), union(*(p.deps for p in parts)),
                   any(p.has_red for p in parts), sum(p.steps for p in parts),
@@ -345,7 +349,7 @@ class Model:
 
     def arithmetic(self, a: ScInfo, b: ScInfo) -> ScInfo:
         """A binary arithmetic operation (`ARITHMETIC`) over two evaluated scalars."""
-        return _combine((a, b), 1, self.t.pass_time)
+        return _binary(a, b, 1, self.t.pass_time)
 
     # -------------------------------------------------------------- tensors
     def ten(self, key, op: str, a: list, closed: bool, extents=None) -> TenInfo | None:

@@ -417,7 +417,8 @@ class Extractor:
             m = self._mult.get(cid)
             if m is None:
                 m = self.mult(cid)
-            key = info.per_eval(self.model.t) * m + self.dep_total(info.deps)
+            deps = info.deps
+            key = info.per_eval(self.model.t) * m + (self.dep_total(deps) if deps else 0.0)
             return (key + self.chain(cid, info) if info.has_red else key), info
         a = []
         for code, v in n.refs:
@@ -471,13 +472,22 @@ class Extractor:
     def _fixpoint(self):
         rank = {op: i for i, op in enumerate(sorted(CONSTRUCTORS))}
 
+        banned, best, node_info = self.banned, self.best, self._node_info
+
         def evaluate(n: ENode):
-            if n.id in self.banned:
+            if banned and n.id in banned:
                 return None
-            r = self._node_info(n)
+            r = node_info(n)
             if r is None:
                 return None
             cid = n.cls
+            if n.op != "Ten.matmul":  # (most nodes: no fused classes to update)
+                cur = best.get(cid)
+                if cur is None or _better(r[0], cur[0][0]) or \
+                        (PREFERRED.get(n.op, 0) > PREFERRED.get(cur[1].op, 0) and not _better(cur[0][0], r[0])):
+                    best[cid] = ((r[0], rank[n.op], n.id), n, r[1])
+                    return cid
+                return None
             fused_changed = []  # fused classes over this product that improved with it
             if n.op == "Ten.matmul":
                 old = self.mm_best.get(cid)
