@@ -15,7 +15,7 @@ import inspect
 
 import numpy as np
 
-from . import lang
+from . import aliases, lang
 from .errors import Loc, ProgramError
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, Param, Program, Ref, Select, Store,
@@ -133,6 +133,9 @@ class _Parser:
         fdef = fdefs[0]
         params = self.parse_params(fdef)
         out_dims = self.return_dims(fdef)
+        # integer locals naming an index (`ih = 2 * oh + kh - 1`) substituted into their uses
+        sizes = {nm for nm, (kind, _) in self.sym.items() if kind == "dim"} | set(out_dims)
+        aliases.substitute(fdef, sizes, lambda nm: nm not in self.sym and _int_constant(self.resolve_global(nm)))
         body = list(fdef.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
@@ -571,8 +574,9 @@ class _Parser:
         t = self.iexpr(e)
         for nm in ie_names(t):
             if nm not in self.loopvars and self.sym.get(nm, ("",))[0] != "dim":
-                hint = ("; a scalar local is a float value, not an index: write its expression in the "
-                        "index itself (x[i + di - 1], not ii = i + di - 1 then x[ii])"
+                hint = ("; a scalar local is a value, not an index, unless it is assigned once, to +, - and * "
+                        "of loop variables, sizes and integers, and used only after that in its block (ii = i + "
+                        "di - 1, then x[ii]); otherwise write its expression in the index itself"
                         if self.sym.get(nm, ("",))[0] == "slocal" else "")
                 raise self.err(e, f"index uses {nm!r}, which is neither a loop variable nor a dimension{hint}")
         def fail(msg):
@@ -880,6 +884,10 @@ def _fresh(view, loc):
     if isinstance(view, Index):
         return Index(loc, view.base, view.idx, ty=view.ty)
     return Ref(loc, view.name, ty=view.ty)
+
+
+def _int_constant(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _valid_dim(d) -> bool:

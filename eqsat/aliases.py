@@ -1,0 +1,137 @@
+"""Integer locals that name an index (`ih = 2 * oh + kh - 1`), substituted into their uses.
+
+A convolution with stride and padding is written with the input's coordinates as locals,
+a guard on them and a read at them:
+
+    ih = 2 * oh + kh - 1
+    if ih >= 0 and ih < H:
+        acc += w[f, c, kh] * x[c, ih]
+
+In the language an index is an affine expression of loop variables and sizes, and a
+scalar local is a value, so `x[c, ih]` was refused, and written as the hint said
+(`x[c, 2 * oh + kh - 1]`) it was refused again: the guard on `ih` did not cover it.
+
+`substitute` replaces each use of such a local by its expression where that is exactly
+what Python computes: the local is assigned once in the function (`=`, to one name), to
+`+`, `-` and `*` of integer constants, sizes (dims, int parameters, module integer
+constants), variables of the `for ... in range(...)` loops around the assignment, and
+earlier such locals; every use comes after the assignment in its block (a later statement
+of the same body, or inside one); and no name of the expression is assigned anywhere in
+the function but as a loop variable. At each use the expression then has the value the
+local holds (a Python int), so the guard, the index and any value use all read it, and the
+assignment, which nothing reads any more, is dropped. Anything else stays a local, as
+before.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+_OPS = (ast.Add, ast.Sub, ast.Mult)
+
+
+def substitute(fdef: ast.FunctionDef, sizes: set, constants) -> list:
+    """Substitute the index locals of function `fdef` in place (see above). `sizes`: the
+    names that are sizes; `constants(name)`: whether `name` is a module integer constant.
+    Returns the names substituted."""
+    stores: dict = {}  # name -> how many times something other than a loop binds it
+    loop_targets: set = set()
+    loads: dict = {}
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.For):
+            for t in ast.walk(n.target):
+                if isinstance(t, ast.Name):
+                    loop_targets.add(t.id)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            stores[n.id] = stores.get(n.id, 0) + 1
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            loads[n.id] = loads.get(n.id, 0) + 1
+        elif isinstance(n, (ast.AugAssign, ast.NamedExpr)):
+            t = n.target
+            if isinstance(t, ast.Name):
+                stores[t.id] = stores.get(t.id, 0) + 1
+    for n in ast.walk(fdef):  # a for-target counted as a store above: not another binding
+        if isinstance(n, ast.For) and isinstance(n.target, ast.Name):
+            stores[n.target.id] -= 1
+    params = {a.arg for a in fdef.args.args}
+    done: list = []
+
+    def index_expr(e, loops: set, known: set) -> bool:
+        if isinstance(e, ast.Constant):
+            return isinstance(e.value, int) and not isinstance(e.value, bool)
+        if isinstance(e, ast.Name):
+            if e.id in loops:
+                return not stores.get(e.id)
+            if e.id in known:
+                return True
+            return (e.id in sizes or constants(e.id)) and not stores.get(e.id) and e.id not in loop_targets
+        if isinstance(e, ast.BinOp) and isinstance(e.op, _OPS):
+            return index_expr(e.left, loops, known) and index_expr(e.right, loops, known)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            return index_expr(e.operand, loops, known)
+        return False
+
+    def block(stmts: list, loops: set, known: set) -> list:
+        out = []
+        k = 0
+        while k < len(stmts):
+            st = stmts[k]
+            k += 1
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                name = st.targets[0].id
+                if stores.get(name) == 1 and name not in loop_targets and name not in params and \
+                        name not in sizes and index_expr(st.value, loops, known):
+                    rest = stmts[k:]
+                    later = sum(1 for s in rest for x in ast.walk(s) if isinstance(x, ast.Name) and x.id == name
+                                and isinstance(x.ctx, ast.Load))
+                    if later == loads.get(name, 0):
+                        for s in rest:
+                            _replace(s, name, st.value)
+                        done.append(name)
+                        known = known | {name}
+                        continue  # (the assignment: nothing reads it now)
+            out.append(st)
+            inner = loops
+            if isinstance(st, ast.For) and isinstance(st.target, ast.Name) and _over_range(st):
+                inner = loops | {st.target.id}
+            for field in ("body", "orelse"):
+                sub = getattr(st, field, None)
+                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                    new = block(sub, inner if field == "body" else loops, known)
+                    setattr(st, field, new or [ast.copy_location(ast.Pass(), st)])
+        return out
+
+    fdef.body = block(fdef.body, set(), set()) or [ast.Pass()]
+    return done
+
+
+def _over_range(f: ast.For) -> bool:
+    it = f.iter
+    return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+
+
+def _replace(tree, name: str, expr) -> None:
+    """Every load of `name` in `tree` replaced by a copy of `expr` placed where the load is
+    (so an error about it points at the use)."""
+    for node in ast.walk(tree):
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                for i, x in enumerate(value):
+                    if _is_load(x, name):
+                        value[i] = _placed(expr, x)
+            elif _is_load(value, name):
+                setattr(node, field, _placed(expr, value))
+
+
+def _is_load(x, name: str) -> bool:
+    return isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Load)
+
+
+def _placed(expr, at):
+    new = copy.deepcopy(expr)
+    for x in ast.walk(new):
+        if hasattr(x, "lineno"):
+            x.lineno, x.col_offset = at.lineno, at.col_offset
+            x.end_lineno, x.end_col_offset = getattr(at, "end_lineno", at.lineno), getattr(at, "end_col_offset",
+                                                                                         at.col_offset)
+    return new
