@@ -13,7 +13,7 @@ scalar local is a value, so `x[c, ih]` was refused, and written as the hint said
 
 `substitute` replaces each use of such a local by its expression where that is exactly
 what Python computes: the local is assigned once in the function (`=`, to one name), to
-`+`, `-` and `*` of integer constants, sizes (dims, int parameters, module integer
+`+`, `-`, `*`, `//` and `%` of integer constants, sizes (dims, int parameters, module integer
 constants), variables of the `for ... in range(...)` loops around the assignment, and
 earlier such locals; every use comes after the assignment in its block (a later statement
 of the same body, or inside one); and no name of the expression is assigned anywhere in
@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import copy
 
-_OPS = (ast.Add, ast.Sub, ast.Mult)
+_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)  # (what an index may use)
 
 
 def substitute(fdef: ast.FunctionDef, sizes: set, constants) -> list:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import lang
-from .errors import ArgumentError
+from .errors import ArgumentError, ProgramError
+from .ir import ie_eval
 
 MAX_SIZE = 2**62  # sizes and integer parameters are egglog i64s, with room for their arithmetic
 
@@ -125,6 +126,15 @@ def check_dims(prog, dims: dict) -> None:
             raise ArgumentError(f"dimension {d!r} must be a non-negative int, got {v!r}")
         if v > MAX_SIZE:
             raise ArgumentError(f"dimension {d!r} is {v}: too large (sizes stop at 2**62, egglog's integers)")
+    for loc, k, axis, got, declared in prog.return_checks:
+        try:
+            a, b = ie_eval(got, dims), ie_eval(declared, dims)
+        except ZeroDivisionError:
+            raise ProgramError(f"at these sizes the returned shape divides by zero (axis {axis})", loc) from None
+        if a != b:
+            which = f"output {k} " if len(prog.returns) > 1 else ""
+            raise ProgramError(f"at these sizes the returned {which}axis {axis} has {a} elements but the "
+                               f"annotation declares {b}", loc)
 
 
 def random_args(prog, dims: dict, seed: int = 0) -> list:

@@ -19,7 +19,7 @@ from . import aliases, lang
 from .errors import Loc, ProgramError
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, Param, Program, Ref, Select, Store,
-    Transpose, ie_names,
+    Transpose, ie_eval, ie_names,
 )
 
 
@@ -59,6 +59,7 @@ class _Parser:
         self.loop_stack: list = []  # per enclosing loop: names declared inside it
         self.loopvars: set[str] = set()
         self.ended_loops: set[str] = set()  # variables of loops that have ended (for a clearer error)
+        self.return_checks: list = []  # `Program.return_checks`
 
     # ------------------------------------------------------------------ helpers
     def check_name(self, node, name: str, what: str):
@@ -170,7 +171,7 @@ class _Parser:
                 kinds[s.name] = s.kind
         dims += [p.name for p in params if p.dtype is int]  # integer parameters: sizes given per call
         return Program(fdef.name, params, stmts, returns, dims, self.file, self.fn, self.loc(fdef), kinds,
-                       out_dtypes, dict(self.constants))
+                       out_dtypes, dict(self.constants), tuple(self.return_checks))
 
     def parse_params(self, fdef) -> list:
         a = fdef.args
@@ -251,7 +252,7 @@ class _Parser:
         wants = list(want) if isinstance(want, tuple) else [want]
         if len(wants) != len(returns):
             raise self.err(ret, f"returns {len(returns)} value(s) but the annotation declares {len(wants)}")
-        for w, r in zip(wants, returns):
+        for k, (w, r) in enumerate(zip(wants, returns)):
             if isinstance(w, lang.DType):
                 if r.ty is not None:
                     raise self.err(ret, f"returns a tensor of shape {_shape_str(r.ty)} but the annotation "
@@ -262,8 +263,18 @@ class _Parser:
                         raise self.err(fdef, f"dims of the returned tensor must be names or non-negative ints, "
                                              f"got {d!r}")
                 ty = tuple(("name", d) if isinstance(d, str) else ("int", d) for d in w.dims)
-                if r.ty is None or tuple(r.ty) != ty:
+                if r.ty is None or len(r.ty) != len(ty):
                     raise self.err(ret, f"returns {_shape_str(r.ty)} but the annotation declares {_shape_str(ty)}")
+                for axis, (got, declared) in enumerate(zip(r.ty, ty)):
+                    if got == declared:
+                        continue
+                    compound = got[0] not in ("name", "int") or declared[0] not in ("name", "int")
+                    if compound and (ie_names(got) or ie_names(declared)):  # equal at some sizes: checked at those
+                        self.return_checks.append((self.loc(ret), k, axis, got, declared))
+                        continue
+                    if not compound or ie_eval(got, {}) != ie_eval(declared, {}):
+                        raise self.err(ret, f"returns {_shape_str(r.ty)} but the annotation declares "
+                                            f"{_shape_str(ty)}")
         return tuple(w if isinstance(w, lang.DType) else w.dtype if isinstance(w, lang.TensorType) else lang.f32
                      for w in wants)
 
@@ -351,8 +362,13 @@ class _Parser:
             return BoolOp(loc, "and" if isinstance(e.op, ast.And) else "or", tuple(self.cond(v) for v in e.values))
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
             return BoolOp(loc, "not", (self.cond(e.operand),))
-        raise self.err(e, "a condition must be a comparison (`<`, `<=`, `>`, `>=`, `==`, `!=`) or `and`/`or`/`not` "
-                          "of comparisons")
+        # a number's truth, as Python's: `if x[i]:` holds where x[i] != 0 (NaN included)
+        try:
+            x = self.scalar_operand(e)
+        except ProgramError as err:
+            raise self.err(e, "a condition must be a comparison (`<`, `<=`, `>`, `>=`, `==`, `!=`), a number "
+                              f"(true where it is not 0), or `and`/`or`/`not` of those ({err.message})") from None
+        return Compare(loc, "!=", x, Const(loc, 0.0))
 
     def scalar_operand(self, e):
         x = self.expr(e)

@@ -201,6 +201,10 @@ class Program:
     # module-level constants the program reads (name -> value when it was parsed): a plan
     # uses their values at optimize() time, as Python would at a call (`current`)
     constants: dict = field(default_factory=dict)
+    # returned shapes the annotation matches only at some sizes (`-> f32[6, 12]` for
+    # `empty((M * P, N * Q))`): (where, output, axis, the returned extent, the declared
+    # one), checked when the sizes are known (`args.check_dims`)
+    return_checks: tuple = ()
 
     def current(self) -> "Program":
         """This program, or, where a module-level constant it reads has changed since it was

@@ -396,3 +396,60 @@ def f(x):
     assert aliases.substitute(fdef, {"N"}, lambda name: False) == ["a"]
     out = ast.unparse(fdef)
     assert "x[i + 1]" in out and "a =" not in out and "b = b + 1" in out and "c = i - 1" in out
+
+
+def test_a_number_as_a_condition_is_its_truth(tmp_program):
+    """`if x[i]:` holds where x[i] != 0, NaN included, as in Python (it was refused)."""
+    prog = tmp_program('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        if x[i]:
+            y[i] = 1.0
+        elif not x[i] and i:
+            y[i] = 2.0
+        else:
+            y[i] = 3.0 if x[i] * 0.0 else 4.0
+    return y
+''')
+    x = np.array([0, 1, np.nan, 0, -0.0, 2, 0, 3], np.float32)
+    want = eqsat.reference(prog, x)
+    assert want.tolist() == [4.0, 1.0, 1.0, 2.0, 2.0, 1.0, 2.0, 1.0]
+    for target in ("cpu", "h100"):
+        plan = eqsat.optimize(prog, {"N": 8}, target=target)
+        for backend in ("numpy", "triton"):
+            np.testing.assert_array_equal(plan.run(x, backend=backend), want)
+
+
+def test_returned_extents_are_checked_at_the_sizes(tmp_program):
+    """An annotation equal to the returned shape only at some sizes (`-> f32[6, 12]` for
+    `empty((M * P, N * Q))`, `-> f32[5]` for `N // 2` elements through an index local) is
+    admitted and checked when the sizes are known, with its location (it was refused as
+    a mismatch of expressions)."""
+    prog = tmp_program('''
+@program
+def kron_half(a: f32["M", "N"], b: f32["P", "Q"]) -> tuple[f32[6, 12], f32[2]]:
+    out = empty((M * P, N * Q))
+    for i in range(M):
+        for j in range(N):
+            for k in range(P):
+                for l in range(Q):
+                    out[i * P + k, j * Q + l] = a[i, j] * b[k, l]
+    h = M // 2 + 1
+    d = empty((M // 2 + 1,))
+    for i in range(h):
+        d[i] = a[i + M - h, 0] - a[i, 0]
+    return out, d
+''')
+    dims = {"M": 3, "N": 4, "P": 2, "Q": 3}
+    args = random_args(prog, dims, 5)
+    want = eqsat.reference(prog, *args)
+    got = eqsat.optimize(prog, dims).run(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    with pytest.raises(eqsat.ProgramError, match=r"returned output 0 axis 1 has 16 elements but the annotation "
+                                                  r"declares 12"):
+        eqsat.optimize(prog, {**dims, "Q": 4})
+    with pytest.raises(eqsat.ProgramError, match=r"output 0 axis 0 has 10 elements"):  # (reference checks too)
+        eqsat.reference(prog, *random_args(prog, {**dims, "M": 5}, 5))
