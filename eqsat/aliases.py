@@ -135,3 +135,83 @@ def _placed(expr, at):
             x.end_lineno, x.end_col_offset = getattr(at, "end_lineno", at.lineno), getattr(at, "end_col_offset",
                                                                                          at.col_offset)
     return new
+
+
+class Memory:
+    """Where a function binds names, and which tensors' memory it may write: the names it stores into (`a[i] = ...`,
+    `a += ...`, `a[i] += ...`) and every name that may share memory with one of them (bound
+    by `=` to a name, its transpose, or an element or row of it, either way round). A name
+    whose memory nothing writes reads the same whether it is a view or a copy."""
+
+    def __init__(self, fdef: ast.FunctionDef):
+        links: dict = {}
+        self.stored: set = set()
+        self.parent: dict = {}
+        for n in ast.walk(fdef):
+            for c in ast.iter_child_nodes(n):
+                self.parent[c] = n
+        # name -> the loops with a plain assignment to it somewhere inside
+        self.loops_binding: dict = {}
+        for n in ast.walk(fdef):
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    if isinstance(t, ast.Name):
+                        self.loops_binding.setdefault(t.id, set()).update(self._loops_around(n))
+        for n in ast.walk(fdef):
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    base = _base(t)
+                    if isinstance(t, ast.Subscript) and base:
+                        self.stored.add(base)
+                    elif isinstance(t, ast.Name):
+                        for src in _viewed(n.value):
+                            links.setdefault(t.id, set()).add(src)
+                            links.setdefault(src, set()).add(t.id)
+            elif isinstance(n, ast.AugAssign):
+                base = _base(n.target)
+                if base:
+                    self.stored.add(base)
+        self.links = links
+
+    def _loops_around(self, node) -> set:
+        out = set()
+        while node in self.parent:
+            node = self.parent[node]
+            if isinstance(node, ast.For):
+                out.add(node)
+        return out
+
+    def rebound_in_another_loop(self, name: str, stmt) -> bool:
+        """Whether `name` is bound again (`=`) inside a loop that is not around `stmt`."""
+        return bool(self.loops_binding.get(name, set()) - self._loops_around(stmt))
+
+    def written(self, name: str) -> bool:
+        seen, todo = set(), [name]
+        while todo:
+            x = todo.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            if x in self.stored:
+                return True
+            todo.extend(self.links.get(x, ()))
+        return False
+
+
+def _base(t):
+    while isinstance(t, ast.Subscript):
+        t = t.value
+    return t.id if isinstance(t, ast.Name) else None
+
+
+def _viewed(e) -> list:
+    """The names an expression may share memory with (a name, `x.T`, `x[i]`, `transpose(x)`)."""
+    if isinstance(e, ast.Name):
+        return [e.id]
+    if isinstance(e, ast.Attribute) and e.attr == "T":
+        return _viewed(e.value)
+    if isinstance(e, ast.Subscript):
+        return _viewed(e.value)
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "transpose" and e.args:
+        return _viewed(e.args[0])
+    return []

@@ -137,6 +137,7 @@ class _Parser:
         # integer locals naming an index (`ih = 2 * oh + kh - 1`) substituted into their uses
         sizes = {nm for nm, (kind, _) in self.sym.items() if kind == "dim"} | set(out_dims)
         aliases.substitute(fdef, sizes, lambda nm: nm not in self.sym and _int_constant(self.resolve_global(nm)))
+        self.memory = aliases.Memory(fdef)
         body = list(fdef.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
@@ -483,8 +484,11 @@ class _Parser:
                 del self.views[name]
         else:
             val = self.expr(value)
-        if aug is None and val.ty is not None and _view_parts(val) is not None:
+        if aug is None and val.ty is not None and _view_parts(val) is not None and \
+                not (self.memory.rebound_in_another_loop(name, n) and not self.memory.written(_view_parts(val)[0])):
             # `v = c`, `v = c.T`, `r = c[i]`: a second name for the same memory, as in numpy
+            # (but where nothing writes that memory and the name is bound anew in a loop,
+            # `h = h0` then `h = tanh(U @ h)`, a copy is the same: it is one, below)
             if name in self.sym and self.sym[name][1] is None:
                 raise self.err(target, f"{name!r} changes between scalar and tensor")
             self.views[name] = (val, len(self.loop_stack), loc)

@@ -453,3 +453,43 @@ def kron_half(a: f32["M", "N"], b: f32["P", "Q"]) -> tuple[f32[6, 12], f32[2]]:
         eqsat.optimize(prog, {**dims, "Q": 4})
     with pytest.raises(eqsat.ProgramError, match=r"output 0 axis 0 has 10 elements"):  # (reference checks too)
         eqsat.reference(prog, *random_args(prog, {**dims, "M": 5}, 5))
+
+
+# a recurrence through a name first bound to a parameter: an RNN (`h = h0`, then `h =
+# tanh(W @ x[t] + U @ h)` in the loop) and a running product over a row of the input
+RNN = '''
+@program
+def p(xs: f32["T", "I", 1], W: f32["H", "I"], U: f32["H", "H"], h0: f32["H", 1]) -> tuple[f32["H", 1], f32["T", "H", 1]]:
+    h = h0
+    hs = empty((T, H, 1))
+    for t in range(T):
+        h = tanh(W @ xs[t] + U @ h)
+        hs[t] = h
+    return h, hs
+'''
+
+RUNNING_PRODUCT = '''
+@program
+def p(x: f32["B", "K", "K"]) -> f32["K", "K"]:
+    q = x[0]
+    for b in range(1, B):
+        q = tanh(q @ x[b])
+    return q
+'''
+
+
+@pytest.mark.parametrize("src,dims", [(RNN, {"T": 4, "H": 3, "I": 2}), (RUNNING_PRODUCT, {"B": 4, "K": 5})],
+                         ids=["rnn", "running_product"])
+def test_a_name_bound_to_unwritten_memory_then_rebound_in_a_loop(tmp_program, src, dims):
+    """Nothing writes the memory `h = h0` names, so a copy reads the same as the view:
+    the name is bound to a copy and rebinding it in the loop is fine (it was refused)."""
+    prog = tmp_program(src)
+    args = random_args(prog, dims, 4)
+    want = eqsat.reference(prog, *args)
+    want = want if isinstance(want, tuple) else (want,)
+    for target in ("cpu", "h100"):
+        plan = eqsat.optimize(prog, dims, target=target)
+        for backend in ("numpy", "triton"):
+            got = plan.run(*args, backend=backend)
+            for g, w in zip(got if isinstance(got, tuple) else (got,), want):
+                np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)
