@@ -774,11 +774,20 @@ class _Parser:
         if a.ty is None or b.ty is None:
             raise self.err(node, "`@` needs tensor operands; use `*` for scalars")
         ra, rb = len(a.ty), len(b.ty)
-        if ra not in (2, 3) or rb not in (2, 3):
-            raise self.err(node, f"`@` supports operands of rank 2 or 3, got ranks {ra} and {rb}")
-        if a.ty[-1] != b.ty[-2]:
+        if ra not in (1, 2, 3) or rb not in (1, 2, 3):
+            raise self.err(node, f"`@` supports operands of rank 1, 2 or 3, got ranks {ra} and {rb}")
+        inner = b.ty[0] if rb == 1 else b.ty[-2]
+        if a.ty[-1] != inner:
             raise self.err(node, f"shape mismatch in `@`: {_shape_str(a.ty)} @ {_shape_str(b.ty)} "
-                                 f"(contraction {_d(a.ty[-1])} vs {_d(b.ty[-2])})")
+                                 f"(contraction {_d(a.ty[-1])} vs {_d(inner)})")
+        if ra == 1 or rb == 1:  # numpy's: a vector's axis is contracted and not kept
+            if ra == 1 and rb == 1:
+                ty = None  # a dot product: a scalar
+            elif ra == 1:
+                ty = b.ty[:-2] + b.ty[-1:]
+            else:
+                ty = a.ty[:-1]
+            return MatMul(self.loc(node), a, b, ty=ty)
         batch = ()
         if ra == 3 and rb == 3:
             if a.ty[0] != b.ty[0]:

@@ -254,7 +254,7 @@ class _Lowerer:
             for ix in e.idx:
                 t = Node("Ten.slice", t, self.ix(ix, {}, e.loc))
             return t
-        if isinstance(e, MatMul):
+        if isinstance(e, MatMul) and not _with_vector(e):
             return Node("Ten.matmul", self.tensor(e.a), self.tensor(e.b))
         if isinstance(e, Transpose):
             return Node("Ten.transpose", self.tensor(e.x), " ".join(map(str, e.perm)))
@@ -312,7 +312,26 @@ class _Lowerer:
             return Node("Sc.fn", e.fn, args[0])
         if isinstance(e, Select):
             return _select(e.cond, lambda x: self.scalar(x, ctx), self.scalar(e.a, ctx), self.scalar(e.b, ctx))
+        if isinstance(e, MatMul):  # a dot product of two vectors
+            return self.vector_product(e, [], ctx)
         raise NotFunctional(f"unexpected scalar expression {type(e).__name__}")
+
+    def vector_product(self, e, my: list, ctx: "_Ctx") -> Node:
+        """Element `my` of `@` with a vector operand (numpy's: the vector's axis is the
+        contraction, and it is not kept): a sum over the contraction of products of loads,
+        which the rules turn into a matmul where that pays."""
+        ra, rb = len(e.a.ty), len(e.b.ty)
+        n = self.shape_of(e.a.ty, e.loc)[-1]
+        k = T.iv(self.new_var("k", n))
+        ta, tb = self.open_tensor(e.a, ctx), self.open_tensor(e.b, ctx)
+        if ra == 1 and rb == 1:
+            ia, ib = [k], [k]
+        elif ra == 1:  # v @ B: my = batch + (column,)
+            ia, ib = [k], my[:-1] + [k, my[-1]]
+        else:  # A @ v: my = the rows of A
+            ia, ib = my + [k], [k]
+        body = T.binop("Sc.mul", T.load(ta, ia), T.load(tb, ib))
+        return Node("Sc.red", "sum", k.args[0], n, body)
 
     def elem(self, e, idx: list, ctx: "_Ctx") -> Node:
         """Element `idx` of tensor expression `e` (broadcasting from the right)."""
@@ -340,6 +359,8 @@ class _Lowerer:
             return Node("Sc.fn", e.fn, args[0])
         if isinstance(e, Select):
             return _select(e.cond, lambda x: self.elem(x, my, ctx), self.elem(e.a, my, ctx), self.elem(e.b, my, ctx))
+        if isinstance(e, MatMul) and _with_vector(e):
+            return self.vector_product(e, my, ctx)
         if isinstance(e, MatMul):
             t = self.open_tensor(e, ctx)
             return T.load(t, [i if n != 1 else T.ilit(0) for i, n in zip(my, shape)])
@@ -354,7 +375,7 @@ class _Lowerer:
             for i in e.idx:
                 t = Node("Ten.slice", t, self.ix(i, ctx.loopvars, e.loc))
             return t
-        if isinstance(e, MatMul):
+        if isinstance(e, MatMul) and not _with_vector(e):
             return Node("Ten.matmul", self.open_tensor(e.a, ctx), self.open_tensor(e.b, ctx))
         if isinstance(e, Transpose):
             return Node("Ten.transpose", self.open_tensor(e.x, ctx), " ".join(map(str, e.perm)))
@@ -1139,6 +1160,11 @@ def _load(t: Node, idx) -> Node:
         if len(dims) == len(idx):
             return _substitute(t.args[1], {v: ix for (v, _), ix in zip(dims, idx)})
     return T.load(t, idx)
+
+
+def _with_vector(e) -> bool:
+    """`@` with an operand of rank 1."""
+    return len(e.a.ty) == 1 or len(e.b.ty) == 1
 
 
 def _closed(t: Node, name: str) -> Node:

@@ -2,6 +2,8 @@
 flops and calls of library operations inside it (what `cost.loop_time` charges)."""
 from __future__ import annotations
 
+import math
+
 from .ir import Alloc, Const, Dim, For, If, Index, MatMul, Ref, ie_eval
 
 
@@ -23,9 +25,8 @@ def nest_work(s, dims, iters=1) -> dict:
     def lib(e):
         if isinstance(e, MatMul):
             sa = [ie_eval(d, dims) for d in e.a.ty]
-            sb = [ie_eval(d, dims) for d in e.b.ty]
-            batch = max(sa[0] if len(sa) == 3 else 1, sb[0] if len(sb) == 3 else 1)
-            return 2 * batch * sa[-2] * sa[-1] * sb[-1] + lib(e.a) + lib(e.b)
+            out = math.prod(ie_eval(d, dims) for d in e.ty or ())  # (a dot product: one)
+            return 2 * out * sa[-1] + lib(e.a) + lib(e.b)
         out = 0
         for c in e.children():
             out += lib(c)

@@ -493,3 +493,43 @@ def test_a_name_bound_to_unwritten_memory_then_rebound_in_a_loop(tmp_program, sr
             got = plan.run(*args, backend=backend)
             for g, w in zip(got if isinstance(got, tuple) else (got,), want):
                 np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)
+
+
+# `@` with a vector operand, as numpy has it: the vector's axis is contracted and not kept
+VEC_ROWS = '''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        y[i] = relu(x[i] @ w + b)
+    return y
+'''
+
+VEC_FORMS = '''
+@program
+def p(a: f32["M", "K"], v: f32["K"], B: f32["P", "K", "N"], c: f32["P", "M", "K"]) -> tuple[f32["M"], f32, f32["P", "N"], f32["P", "M"], f32["M"]]:
+    d = empty((M,))
+    for i in range(M):
+        d[i] = a[i] @ a[i]
+    return a @ v, v @ v, v @ B, c @ v, d
+'''
+
+
+@pytest.mark.parametrize("src", [VEC_ROWS, VEC_FORMS], ids=["rows", "forms"])
+def test_matmul_with_a_vector(tmp_program, src):
+    """Refused before (`@` took ranks 2 and 3); a row of a loop times a matrix is a matmul
+    with its epilogue (a sum over the contraction, which the rules make one)."""
+    prog = tmp_program(src)
+    dims = {"M": 6, "K": 5, "N": 4, "P": 3}
+    dims = {d: n for d, n in dims.items() if d in prog.dims}
+    args = random_args(prog, dims, 1)
+    want = eqsat.reference(prog, *args)
+    want = want if isinstance(want, tuple) else (want,)
+    for target in ("cpu", "h100"):
+        plan = eqsat.optimize(prog, dims, target=target)
+        if src is VEC_ROWS:
+            assert [k.kind for k in plan.kernels] == ["matmul"], plan
+        for backend in ("numpy", "triton"):
+            got = plan.run(*args, backend=backend)
+            for g, w in zip(got if isinstance(got, tuple) else (got,), want):
+                np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
