@@ -583,14 +583,24 @@ def test_matmul_of_a_scalar():
     expect_program_error(build, "mm-scalar", "`@`", "scalar", at="a @ s")
 
 
-def test_matmul_of_a_vector():
+def test_matmul_of_rank_four():
     def build():
         @program
-        def p(a: f32["M", "K"], v: f32["K"]) -> f32["M"]:
+        def p(a: f32["B", "C", "M", "K"], w: f32["K", "N"]) -> f32["M"]:
+            y = a @ w  # ERR:mm-rank4
+            return y
+
+    expect_program_error(build, "mm-rank4", "`@`", "rank", at="a @ w")
+
+
+def test_matmul_of_a_vector_of_the_wrong_length():
+    def build():
+        @program
+        def p(a: f32["M", "K"], v: f32["M"]) -> f32["M"]:
             y = a @ v  # ERR:mm-vector
             return y
 
-    expect_program_error(build, "mm-vector", "`@`", "rank", at="a @ v")
+    expect_program_error(build, "mm-vector", "shape mismatch in `@`", "contraction K vs M", at="a @ v")
 
 
 def test_batched_matmul_batch_mismatch():
