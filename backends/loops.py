@@ -293,8 +293,21 @@ def _types(tree, plan, nest, consts: dict, lib_names: dict):
     ranks = {n: len(sh) for n, sh in shapes.items()}
     for v, e in nest.views.items():
         ranks[v] = _view_rank(e, ranks)
-    return scalar_types.Types(tree, ranks, nest.scalar_inputs, plan.dims, consts,
-                              {user: canon for canon, user in lib_names.items()})
+    weak = _python_numbers(plan, nest)
+    floats = {n: 0.0 for n in weak}  # (typed as module float constants are: Python floats)
+    return scalar_types.Types(tree, ranks, [n for n in nest.scalar_inputs if n not in weak], plan.dims,
+                              {**consts, **floats}, {user: canon for canon, user in lib_names.items()})
+
+
+def _python_numbers(plan, nest) -> set:
+    """The scalar inputs the reference holds as Python numbers (`numpy_backend.scalar_input`
+    passes them so)."""
+    from eqsat.terms import python_number, unlist
+
+    term = plan.nest_terms.get(nest.id)
+    if term is None:
+        return set()
+    return {n for n, s in zip(nest.scalar_inputs, unlist(term.args[3])) if python_number(s)}
 
 
 def _view_rank(e, ranks: dict):
@@ -460,7 +473,7 @@ def _rebound(node) -> set:
 def _example(plan, nest, name):
     """A zero argument of the right type and shape, to compile (and check) a nest once."""
     if name in nest.scalar_inputs:
-        return np.float32(0)
+        return 0.0 if name in _python_numbers(plan, nest) else np.float32(0)
     if name in nest.views:
         from eqsat.backends.numpy_backend import _view
 

@@ -148,7 +148,7 @@ class Runner:
         terms = unlist(term.args[2])
         tensors = [self.tensor(t) for t in terms]
         inputs = self.nest_scalar_inputs(nid)
-        scalars = [_Eval(self, {}, 0).sc(s) for _, s in inputs]
+        scalars = [scalar_input(_Eval(self, {}, 0), s) for _, s in inputs]
         names = tuple(n for n, _ in inputs)
         direct = _direct_nest(self.plan, nid, names)
         if direct is not None:
@@ -191,7 +191,7 @@ def call_direct(xp, nest, direct, tensors: list, scalars: list, mine: list | Non
     mine = mine or [False] * len(tensors)
     args = [xp.call(_copy_of(v), v) if c and not m else v if _is_f32(v) else xp.call(_as_f32, v)
             for v, c, m in zip(tensors, copied, mine)]
-    args += [_f32(xp, s) for s in scalars]
+    args += [s if type(s) is float else _f32(xp, s) for s in scalars]  # (a Python number stays one)
     got = xp.call(fn, *args)
     out = {}
     for name, i in zip(nest.outputs, where):
@@ -282,6 +282,13 @@ def _find_direct(plan, nid: int, scalar_names: tuple):
     return compiled.fn, copied, where
 
 
+def scalar_input(ev: "_Eval", s: Node):
+    """The value a nest kept as written gets for scalar term `s`: a Python float where the
+    reference has one (`acc = 0.0` before the nest: `terms.python_number`), so `acc += 0.1`
+    sums in float64 there as in the reference; float32 otherwise."""
+    return float(ev.py(s)) if python_number(s) else ev.sc(s)
+
+
 def _f32(xp, v):
     """A scalar argument of a compiled call as float32: as it came where it is one (the
     tracer then sees the argument itself), else converted through `xp` (recorded)."""
@@ -339,7 +346,7 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
         for name, v, copy in zip(nest.tensor_inputs, values, copied):
             ns[name] = _f32_copy(v) if copy else _as_f32(v)
         for name, v in zip(scalar_names, values[n_tensors:]):
-            ns[name] = np.float32(v)
+            ns[name] = v if type(v) is float else np.float32(v)  # (a Python number stays one: scalar_input)
         for name, view in nest.views.items():  # names sharing memory with a tensor, as in numpy
             ns[name] = _view(view, ns, plan.dims)
         if compiled is not None:

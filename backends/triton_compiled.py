@@ -229,7 +229,7 @@ class _Env(numpy_backend.Runner):
             for x in walk(s):
                 if x.op == "Sc.load" and x.args[0] not in host.values:
                     host.values[x.args[0]] = c._to_host(self.tensor(x.args[0]))
-        scalars = [numpy_backend._Eval(host, {}, 0).sc(s) for _, s in inputs]
+        scalars = [numpy_backend.scalar_input(numpy_backend._Eval(host, {}, 0), s) for _, s in inputs]
         outs = numpy_backend._nest_call(plan, nid, tuple(n for n, _ in inputs))(*tensors, *scalars)
         self.nest_out[nid] = {name: None if v is None else c._to_device(v) for name, v in zip(nest.outputs, outs)}
 

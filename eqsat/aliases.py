@@ -138,52 +138,56 @@ def _placed(expr, at):
 
 
 class Memory:
-    """Where a function binds names, and which tensors' memory it may write: the names it stores into (`a[i] = ...`,
-    `a += ...`, `a[i] += ...`) and every name that may share memory with one of them (bound
-    by `=` to a name, its transpose, or an element or row of it, either way round). A name
-    whose memory nothing writes reads the same whether it is a view or a copy."""
+    """Where a function binds names, and which tensors' memory it may write: the names it
+    stores into (`a[i] = ...`, `a += ...`, `a[i] += ...`) and every name that may share
+    memory with one of them (bound by `=` or `x: T = ...` to a name, its transpose, or an
+    element or row of it, either way round). A name whose memory nothing writes reads the
+    same whether it is a view or a copy."""
 
     def __init__(self, fdef: ast.FunctionDef):
-        links: dict = {}
+        self.links: dict = {}
         self.stored: set = set()
         self.parent: dict = {}
         for n in ast.walk(fdef):
             for c in ast.iter_child_nodes(n):
                 self.parent[c] = n
-        # name -> the loops with a plain assignment to it somewhere inside
+        # name -> the loops with an assignment to it somewhere inside
         self.loops_binding: dict = {}
         for n in ast.walk(fdef):
-            if isinstance(n, ast.Assign):
-                for t in n.targets:
-                    if isinstance(t, ast.Name):
-                        self.loops_binding.setdefault(t.id, set()).update(self._loops_around(n))
-        for n in ast.walk(fdef):
-            if isinstance(n, ast.Assign):
-                for t in n.targets:
-                    base = _base(t)
-                    if isinstance(t, ast.Subscript) and base:
-                        self.stored.add(base)
-                    elif isinstance(t, ast.Name):
-                        for src in _viewed(n.value):
-                            links.setdefault(t.id, set()).add(src)
-                            links.setdefault(src, set()).add(t.id)
-            elif isinstance(n, ast.AugAssign):
+            for t, value in _bindings(n):
+                base = _base(t)
+                if isinstance(t, ast.Subscript) and base:
+                    self.stored.add(base)
+                elif isinstance(t, ast.Name):
+                    self.loops_binding.setdefault(t.id, set()).update(self._loops_around(n))
+                    for src in _viewed(value):
+                        self.links.setdefault(t.id, set()).add(src)
+                        self.links.setdefault(src, set()).add(t.id)
+            if isinstance(n, ast.AugAssign):
                 base = _base(n.target)
                 if base:
                     self.stored.add(base)
-        self.links = links
 
-    def _loops_around(self, node) -> set:
-        out = set()
+    def _loops_around(self, node) -> list:
+        out = []
         while node in self.parent:
             node = self.parent[node]
             if isinstance(node, ast.For):
-                out.add(node)
+                out.append(node)
         return out
 
     def rebound_in_another_loop(self, name: str, stmt) -> bool:
-        """Whether `name` is bound again (`=`) inside a loop that is not around `stmt`."""
-        return bool(self.loops_binding.get(name, set()) - self._loops_around(stmt))
+        """Whether `name` is bound again inside a loop that is not around `stmt`."""
+        return bool(self.loops_binding.get(name, set()) - set(self._loops_around(stmt)))
+
+    def carried(self, name: str, stmt) -> bool:
+        """Whether a loop around `stmt` reads `name` before binding it in its body: the
+        value a read sees then comes from the iteration before (or from before the loop)."""
+        for loop in self._loops_around(stmt):
+            first = next((kind for kind, x in _events(loop.body) if x == name), None)
+            if first == "load":
+                return True
+        return False
 
     def written(self, name: str) -> bool:
         seen, todo = set(), [name]
@@ -196,6 +200,50 @@ class Memory:
                 return True
             todo.extend(self.links.get(x, ()))
         return False
+
+
+def _bindings(n):
+    """(target, value) of each binding statement `n` makes (`=`, `x: T = v`)."""
+    if isinstance(n, ast.Assign):
+        return [(t, n.value) for t in n.targets]
+    if isinstance(n, ast.AnnAssign) and n.value is not None:
+        return [(n.target, n.value)]
+    return []
+
+
+def _loads(e):
+    for x in ast.walk(e):
+        if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load):
+            yield "load", x.id
+
+
+def _events(stmts):
+    """("load" | "store", name) of a statement list in the order they happen: a value is
+    read before its target is bound, a loop's range before its body."""
+    for st in stmts:
+        if isinstance(st, (ast.Assign, ast.AnnAssign)):
+            if st.value is not None:
+                yield from _loads(st.value)
+            for t in st.targets if isinstance(st, ast.Assign) else [st.target]:
+                if isinstance(t, ast.Name):
+                    yield "store", t.id
+                else:  # an element store reads the name's binding
+                    yield from _loads(t)
+        elif isinstance(st, ast.AugAssign):
+            yield from _loads(st.value)
+            yield from _loads(st.target)
+            if isinstance(st.target, ast.Name):
+                yield "load", st.target.id
+        elif isinstance(st, ast.For):
+            yield from _loads(st.iter)
+            yield from _events(st.body)
+            yield from _events(st.orelse)
+        elif isinstance(st, ast.If):
+            yield from _loads(st.test)
+            yield from _events(st.body)
+            yield from _events(st.orelse)
+        else:
+            yield from _loads(st)
 
 
 def _base(t):

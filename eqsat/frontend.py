@@ -484,11 +484,19 @@ class _Parser:
                 del self.views[name]
         else:
             val = self.expr(value)
+        # a view whose binding a loop carries: bound before a loop and anew inside it (`h = h0`,
+        # then `h = tanh(U @ h)`), or bound in a loop that reads it before (`y += h; h = x[t]`)
+        carried = aug is None and val.ty is not None and _view_parts(val) is not None and \
+            (self.memory.rebound_in_another_loop(name, n) or self.memory.carried(name, n))
+        if carried and self.memory.written(_view_parts(val)[0]) and self.memory.carried(name, n):
+            raise self.err(target, f"{name!r} is bound to a view of {_view_parts(val)[0]!r} in a loop that reads it "
+                                   f"before this binding (the next iteration reads this view) while that memory "
+                                   f"is written; bind a copy (`{name} = ... + 0.0`) or use another name")
         if aug is None and val.ty is not None and _view_parts(val) is not None and \
-                not (self.memory.rebound_in_another_loop(name, n) and not self.memory.written(_view_parts(val)[0])):
+                not (carried and not self.memory.written(_view_parts(val)[0])):
             # `v = c`, `v = c.T`, `r = c[i]`: a second name for the same memory, as in numpy
-            # (but where nothing writes that memory and the name is bound anew in a loop,
-            # `h = h0` then `h = tanh(U @ h)`, a copy is the same: it is one, below)
+            # (but where nothing writes that memory and a loop carries the binding, a copy
+            # reads the same: it is one, below)
             if name in self.sym and self.sym[name][1] is None:
                 raise self.err(target, f"{name!r} changes between scalar and tensor")
             self.views[name] = (val, len(self.loop_stack), loc)

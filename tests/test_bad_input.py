@@ -1365,6 +1365,38 @@ def test_a_view_rebound_inside_a_loop():
     expect_program_error(build, "view-rebound-in-loop", "'h' is a view (bound at line")
 
 
+def test_a_view_bound_by_an_annotated_assignment_is_seen_writing():
+    """`g: f32["N"] = h0` then `g[0] = 3.0` writes h0's memory: `h = h0` rebound in a loop is
+    then no copy (the write through g would be lost: it was, for a moment, a wrong result)."""
+    def build():
+        @program
+        def p(x: f32["T", "N"], h0: f32["N"]) -> f32["N"]:
+            g: f32["N"] = h0
+            h = h0
+            g[0] = 3.0
+            for t in range(T):
+                h = h + x[t]  # ERR:annotated-view
+            return h
+
+    expect_program_error(build, "annotated-view", "'h' is a view (bound at line")
+
+
+def test_a_carried_view_of_written_memory():
+    def build():
+        @program
+        def p(x: f32["T", "N"], a: f32["N"]) -> f32["N"]:
+            y = zeros((N,))
+            h = a + 0.0
+            for t in range(T):
+                for j in range(N):
+                    y[j] += h[j]
+                x[t, 0] = 1.0
+                h = x[t]  # ERR:carried-view
+            return y
+
+    expect_program_error(build, "carried-view", "'h' is bound to a view of 'x' in a loop that reads it before")
+
+
 def test_partial_store_into_a_transposed_view():
     def build():
         @program

@@ -533,3 +533,52 @@ def test_matmul_with_a_vector(tmp_program, src):
             got = plan.run(*args, backend=backend)
             for g, w in zip(got if isinstance(got, tuple) else (got,), want):
                 np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
+
+
+# a view bound inside a loop that reads it first: the next iteration reads this binding
+# (it was read as the tensor bound before the loop in every iteration: a wrong result)
+CARRIED_ROW = '''
+@program
+def p(x: f32["T", "N"], a: f32["N"]) -> f32["N"]:
+    y = zeros((N,))
+    h = a + 0.0
+    for t in range(T):
+        for j in range(N):
+            y[j] += h[j]
+        h = x[t]
+    return y
+'''
+
+CARRIED_TRANSPOSE = '''
+@program
+def p(x: f32["N", "N"], a: f32["N", "N"]) -> f32["N", "N"]:
+    y = zeros((N, N))
+    h = a + 0.0
+    for t in range(3):
+        y = h + x
+        h = y.T
+    return y
+'''
+
+CARRIED_OF_REBOUND = '''
+@program
+def p(H0: f32["N", "N"]) -> f32["N", "N"]:
+    y = zeros((N, N))
+    h = H0[0] + 0.0
+    for t in range(2):
+        y = H0 + h
+        h = y[1]
+    return y
+'''
+
+
+@pytest.mark.parametrize("src", [CARRIED_ROW, CARRIED_TRANSPOSE, CARRIED_OF_REBOUND], ids=["row", "transpose", "rebound"])
+def test_a_view_a_loop_carries_is_read_as_bound(tmp_program, src):
+    prog = tmp_program(src)
+    dims = {d: n for d, n in {"T": 4, "N": 5}.items() if d in prog.dims}
+    args = random_args(prog, dims, 6)
+    want = eqsat.reference(prog, *args)
+    for target in ("cpu", "h100"):
+        plan = eqsat.optimize(prog, dims, target=target)
+        for backend in ("numpy", "triton"):
+            np.testing.assert_allclose(np.asarray(plan.run(*args, backend=backend)), want, rtol=1e-5, atol=1e-5)

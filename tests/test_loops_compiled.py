@@ -269,3 +269,31 @@ for i in range(N):
     src = ast.unparse(tree)
     assert "c = 0.1 * 3" in src and "t = c + i" in src
     assert "s = np.float32(0.0)" in src and "x[i] * np.float32(2)" in src and "x[i] > np.float32(t)" in src
+
+
+# a Python-float scalar bound before the nest (acc = 0.0) and summed with Python floats in
+# it stays a Python float, as in the reference (it came in as float32 and summed in
+# float32: the comparison with y[i] = float32((i + 1) * 0.1) flipped from i = 6 on)
+PYTHON_ACCUMULATOR = '''
+@program
+def p(y: f32["N"]) -> f32["N"]:
+    z = zeros((N,))
+    acc = 0.0
+    for i in range(N):
+        acc += 0.1
+        z[i] = 1.0 if acc <= y[i] else 0.0
+    return z
+'''
+
+
+@pytest.mark.parametrize("policy", ["always", "never"])
+def test_a_python_number_entering_a_nest_stays_one(tmp_program, monkeypatch, policy):
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", policy)
+    prog = tmp_program(PYTHON_ACCUMULATOR)
+    y = np.array([np.float32((i + 1) * 0.1) for i in range(12)], dtype=np.float32)
+    want = eqsat.reference(prog, y)
+    for target in ("cpu", "h100"):
+        plan = eqsat.optimize(prog, {"N": 12}, target=target)
+        assert any(k.kind == "loop" for k in plan.kernels)
+        for backend in ("numpy", "triton"):
+            np.testing.assert_array_equal(np.asarray(plan.run(y, backend=backend)), want)
