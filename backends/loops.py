@@ -422,6 +422,10 @@ def _source(plan, nest):
     body = ast.unparse(tree)
     flags = ', parallel=True' if par else ''
     lines += ["", "", f'@numba.njit(cache=True, error_model="numpy"{flags})', f"def nest({', '.join(params)}):"]
+    # a Python-float input the nest makes float32 (`acc += x[i]`) is one from the start: a
+    # numba variable has one type (the reference's is a float64 until that statement)
+    lines += [f"    {n} = np.float32({n})" for n in sorted(_python_numbers(plan, nest))
+              if types.env.get(n) == scalar_types.F32]
     lines += ["    " + line for line in body.splitlines()]
     lines.append(f"    return ({outs})")
     return "\n".join(lines) + "\n", lib_names, params, [f.target.id for f in par]

@@ -73,7 +73,9 @@ class Types:
         for f in ast.walk(tree):
             if isinstance(f, ast.For) and isinstance(f.target, ast.Name):
                 self.env[f.target.id] = INT  # (the language's loops run over ranges)
-        fixed = set(self.env)
+        # (sizes and loop variables keep their types; an input or a constant a statement
+        # assigns joins what it is assigned: `acc += x[i]` makes a Python-float `acc` float32)
+        fixed = {n for n, t in self.env.items() if t == INT and (n in ints or n not in consts)}
         assigns = []  # (name, value expression, whether augmented with op)
         for st in ast.walk(tree):
             if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
