@@ -60,6 +60,7 @@ class _Parser:
         self.loopvars: set[str] = set()
         self.ended_loops: set[str] = set()  # variables of loops that have ended (for a clearer error)
         self.return_checks: list = []  # `Program.return_checks`
+        self.locals_: set = set()  # names the function binds (`parse`)
 
     # ------------------------------------------------------------------ helpers
     def check_name(self, node, name: str, what: str):
@@ -138,6 +139,8 @@ class _Parser:
         sizes = {nm for nm, (kind, _) in self.sym.items() if kind == "dim"} | set(out_dims)
         aliases.substitute(fdef, sizes, lambda nm: nm not in self.sym and _int_constant(self.resolve_global(nm)))
         self.memory = aliases.Memory(fdef)
+        # names the function binds: its locals to Python, whatever the module binds
+        self.locals_ = {x.id for x in ast.walk(fdef) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
         body = list(fdef.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
@@ -622,13 +625,21 @@ class _Parser:
                 raise self.err(e, f"{nm!r} is not a dimension name")
         return t
 
+    def local_before_bound(self, e: ast.Name) -> bool:
+        """A module constant's name the function also assigns: to Python it is a local of the
+        whole function, so reading it first raises UnboundLocalError (refused here)."""
+        if e.id in self.locals_:
+            raise self.err(e, f"{e.id!r} is read before it is assigned: the function assigns it, so Python "
+                              f"reads it as a local, not as the module's constant (UnboundLocalError)")
+        return False
+
     def iexpr(self, e) -> tuple:
         if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
             return ("int", e.value)
         if isinstance(e, ast.Name):
             if e.id not in self.loopvars and e.id not in self.sym:
                 g = self.globals.get(e.id)
-                if isinstance(g, int) and not isinstance(g, bool):
+                if isinstance(g, int) and not isinstance(g, bool) and not self.local_before_bound(e):
                     self.constants[e.id] = g
                     return ("int", g)  # a module-level integer constant
                 raise self.err(e, _undefined(e.id, self.ended_loops))
@@ -695,7 +706,8 @@ class _Parser:
                 return _fresh(self.views[e.id][0], loc)
             if e.id in self.loopvars:
                 return Dim(loc, e.id)  # a loop variable's value (in a condition or an expression)
-            if e.id not in self.sym and e.id not in self.loopvars and _constant(self.globals.get(e.id)):
+            if e.id not in self.sym and e.id not in self.loopvars and _constant(self.globals.get(e.id)) and \
+                    not self.local_before_bound(e):
                 self.constants[e.id] = self.globals[e.id]
                 return Const(loc, float(self.globals[e.id]))  # a module-level constant
             kind, ty = self.lookup(e, e.id)

@@ -1561,3 +1561,21 @@ def test_optimize_missing_integer_parameter_says_it_is_one():
         return y
 
     expect_argument_error(lambda: eqsat.optimize(shift, {"N": 4}), "no value given for integer parameter(s) k")
+
+
+def test_a_module_constant_the_function_assigns_is_a_local():
+    """Python makes a name the function assigns local to all of it: reading it before the
+    assignment raises UnboundLocalError; eqsat read the module's constant instead."""
+    def build():
+        @program
+        def p(x: f32["N"]) -> f32["N"]:
+            y = empty((N,))
+            for i in range(N):
+                y[i] = x[i] * SCALE  # ERR:local-before-bound
+            SCALE = 3.0
+            return y + SCALE
+
+    expect_program_error(build, "local-before-bound", "'SCALE' is read before it is assigned")
+
+
+SCALE = 2.0
