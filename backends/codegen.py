@@ -37,12 +37,24 @@ class Emitter:
         self.counter = counter if counter is not None else [0]
         self.lines: list = []
         self.memo: dict = {}
+        self.py_memo: dict = {}  # (`py`)
 
     def tmp(self, text: str) -> str:
         name = f"{self.prefix}{self.counter[0]}"
         self.counter[0] += 1
         self.lines.append(f"{self.indent}{name} = {text}")
         return name
+
+    def py(self, n) -> str:
+        """A Python-number term (`terms.python_number`) as an expression in float64, as the
+        reference computes it; each term once (`_py` writes it)."""
+        got = self.py_memo.get(n)
+        if got is None:
+            got = self.py_memo[n] = self._py(n)
+        return got
+
+    def _py(self, n) -> str:
+        raise NotImplementedError
 
     def var(self, v) -> str:
         """The expression of loop or reduction variable `v` here."""

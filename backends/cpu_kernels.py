@@ -269,13 +269,9 @@ class _Gen(Emitter):
         self.memo[n] = out
         return out
 
-    def py(self, n: Node) -> str:
+    def _py(self, n: Node) -> str:
         """A Python-number term (`terms.python_number`) in float64, as the reference
         computes it (a function of one: the language's float32 function, widened)."""
-        memo = self.__dict__.setdefault("py_memo", {})
-        got = memo.get(n)
-        if got is not None:
-            return got
         op = n.op
         if op == "Sc.lit":
             x = float(n.args[0])
@@ -298,7 +294,6 @@ class _Gen(Emitter):
             out = self.tmp(f"{self.py(a)} if {self.py(l)} {cmp} {self.py(r)} else {self.py(b)}")
         else:
             raise NotImplementedError(f"{op} as a Python number")
-        memo[n] = out
         return out
 
     def reduction(self, n: Node) -> str:

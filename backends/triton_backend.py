@@ -136,13 +136,9 @@ class _Gen(Emitter):
         self.memo[n] = out
         return out
 
-    def py(self, n: Node) -> str:
+    def _py(self, n: Node) -> str:
         """A Python-number term (`terms.python_number`) in float64, as the reference
         computes it (a function of one: the language's float32 function, widened)."""
-        memo = self.__dict__.setdefault("py_memo", {})
-        got = memo.get(n)
-        if got is not None:
-            return got
         op = n.op
         if op == "Sc.lit":  # (an exact float64 constant: a bare literal would be a float32 one)
             out = self.tmp(f"tl.full([1], {literal(n.args[0])}, tl.float64)")
@@ -157,7 +153,6 @@ class _Gen(Emitter):
             out = self.tmp(f"tl.where({self.py(l)} {cmp} {self.py(r)}, {self.py(a)}, {self.py(b)})")
         else:
             raise NotImplementedError(f"{op} as a Python number")
-        memo[n] = out
         return out
 
 
