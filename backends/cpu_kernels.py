@@ -252,8 +252,6 @@ class _Gen(Emitter):
                 raise NotImplementedError(f"function {n.args[0]}")
             self.libs.add(n.args[0])
             out = self.tmp(f"np.float32(f_{n.args[0]}({self.sc(n.args[1])}))")
-        elif op == "Sc.idx":
-            out = self.tmp(f"np.float32({self.ix(n.args[0])})")
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
             if cmp not in _CMP:
@@ -317,9 +315,9 @@ class _Gen(Emitter):
         return acc
 
 
-# Python-number arithmetic, in float64 (`_Gen.py`)
+# Python-number arithmetic, in float64 (`_Gen.py`); Python's max(a, b) and min(a, b) are
+# `b if b > a else a`
 _PY_BIN = {"Sc.add": "({} + {})", "Sc.sub": "({} - {})", "Sc.mul": "({} * {})", "Sc.div": "({} / {})",
            "Sc.max": "{1} if {1} > {0} else {0}", "Sc.min": "{1} if {1} < {0} else {0}"}
-# Python's max(a, b) and min(a, b): `b if b > a else a`
-_BIN = {"Sc.add": "np.float32({} + {})", "Sc.sub": "np.float32({} - {})", "Sc.mul": "np.float32({} * {})",
-        "Sc.div": "np.float32({} / {})", "Sc.max": "{1} if {1} > {0} else {0}", "Sc.min": "{1} if {1} < {0} else {0}"}
+# the same in float32: each arithmetic result rounded (a max or min is one of its operands)
+_BIN = {op: f"np.float32{form}" if op not in ("Sc.max", "Sc.min") else form for op, form in _PY_BIN.items()}

@@ -286,14 +286,14 @@ def _scalar_calls(tree, types, lib_names: dict) -> set:
     return out
 
 
-def _types(tree, plan, nest, consts: dict, lib_names: dict):
+def _types(tree, plan, nest, consts: dict, lib_names: dict, weak: set):
     """`scalar_types.Types` of a kept nest's tree: its tensors' ranks (views' too), its
-    scalar inputs (float32: the plan passes them so), sizes and module constants."""
+    scalar inputs (float32, but those in `weak`: Python floats; the plan passes them so),
+    sizes and module constants."""
     shapes = plan.lowered.tensor_shapes
     ranks = {n: len(sh) for n, sh in shapes.items()}
     for v, e in nest.views.items():
         ranks[v] = _view_rank(e, ranks)
-    weak = _python_numbers(plan, nest)
     floats = {n: 0.0 for n in weak}  # (typed as module float constants are: Python floats)
     return scalar_types.Types(tree, ranks, [n for n in nest.scalar_inputs if n not in weak], plan.dims,
                               {**consts, **floats}, {user: canon for canon, user in lib_names.items()})
@@ -414,7 +414,8 @@ def _source(plan, nest):
                    for o in nest.outputs if o not in in_place(nest))
     tree = marked if par else copy.deepcopy(node)
     _overlap_safe(tree, plan.lowered.tensor_shapes, nest.views)
-    types = _types(tree, plan, nest, consts, lib_names)
+    weak = _python_numbers(plan, nest)
+    types = _types(tree, plan, nest, consts, lib_names, weak)
     scalar_types.cast_weak(tree, types)  # Python numbers meeting float32 as the reference has them
     for canon in sorted(_scalar_calls(tree, types, lib_names)):
         lib_names[f"scalar:{canon}"] = f"eqsat_scalar_{canon}"
@@ -424,8 +425,7 @@ def _source(plan, nest):
     lines += ["", "", f'@numba.njit(cache=True, error_model="numpy"{flags})', f"def nest({', '.join(params)}):"]
     # a Python-float input the nest makes float32 (`acc += x[i]`) is one from the start: a
     # numba variable has one type (the reference's is a float64 until that statement)
-    lines += [f"    {n} = np.float32({n})" for n in sorted(_python_numbers(plan, nest))
-              if types.env.get(n) == scalar_types.F32]
+    lines += [f"    {n} = np.float32({n})" for n in sorted(weak) if types.env.get(n) == scalar_types.F32]
     lines += ["    " + line for line in body.splitlines()]
     lines.append(f"    return ({outs})")
     return "\n".join(lines) + "\n", lib_names, params, [f.target.id for f in par]

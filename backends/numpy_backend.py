@@ -399,6 +399,7 @@ class _Eval:
         if acc is not None:
             self.owned.add(id(acc))
         self.memo: dict = {}
+        self.py_memo: dict = {}  # (`py`)
 
     def ix(self, x: Node):
         op = x.op
@@ -458,8 +459,6 @@ class _Eval:
             self.owned.add(id(v))
         elif op == "Sc.red":
             v = self.reduce(n)
-        elif op == "Sc.idx":
-            v = np.asarray(self.ix(n.args[0]), dtype=np.float32)
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
             # (two Python numbers compare in float64, as in the reference)
@@ -475,8 +474,7 @@ class _Eval:
         """A Python-number term (`terms.python_number`: literals, index values and what is
         made of them alone) in float64, as the reference computes it: a constant of the
         index space, computed here (not a step of the plan)."""
-        memo = self.__dict__.setdefault("py_memo", {})
-        got = memo.get(n)
+        got = self.py_memo.get(n)
         if got is not None:
             return got
         op = n.op
@@ -494,7 +492,7 @@ class _Eval:
             v = np.where(_CMP[cmp](self.py(l), self.py(r)), self.py(a), self.py(b))
         else:
             raise RuntimeError(f"{op} is no Python number")
-        memo[n] = v
+        self.py_memo[n] = v
         return v
 
     def reusable(self, node, arr, other):

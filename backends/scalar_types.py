@@ -89,7 +89,6 @@ class Types:
         self.assigned = {n for n, _, _ in assigns if n not in fixed and n not in tensors}
         # a fixpoint over the locals' types, which only rise in the lattice INT < FLOAT <
         # F32 < F64 (unknown above all); a name not yet typed is skipped, not unknown
-        self._pending = set(self.assigned)
         for _ in range(8 * len(self.assigned) + 8):
             changed = False
             for name, value, op in assigns:
@@ -107,13 +106,11 @@ class Types:
                 new = t if cur is _UNSET else join(cur, t)
                 if new != cur:
                     self.env[name] = new
-                    self._pending.discard(name)
                     changed = True
             if not changed:
                 break
         for name in self.assigned:
             self.env.setdefault(name, None)
-        self._pending = set()
 
     def of(self, e):
         """The type of expression `e` (None: unknown; `_UNSET` while a local is untyped)."""
@@ -127,7 +124,7 @@ class Types:
                 return ARRAY
             if e.id in self.env:
                 return self.env[e.id]
-            return _UNSET if e.id in self._pending else None
+            return _UNSET if e.id in self.assigned else None  # (not typed yet: every one is, after `__init__`)
         if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name):
             rank = self.tensors.get(e.value.id)
             if not rank:

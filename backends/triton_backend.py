@@ -120,10 +120,6 @@ class _Gen(Emitter):
             out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
         elif op == "Sc.fn":
             out = self.tmp(_fn(n.args[0], self.sc(n.args[1])))
-        elif op == "Sc.idx":
-            # an index used as a value is computed in int64 (as numpy and the reference do:
-            # `(i * M + j) * 100000` passes int32), and rounded to f32 once
-            out = self.tmp(f"(({self.ix(n.args[0], wide=True)}) + tl.zeros({self.shape}, tl.int64)).to(tl.float32)")
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
             # (two Python numbers compare in float64, as in the reference)
@@ -142,7 +138,7 @@ class _Gen(Emitter):
         op = n.op
         if op == "Sc.lit":  # (an exact float64 constant: a bare literal would be a float32 one)
             out = self.tmp(f"tl.full([1], {literal(n.args[0])}, tl.float64)")
-        elif op == "Sc.idx":
+        elif op == "Sc.idx":  # (in int64, as the reference: `(i * M + j) * 100000` passes int32)
             out = self.tmp(f"(({self.ix(n.args[0], wide=True)}) + tl.zeros({self.shape}, tl.int64)).to(tl.float64)")
         elif op in _BIN:
             out = self.tmp(_BIN[op].format(self.py(n.args[0]), self.py(n.args[1])))

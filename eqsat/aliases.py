@@ -34,25 +34,18 @@ def substitute(fdef: ast.FunctionDef, sizes: set, constants) -> list:
     """Substitute the index locals of function `fdef` in place (see above). `sizes`: the
     names that are sizes; `constants(name)`: whether `name` is a module integer constant.
     Returns the names substituted."""
-    stores: dict = {}  # name -> how many times something other than a loop binds it
-    loop_targets: set = set()
+    # loop variables; and per name, how many times something other than a loop binds it
+    # (`=`, `+=`, `:=`) and how many times it is read
+    targets = [t for n in ast.walk(fdef) if isinstance(n, ast.For) for t in ast.walk(n.target)
+               if isinstance(t, ast.Name)]
+    loop_targets = {t.id for t in targets}
+    in_loop_header = {id(t) for t in targets}
+    stores: dict = {}
     loads: dict = {}
     for n in ast.walk(fdef):
-        if isinstance(n, ast.For):
-            for t in ast.walk(n.target):
-                if isinstance(t, ast.Name):
-                    loop_targets.add(t.id)
-        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            stores[n.id] = stores.get(n.id, 0) + 1
-        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-            loads[n.id] = loads.get(n.id, 0) + 1
-        elif isinstance(n, (ast.AugAssign, ast.NamedExpr)):
-            t = n.target
-            if isinstance(t, ast.Name):
-                stores[t.id] = stores.get(t.id, 0) + 1
-    for n in ast.walk(fdef):  # a for-target counted as a store above: not another binding
-        if isinstance(n, ast.For) and isinstance(n.target, ast.Name):
-            stores[n.target.id] -= 1
+        if isinstance(n, ast.Name) and id(n) not in in_loop_header:
+            count = stores if isinstance(n.ctx, ast.Store) else loads
+            count[n.id] = count.get(n.id, 0) + 1
     params = {a.arg for a in fdef.args.args}
     done: list = []
 

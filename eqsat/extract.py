@@ -474,6 +474,19 @@ class Extractor:
 
         banned, best, node_info = self.banned, self.best, self._node_info
 
+        def take(n: ENode, r) -> bool:
+            """Make `n` its class's choice if it is better. Strict improvement only:
+            equal-cost alternatives never displace a choice, which keeps the chosen nodes
+            acyclic -- except that a matmul kernel takes an equal-cost place from any other
+            form (one way only, so no class can go back and forth; a cycle it closes is
+            banned by decode_roots like any other)."""
+            cur = best.get(n.cls)
+            if cur is None or _better(r[0], cur[0][0]) or \
+                    (PREFERRED.get(n.op, 0) > PREFERRED.get(cur[1].op, 0) and not _better(cur[0][0], r[0])):
+                best[n.cls] = ((r[0], rank[n.op], n.id), n, r[1])
+                return True
+            return False
+
         def evaluate(n: ENode):
             if banned and n.id in banned:
                 return None
@@ -482,30 +495,17 @@ class Extractor:
                 return None
             cid = n.cls
             if n.op != "Ten.matmul":  # (most nodes: no fused classes to update)
-                cur = best.get(cid)
-                if cur is None or _better(r[0], cur[0][0]) or \
-                        (PREFERRED.get(n.op, 0) > PREFERRED.get(cur[1].op, 0) and not _better(cur[0][0], r[0])):
-                    best[cid] = ((r[0], rank[n.op], n.id), n, r[1])
-                    return cid
-                return None
+                return cid if take(n, r) else None
             fused_changed = []  # fused classes over this product that improved with it
-            if n.op == "Ten.matmul":
-                old = self.mm_best.get(cid)
-                if old is None or _better(r[0], old[0].total):
-                    self.mm_best[cid] = (r[1], n)
-                    for f in self.g.fused_by_mm.get(cid, ()):
-                        if evaluate(f) is not None:
-                            # (their readers must see it: re-evaluating the fused node
-                            # later finds nothing new, so no one else would queue them)
-                            fused_changed.append(f.cls)
-            cur = self.best.get(cid)
-            # strict improvement only: equal-cost alternatives never displace a choice,
-            # which keeps the chosen nodes acyclic -- except that a matmul kernel takes an
-            # equal-cost place from any other form (one way only, so no class can go back
-            # and forth; a cycle it closes is banned by decode_roots like any other)
-            if cur is None or _better(r[0], cur[0][0]) or \
-                    (PREFERRED.get(n.op, 0) > PREFERRED.get(cur[1].op, 0) and not _better(cur[0][0], r[0])):
-                self.best[cid] = ((r[0], rank[n.op], n.id), n, r[1])
+            old = self.mm_best.get(cid)
+            if old is None or _better(r[0], old[0].total):
+                self.mm_best[cid] = (r[1], n)
+                for f in self.g.fused_by_mm.get(cid, ()):
+                    if evaluate(f) is not None:
+                        # (their readers must see it: re-evaluating the fused node
+                        # later finds nothing new, so no one else would queue them)
+                        fused_changed.append(f.cls)
+            if take(n, r):
                 return [cid] + fused_changed
             return fused_changed or None
 

@@ -487,19 +487,8 @@ class _Parser:
                 del self.views[name]
         else:
             val = self.expr(value)
-        # a view whose binding a loop carries: bound before a loop and anew inside it (`h = h0`,
-        # then `h = tanh(U @ h)`), or bound in a loop that reads it before (`y += h; h = x[t]`)
-        carried = aug is None and val.ty is not None and _view_parts(val) is not None and \
-            (self.memory.rebound_in_another_loop(name, n) or self.memory.carried(name, n))
-        if carried and self.memory.written(_view_parts(val)[0]) and self.memory.carried(name, n):
-            raise self.err(target, f"{name!r} is bound to a view of {_view_parts(val)[0]!r} in a loop that reads it "
-                                   f"before this binding (the next iteration reads this view) while that memory "
-                                   f"is written; bind a copy (`{name} = ... + 0.0`) or use another name")
-        if aug is None and val.ty is not None and _view_parts(val) is not None and \
-                not (carried and not self.memory.written(_view_parts(val)[0])):
+        if aug is None and val.ty is not None and _view_parts(val) is not None and self.as_view(target, n, name, val):
             # `v = c`, `v = c.T`, `r = c[i]`: a second name for the same memory, as in numpy
-            # (but where nothing writes that memory and a loop carries the binding, a copy
-            # reads the same: it is one, below)
             if name in self.sym and self.sym[name][1] is None:
                 raise self.err(target, f"{name!r} changes between scalar and tensor")
             self.views[name] = (val, len(self.loop_stack), loc)
@@ -534,6 +523,24 @@ class _Parser:
             # a fresh tensor value owns its memory: a buffer like any other
             self.declare(name, ("slocal", None) if val.ty is None else ("buffer", val.ty))
         return Assign(loc, name, val, aug=aug is not None, aug_op=_AUG.get(aug, "+"))
+
+    def as_view(self, target, n, name: str, val) -> bool:
+        """Whether `name = val` (a view of another tensor's memory) binds a view; False:
+        a copy. A view whose binding a loop carries -- bound before a loop and anew inside it
+        (`h = h0`, then `h = tanh(U @ h)`), or bound in a loop that reads it first (`y += h;
+        h = x[t]`) -- is a copy where nothing writes that memory (a copy reads the same), and
+        refused where something does and the next iteration reads it."""
+        base = _view_parts(val)[0]
+        carried = self.memory.carried(name, n)
+        if not (carried or self.memory.rebound_in_another_loop(name, n)):
+            return True
+        if not self.memory.written(base):
+            return False
+        if carried:
+            raise self.err(target, f"{name!r} is bound to a view of {base!r} in a loop that reads it before this "
+                                   f"binding (the next iteration reads this view) while that memory is written; "
+                                   f"bind a copy (`{name} = ... + 0.0`) or use another name")
+        return True  # (rebinding it in the other loop is refused there, with its location)
 
     def declare(self, name, sym):
         self.sym[name] = sym
@@ -625,22 +632,28 @@ class _Parser:
                 raise self.err(e, f"{nm!r} is not a dimension name")
         return t
 
-    def local_before_bound(self, e: ast.Name) -> bool:
-        """A module constant's name the function also assigns: to Python it is a local of the
-        whole function, so reading it first raises UnboundLocalError (refused here)."""
+    def module_constant(self, e: ast.Name):
+        """The module constant name `e` reads (an int or float), or None. A name the function
+        also assigns is a local of the whole function to Python, so reading it before the
+        assignment raises UnboundLocalError: refused here."""
+        if e.id in self.loopvars or e.id in self.sym:
+            return None
+        g = self.globals.get(e.id)
+        if not _constant(g):
+            return None
         if e.id in self.locals_:
             raise self.err(e, f"{e.id!r} is read before it is assigned: the function assigns it, so Python "
                               f"reads it as a local, not as the module's constant (UnboundLocalError)")
-        return False
+        self.constants[e.id] = g
+        return g
 
     def iexpr(self, e) -> tuple:
         if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
             return ("int", e.value)
         if isinstance(e, ast.Name):
             if e.id not in self.loopvars and e.id not in self.sym:
-                g = self.globals.get(e.id)
-                if isinstance(g, int) and not isinstance(g, bool) and not self.local_before_bound(e):
-                    self.constants[e.id] = g
+                g = self.module_constant(e)
+                if _int_constant(g):
                     return ("int", g)  # a module-level integer constant
                 raise self.err(e, _undefined(e.id, self.ended_loops))
             return ("name", e.id)
@@ -706,10 +719,9 @@ class _Parser:
                 return _fresh(self.views[e.id][0], loc)
             if e.id in self.loopvars:
                 return Dim(loc, e.id)  # a loop variable's value (in a condition or an expression)
-            if e.id not in self.sym and e.id not in self.loopvars and _constant(self.globals.get(e.id)) and \
-                    not self.local_before_bound(e):
-                self.constants[e.id] = self.globals[e.id]
-                return Const(loc, float(self.globals[e.id]))  # a module-level constant
+            g = self.module_constant(e)
+            if g is not None:
+                return Const(loc, float(g))  # a module-level constant
             kind, ty = self.lookup(e, e.id)
             if kind == "dim":
                 return Dim(loc, e.id)  # `1.0 / N`: the size as a number
