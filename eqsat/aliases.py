@@ -196,9 +196,18 @@ class Memory:
 
 
 def _bindings(n):
-    """(target, value) of each binding statement `n` makes (`=`, `x: T = v`)."""
+    """(target, value) of each binding statement `n` makes (`=`, `x: T = v`, and each
+    name of `a, b = x, y`)."""
     if isinstance(n, ast.Assign):
-        return [(t, n.value) for t in n.targets]
+        out = []
+        for t in n.targets:
+            if isinstance(t, (ast.Tuple, ast.List)):
+                vals = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) and \
+                    len(n.value.elts) == len(t.elts) else [n.value] * len(t.elts)
+                out += zip(t.elts, vals)
+            else:
+                out.append((t, n.value))
+        return out
     if isinstance(n, ast.AnnAssign) and n.value is not None:
         return [(n.target, n.value)]
     return []
@@ -217,7 +226,8 @@ def _events(stmts):
         if isinstance(st, (ast.Assign, ast.AnnAssign)):
             if st.value is not None:
                 yield from _loads(st.value)
-            for t in st.targets if isinstance(st, ast.Assign) else [st.target]:
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            for t in [x for t in targets for x in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]:
                 if isinstance(t, ast.Name):
                     yield "store", t.id
                 else:  # an element store reads the name's binding

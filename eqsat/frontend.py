@@ -15,7 +15,7 @@ import inspect
 
 import numpy as np
 
-from . import aliases, lang
+from . import aliases, lang, pingpong
 from .errors import Loc, ProgramError
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, Param, Program, Ref, Select, Store,
@@ -61,6 +61,7 @@ class _Parser:
         self.ended_loops: set[str] = set()  # variables of loops that have ended (for a clearer error)
         self.return_checks: list = []  # `Program.return_checks`
         self.locals_: set = set()  # names the function binds (`parse`)
+        self._unpacked = 0  # temporaries made for `a, b = b, a` (`unpack`)
 
     # ------------------------------------------------------------------ helpers
     def check_name(self, node, name: str, what: str):
@@ -135,6 +136,11 @@ class _Parser:
         fdef = fdefs[0]
         params = self.parse_params(fdef)
         out_dims = self.return_dims(fdef)
+        for x in ast.walk(fdef):  # (before eqsat's own rewrites bind such names)
+            if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store) and x.id.startswith("eqsat_"):
+                raise self.err(x, f"{x.id!r}: names starting with 'eqsat_' are reserved for eqsat's temporaries")
+        # loops that swap which buffers two names denote: unrolled by two
+        pingpong.unroll(fdef, lambda name, stmt: self.buffer_shape(params, name, stmt))
         # integer locals naming an index (`ih = 2 * oh + kh - 1`) substituted into their uses
         sizes = {nm for nm, (kind, _) in self.sym.items() if kind == "dim"} | set(out_dims)
         aliases.substitute(fdef, sizes, lambda nm: nm not in self.sym and _int_constant(self.resolve_global(nm)))
@@ -217,6 +223,20 @@ class _Parser:
                                     f"got {t!r}")
         return params
 
+    def buffer_shape(self, params: list, name: str, stmt) -> list | None:
+        """The declared shape, as expressions, of f32 tensor parameter `name` (`stmt` None)
+        or of the buffer statement `stmt` allocates (`pingpong.unroll`)."""
+        if stmt is None:
+            p = next((p for p in params if p.name == name), None)
+            if p is None or p.shape is None or p.dtype is not lang.f32:
+                return None
+            return [ast.Name(id=d, ctx=ast.Load()) if isinstance(d, str) else ast.Constant(d) for d in p.shape]
+        v = stmt.value
+        if not (isinstance(v, ast.Call) and self.fn_name(v.func) in ("empty", "zeros") and len(v.args) == 1
+                and all(self.is_f32_dtype(k) for k in v.keywords)):
+            return None
+        return list(v.args[0].elts) if isinstance(v.args[0], ast.Tuple) else [v.args[0]]
+
     def return_dims(self, fdef) -> list:
         """Dimension names that only the return annotation declares (`-> f32["M"]` over
         `x: f32["N"]`: a decimation's output size), bound like the parameters' dims: the
@@ -297,6 +317,8 @@ class _Parser:
         if isinstance(n, ast.For):
             return self.for_(n)
         if isinstance(n, ast.Assign):
+            if len(n.targets) == 1 and isinstance(n.targets[0], (ast.Tuple, ast.List)):
+                return self.unpack(n, top)
             if len(n.targets) == 1:
                 return self.assign(n, n.targets[0], n.value, aug=None, top=top)
             return self.chained(n, top)
@@ -328,6 +350,38 @@ class _Parser:
             ast.copy_location(nxt, n)
             out.append(self.stmt(nxt, top))
         return [x for x in out if x is not None]
+
+    def unpack(self, n: ast.Assign, top: bool):
+        """`a, b = e1, e2`: Python evaluates every value, then binds the targets left to right.
+        Bound one by one in that order, except that a value reading what an earlier target
+        binds (`a, b = b, a + b`) is first computed into a temporary."""
+        targets, value = n.targets[0].elts, n.value
+        if any(isinstance(t, ast.Starred) for t in targets) or not isinstance(value, (ast.Tuple, ast.List)) or \
+                any(isinstance(v, ast.Starred) for v in value.elts):
+            raise self.err(n, "unpacking assigns a tuple of values written out (`a, b = x, y`), without `*`")
+        if len(value.elts) != len(targets):
+            raise self.err(n, f"{len(targets)} targets but {len(value.elts)} values")
+        if any(isinstance(t, (ast.Tuple, ast.List)) for t in targets):
+            raise self.err(n, "nested unpacking is not supported; assign each name on its own")
+        pre, binds = [], []
+        written: set = set()  # names the earlier targets bind, and buffers they store into
+        stored = False  # an earlier target stores into an element (of a buffer or of a view of it)
+        for t, v in zip(targets, value.elts):
+            reads = {x.id for x in ast.walk(v) if isinstance(x, ast.Name)}
+            if reads & written or (stored and any(isinstance(x, ast.Subscript) for x in ast.walk(v))) or \
+                    (stored and reads & set(self.views)):
+                tmp = f"eqsat_unpack{self._unpacked}"
+                self._unpacked += 1
+                pre.append(ast.copy_location(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=v), n))
+                v = ast.copy_location(ast.Name(id=tmp, ctx=ast.Load()), v)
+            binds.append(ast.copy_location(ast.Assign(targets=[t], value=v), n))
+            if isinstance(t, ast.Name):
+                written.add(t.id)
+            else:
+                stored = True
+                written |= {x.id for x in ast.walk(t) if isinstance(x, ast.Name)}
+        out = [self.stmt(s, top) for s in pre + binds]
+        return [x for s in out for x in (s if isinstance(s, list) else [s]) if x is not None]
 
     def if_(self, n: ast.If, top: bool):
         cond = self.cond(n.test)
@@ -399,8 +453,6 @@ class _Parser:
             step = _const_int(st)
         v = n.target.id
         self.check_name(n.target, v, "loop variable")
-        if v.startswith("eqsat_"):
-            raise self.err(n.target, f"{v!r}: names starting with 'eqsat_' are reserved for eqsat's temporaries")
         if v in self.sym or v in self.loopvars:
             raise self.err(n.target, f"loop variable {v!r} shadows another name")
         self.loopvars.add(v)
@@ -440,8 +492,6 @@ class _Parser:
         name = target.id
         if name in self.loopvars:
             raise self.err(target, f"cannot assign to loop variable {name!r}")
-        if name.startswith("eqsat_"):
-            raise self.err(target, f"{name!r}: names starting with 'eqsat_' are reserved for eqsat's temporaries")
         if name in self.sym and self.sym[name][0] == "dim":
             raise self.err(target, f"cannot assign to dimension {name!r}")
         if name in self.sym and self.sym[name][0] == "sparam":

@@ -719,14 +719,47 @@ def test_assigning_to_a_loop_variable():
     expect_program_error(build, "assign-loopvar", "cannot assign", "loop variable", "'i'")
 
 
-def test_tuple_unpacking_assignment():
+def test_reserved_names():
+    """eqsat's own rewrites bind `eqsat_` names (`a, b = b, a + b`, ping-pong loops);
+    the user's program may not."""
     def build():
         @program
         def p(x: f32["M"]) -> f32["M"]:
-            a, b = 1.0, 2.0  # ERR:unpack
+            for i in range(M):
+                eqsat_unpack0 = x[i]  # ERR:reserved
             return x
 
-    expect_program_error(build, "unpack", "assignment target")
+    expect_program_error(build, "reserved", "reserved for eqsat")
+
+
+def test_unpacking_a_starred_target():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            a, *b = 1.0, 2.0, 3.0  # ERR:unpack
+            return x
+
+    expect_program_error(build, "unpack", "without `*`")
+
+
+def test_unpacking_counts_differ():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            a, b = 1.0, 2.0, 3.0  # ERR:unpack-n
+            return x
+
+    expect_program_error(build, "unpack-n", "2 targets but 3 values")
+
+
+def test_unpacking_a_value_that_is_not_written_out():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            a, b = x  # ERR:unpack-x
+            return x
+
+    expect_program_error(build, "unpack-x", "tuple of values written out")
 
 
 def test_bad_annotation_numpy_type():
