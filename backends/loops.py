@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eqsat import lang
+from eqsat import desugar, lang
 from eqsat.backends import scalar_types
 from eqsat.parallel import parallel_loops
 
@@ -392,8 +392,9 @@ def _source(plan, nest):
     g = prog.fn.__globals__
     for name in sorted(used - set(params) - set(plan.dims)):
         obj = g.get(name)
-        canon = next((k for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS,
-                                      "transpose": lang.transpose}.items() if f is obj), None)
+        canon = desugar.library_name(name) or next((k for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS,
+                                                                    "transpose": lang.transpose}.items() if f is obj),
+                                                   None)
         if canon is not None:
             lib_names[canon] = name
             lines.append(f"{name} = None  # bound to the compiled {canon} on load")

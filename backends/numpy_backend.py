@@ -18,7 +18,7 @@ import operator
 
 import numpy as np
 
-from eqsat import lang
+from eqsat import desugar, lang
 from eqsat.plan import fused_prologue, is_gather
 from eqsat.terms import Node, leaving_axes, python_number, shape_list, unlist, walk
 
@@ -329,6 +329,7 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
         return fns[key]
     nest = plan.lowered.nests[nid]
     base = dict(plan.program.fn.__globals__)
+    base.update(desugar.BINDINGS)  # (`eqsat_lib_exp` for the program's `np.exp`)
     base.update(plan.dims)
     n_tensors = len(nest.tensor_inputs)
     # parameters are passed by value: a tensor the nest writes (itself or through a view) is

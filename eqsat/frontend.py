@@ -15,7 +15,7 @@ import inspect
 
 import numpy as np
 
-from . import aliases, lang, pingpong
+from . import aliases, desugar, lang, pingpong
 from .errors import Loc, ProgramError
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, Param, Program, Ref, Select, Store,
@@ -105,7 +105,10 @@ class _Parser:
 
     def fn_name(self, node) -> str | None:
         """The library function a call's callee names, or None. numpy's own `np.zeros` and
-        `np.empty` name the language's buffers (with `dtype=np.float32` or no dtype)."""
+        `np.empty` name the language's buffers (with `dtype=np.float32` or no dtype), and
+        `desugar` names the language's functions `eqsat_lib_<name>`."""
+        if isinstance(node, ast.Name) and desugar.library_name(node.id):
+            return desugar.library_name(node.id)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
                 self.resolve_global(node.value.id) is np and node.attr in ("zeros", "empty"):
             return node.attr
@@ -137,12 +140,14 @@ class _Parser:
         params = self.parse_params(fdef)
         out_dims = self.return_dims(fdef)
         for x in ast.walk(fdef):  # (before eqsat's own rewrites bind such names)
-            if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store) and x.id.startswith("eqsat_"):
+            if isinstance(x, ast.Name) and x.id.startswith("eqsat_"):
                 raise self.err(x, f"{x.id!r}: names starting with 'eqsat_' are reserved for eqsat's temporaries")
+        # Python's other spellings of the language's forms (`A[i][j]`, `x.shape[0]`, `np.exp`)
+        sizes = {nm for nm, (kind, _) in self.sym.items() if kind == "dim"} | set(out_dims)
+        desugar.rewrite(fdef, params, sizes, self.resolve_global)
         # loops that swap which buffers two names denote: unrolled by two
         pingpong.unroll(fdef, lambda name, stmt: self.buffer_shape(params, name, stmt))
         # integer locals naming an index (`ih = 2 * oh + kh - 1`) substituted into their uses
-        sizes = {nm for nm, (kind, _) in self.sym.items() if kind == "dim"} | set(out_dims)
         aliases.substitute(fdef, sizes, lambda nm: nm not in self.sym and _int_constant(self.resolve_global(nm)))
         self.memory = aliases.Memory(fdef)
         # names the function binds: its locals to Python, whatever the module binds
@@ -807,6 +812,9 @@ class _Parser:
         if isinstance(e, ast.BinOp):
             a, b = self.expr(e.left), self.expr(e.right)
             if isinstance(e.op, ast.MatMult):
+                if getattr(e, "eqsat_dot", False) and any(len(x.ty or ()) > 2 for x in (a, b)):
+                    raise self.err(e, "np.dot of a tensor with more than two axes is not a matmul (it pairs every "
+                                      "leading index of one with every one of the other); write `a @ b` or loops")
                 return self.matmul(e, a, b)
             if isinstance(e.op, ast.Pow):
                 return self.power(e, a, b)

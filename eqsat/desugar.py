@@ -1,0 +1,287 @@
+"""Spellings Python allows, and numeric code is written in, rewritten (in the function's
+syntax tree, before the front end reads it) to the language's own forms, each where both
+compute exactly the same:
+
+- `A[i][j]` is `A[i, j]`, read or written: a leading index is a view, and an element of
+  the view is that element of `A`;
+- `X.shape[k]`, `len(X)` and `X.shape` are the extents `X` is declared with (a tensor
+  parameter's annotation, or the shape a buffer is allocated with, bound once);
+  `np.zeros_like(X)` and `np.empty_like(X)` of a float32 `X` allocate that shape;
+- `np.sqrt`, `np.exp`, `np.log`, `np.tanh`, `np.abs`, `np.maximum`, `np.minimum` (the
+  functions the language's are) are the language's functions; so are `math.sqrt`,
+  `math.exp`, `math.log`, `math.tanh` and `math.fabs`, which compute in float64 where the
+  language's compute in float32 (their results agree to float32's rounding: README);
+  `np.matmul(a, b)` is `a @ b`, and so is `np.dot(a, b)` where neither has more than two
+  axes (the front end checks);
+- `float(e)` of an integer expression (loop variables, sizes, integer constants) is
+  `e * 1.0`, the same float;
+- `reversed(range(n))` and `reversed(range(lo, hi))` are `range(n - 1, -1, -1)` and
+  `range(hi - 1, lo - 1, -1)`;
+- `t //= v`, `t %= v`, `t **= v` are `t = t // v` and alike (the target's index is pure);
+- `continue`: the statements after an `if` whose branch continues move into its other
+  branch (copied into both where both may fall through), so no statement continues.
+
+Library functions are renamed `eqsat_lib_<name>`, names only eqsat binds (the front end
+and kept nests read them as the language's function). Anything else is left as written:
+the front end then refuses it with its location, as before.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import math
+
+import numpy as np
+
+from . import lang
+
+LIB = "eqsat_lib_"  # prefix of the names eqsat binds to the language's functions
+# library functions that are the language's, by their object
+ALIASES = {np.sqrt: "sqrt", np.exp: "exp", np.log: "log", np.tanh: "tanh", np.abs: "abs", np.fabs: "abs",
+           np.maximum: "maximum", np.minimum: "minimum", math.sqrt: "sqrt", math.exp: "exp", math.log: "log",
+           math.tanh: "tanh", math.fabs: "abs"}
+_LIKE = {np.zeros_like: "zeros", np.empty_like: "empty"}
+# the most statements `continue` removal may copy into branches (each `if` that continues
+# copies the rest of its body): past it the program is refused as before
+_COPY_LIMIT = 2000
+
+
+# what those names are bound to where a kept nest runs as Python
+BINDINGS = {LIB + k: f for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS}.items()}
+
+
+def library_name(name: str) -> str | None:
+    """The language function an `eqsat_lib_` name stands for, else None."""
+    if name.startswith(LIB):
+        canon = name[len(LIB):]
+        if canon in lang.UNARY or canon in lang.BINARY or canon in lang.BUILDERS:
+            return canon
+    return None
+
+
+def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
+    """Rewrite `fdef` in place (see above). `params`: the program's `ir.Param`s; `sizes`:
+    the names that are sizes (dims, int parameters); `resolve(name)`: what a name the
+    function does not bind means to Python."""
+    stores: dict = {}
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    env = _Env(fdef, params, sizes, resolve, stores)
+    env.visit(fdef)
+    _loops_without_continue(fdef.body, [0])
+    ast.fix_missing_locations(fdef)
+
+
+class _Env(ast.NodeTransformer):
+    def __init__(self, fdef, params, sizes, resolve, stores):
+        self.resolve = lambda name: None if name in stores else resolve(name)
+        self.loopvars = {t.id for n in ast.walk(fdef) if isinstance(n, ast.For) for t in ast.walk(n.target)
+                         if isinstance(t, ast.Name)}
+        self.sizes = sizes
+        self.stores = stores
+        # declared shapes (lists of expressions) and whether float32
+        self.shapes: dict = {}
+        for p in params:
+            if p.shape is not None and not stores.get(p.name):
+                self.shapes[p.name] = ([ast.Name(id=d, ctx=ast.Load()) if isinstance(d, str) else ast.Constant(d)
+                                        for d in p.shape], p.dtype is lang.f32)
+
+    # ------------------------------------------------------------------ names
+    def callee(self, f):
+        """The object a callee expression names (`np.sqrt`, `sqrt`), else None."""
+        if isinstance(f, ast.Name):
+            return self.resolve(f.id)
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            mod = self.resolve(f.value.id)
+            if mod is np or mod is math:
+                return getattr(mod, f.attr, None)
+        return None
+
+    def shape(self, e):
+        """(declared extents, float32) of a named tensor or of a row of it (`x[i]`)."""
+        if isinstance(e, ast.Name) and e.id in self.shapes:
+            return self.shapes[e.id]
+        if isinstance(e, ast.Subscript) and not _has_slice(e.slice):
+            got = self.shape(e.value)
+            k = len(_index_elts(e.slice))
+            if got is not None and k < len(got[0]):
+                return got[0][k:], got[1]
+        return None
+
+    def is_int(self, e) -> bool:
+        if isinstance(e, ast.Constant):
+            return type(e.value) is int
+        if isinstance(e, ast.Name):
+            if e.id in self.loopvars or e.id in self.sizes:
+                return True
+            v = self.resolve(e.id)
+            return type(v) is int
+        if isinstance(e, ast.BinOp):
+            return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)) and \
+                self.is_int(e.left) and self.is_int(e.right)
+        if isinstance(e, ast.UnaryOp):
+            return isinstance(e.op, (ast.USub, ast.UAdd)) and self.is_int(e.operand)
+        return False
+
+    # ------------------------------------------------------------------ statements
+    def visit_Assign(self, n):
+        self.generic_visit(n)
+        # a buffer allocated once: its shape is known from here on
+        if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and self.stores.get(n.targets[0].id) == 1:
+            v = n.value
+            if isinstance(v, ast.Call) and len(v.args) == 1 and not v.keywords:
+                f = v.func
+                canon = library_name(f.id) if isinstance(f, ast.Name) else None
+                if canon is None:
+                    obj = self.callee(f)
+                    canon = "zeros" if obj in (np.zeros, lang.zeros) else "empty" if obj in (np.empty, lang.empty) \
+                        else None
+                if canon in ("zeros", "empty"):
+                    arg = v.args[0]
+                    elts = arg.elts if isinstance(arg, ast.Tuple) else [arg]
+                    self.shapes[n.targets[0].id] = ([copy.deepcopy(x) for x in elts], True)
+        return n
+
+    def visit_AugAssign(self, n):
+        self.generic_visit(n)
+        if isinstance(n.op, (ast.FloorDiv, ast.Mod, ast.Pow)):
+            load = copy.deepcopy(n.target)
+            for x in ast.walk(load):
+                if hasattr(x, "ctx"):
+                    x.ctx = ast.Load()
+            load.ctx = ast.Load()
+            new = ast.Assign(targets=[n.target], value=ast.BinOp(left=load, op=n.op, right=n.value))
+            return ast.copy_location(new, n)
+        return n
+
+    def visit_For(self, n):
+        self.generic_visit(n)
+        it = n.iter
+        if isinstance(it, ast.Call) and self.callee(it.func) is builtins.reversed and len(it.args) == 1 and \
+                not it.keywords:
+            inner = it.args[0]
+            if isinstance(inner, ast.Call) and self.callee(inner.func) is builtins.range and \
+                    1 <= len(inner.args) <= 2 and not inner.keywords:
+                lo, hi = (ast.Constant(0), inner.args[0]) if len(inner.args) == 1 else inner.args
+                one = ast.Constant(1)
+                n.iter = ast.copy_location(ast.Call(
+                    func=inner.func,
+                    args=[ast.BinOp(left=hi, op=ast.Sub(), right=one), ast.BinOp(left=lo, op=ast.Sub(), right=one),
+                          ast.UnaryOp(op=ast.USub(), operand=ast.Constant(1))], keywords=[]), it)
+        return n
+
+    # ------------------------------------------------------------------ expressions
+    def visit_Subscript(self, n):
+        v = n.value
+        # X.shape[k] (before `X.shape` alone is rewritten)
+        if isinstance(v, ast.Attribute) and v.attr == "shape" and self.shape(v.value) is not None:
+            k = n.slice
+            if isinstance(k, ast.UnaryOp) and isinstance(k.op, ast.USub) and isinstance(k.operand, ast.Constant):
+                k = ast.Constant(-k.operand.value)
+            dims = self.shape(v.value)[0]
+            if isinstance(k, ast.Constant) and type(k.value) is int and -len(dims) <= k.value < len(dims):
+                return ast.copy_location(copy.deepcopy(dims[k.value]), n)
+        self.generic_visit(n)
+        v = n.value
+        # A[i][j]
+        if isinstance(v, ast.Subscript) and not _has_slice(v.slice) and not _has_slice(n.slice):
+            elts = _index_elts(v.slice) + _index_elts(n.slice)
+            return ast.copy_location(ast.Subscript(value=v.value, slice=ast.Tuple(elts=elts, ctx=ast.Load()),
+                                                   ctx=n.ctx), n)
+        return n
+
+    def visit_Attribute(self, n):
+        self.generic_visit(n)
+        if n.attr == "shape" and isinstance(n.ctx, ast.Load) and self.shape(n.value) is not None:
+            dims = self.shape(n.value)[0]
+            return ast.copy_location(ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load()), n)
+        return n
+
+    def visit_Call(self, n):
+        # (`X.shape` inside is rewritten after this call's own forms are seen)
+        obj = self.callee(n.func)
+        if obj is builtins.len and len(n.args) == 1 and self.shape(n.args[0]) is not None:
+            dims = self.shape(n.args[0])[0]
+            if dims:
+                return ast.copy_location(copy.deepcopy(dims[0]), n)
+        self.generic_visit(n)
+        if n.keywords:
+            return n
+        if obj in _LIKE and len(n.args) == 1:
+            got = self.shape(n.args[0])
+            if got is not None and got[1]:
+                shape = ast.Tuple(elts=[copy.deepcopy(d) for d in got[0]], ctx=ast.Load())
+                return ast.copy_location(ast.Call(func=ast.Name(id=LIB + _LIKE[obj], ctx=ast.Load()), args=[shape],
+                                                  keywords=[]), n)
+            return n
+        canon = _alias(obj)
+        if canon is not None:
+            return ast.copy_location(ast.Call(func=ast.Name(id=LIB + canon, ctx=ast.Load()), args=n.args,
+                                              keywords=[]), n)
+        if len(n.args) == 2 and obj in (np.matmul, np.dot):
+            mm = ast.copy_location(ast.BinOp(left=n.args[0], op=ast.MatMult(), right=n.args[1]), n)
+            mm.eqsat_dot = obj is np.dot  # (the front end refuses it over more than two axes)
+            return mm
+        if obj is builtins.float and len(n.args) == 1 and self.is_int(n.args[0]):
+            return ast.copy_location(ast.BinOp(left=n.args[0], op=ast.Mult(), right=ast.Constant(1.0)), n)
+        return n
+
+
+def _alias(obj) -> str | None:
+    try:
+        return ALIASES.get(obj)
+    except TypeError:  # (an unhashable object)
+        return None
+
+
+def _has_slice(s) -> bool:
+    return any(isinstance(x, ast.Slice) for x in ast.walk(s)) or \
+        (isinstance(s, ast.Constant) and s.value is Ellipsis) or isinstance(s, ast.Starred)
+
+
+def _index_elts(s) -> list:
+    return list(s.elts) if isinstance(s, ast.Tuple) else [s]
+
+
+# ---------------------------------------------------------------------- continue
+
+
+def _continues(stmts) -> bool:
+    """Whether `continue` occurs in `stmts` for their own loop (not a nested one's)."""
+    for s in stmts:
+        if isinstance(s, ast.Continue):
+            return True
+        if isinstance(s, ast.If) and (_continues(s.body) or _continues(s.orelse)):
+            return True
+    return False
+
+
+def _loops_without_continue(stmts: list, copied: list) -> None:
+    """Remove `continue` from every loop in `stmts`, inner loops first (so the copies an
+    outer loop makes of them have none)."""
+    for s in stmts:
+        if isinstance(s, (ast.For, ast.If)):
+            _loops_without_continue(s.body, copied)
+            _loops_without_continue(s.orelse, copied)
+            if isinstance(s, ast.For):
+                s.body = _no_continue(s.body, copied)
+
+
+def _no_continue(stmts: list, copied: list) -> list:
+    """`stmts`, a loop body's tail, without `continue`: what follows an `if` that may
+    continue runs in each of its branches that does not."""
+    for k, s in enumerate(stmts):
+        if isinstance(s, ast.Continue):
+            return stmts[:k]
+        if isinstance(s, ast.If) and (_continues(s.body) or _continues(s.orelse)):
+            rest = stmts[k + 1:]
+            copied[0] += 2 * sum(1 for r in rest for _ in ast.walk(r))
+            if copied[0] > _COPY_LIMIT:
+                return stmts  # (left as written: refused)
+            body = _no_continue(s.body + copy.deepcopy(rest), copied)
+            orelse = _no_continue(s.orelse + copy.deepcopy(rest), copied)
+            new = ast.copy_location(ast.If(test=s.test, body=body or [ast.Pass()], orelse=orelse), s)
+            return stmts[:k] + [new]
+    return stmts

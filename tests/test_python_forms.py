@@ -1,0 +1,167 @@
+"""Python's other spellings of the language's forms (`eqsat/desugar.py`): `A[i][j]`,
+`x.shape[0]`, `len(x)`, `np.zeros_like`, numpy's and math's functions, `np.matmul` and
+`np.dot`, `float(i)`, `reversed(range(n))`, `//=`, `%=`, `**=` and `continue`. Each
+program runs on both backends against `reference`; the kept nest runs interpreted and
+compiled."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat
+from conftest import random_args, rel_err
+
+
+def close(got, want) -> bool:
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    return len(got) == len(want) and all(rel_err(g, w) < 1e-5 for g, w in zip(got, want))
+
+PRELUDE = "import math\nimport numpy as np\nfrom numpy import exp as nexp\nfrom math import sqrt as msqrt\n"
+
+FORMS = {
+    "chained_subscripts": ('''
+@program
+def p(A: f32["N", "N"], x: f32["N"]) -> tuple[f32["N"], f32["N", "N"]]:
+    y = zeros((N,))
+    B = empty((N, N))
+    for i in range(N):
+        for j in range(N):
+            y[i] += A[i][j] * x[j]
+            B[i][j] = A[j][i] * 2.0
+    return y, B
+''', ["matmul", "pointwise"]),
+    "shapes": ('''
+@program
+def p(x: f32["N", "M"]) -> f32["N", "M"]:
+    y = np.zeros_like(x)
+    z = np.empty(x.shape)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[-1]):
+            z[i, j] = x[i, j] * 2.0
+    for i in range(len(x)):
+        for j in range(len(z[i])):
+            y[i, j] = z[i, j] + float(i) / float(len(x))
+    return y
+''', None),
+    "library_functions": ('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = np.sqrt(np.abs(x[i])) + nexp(-x[i]) + np.maximum(x[i], 0.0) + np.tanh(x[i]) + \\
+            math.log(1.0 + math.fabs(x[i])) + msqrt(np.minimum(x[i] * x[i], 4.0))
+    return y
+''', ["pointwise"]),
+    "matmul_calls": ('''
+@program
+def p(a: f32["N", "K"], b: f32["K", "M"], v: f32["M"]) -> tuple[f32["N", "M"], f32["N"]]:
+    c = np.matmul(a, b)
+    return np.maximum(c, 0.0), np.dot(c, v)
+''', None),
+    "reversed_and_augmented": ('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in reversed(range(N)):
+        y[i] = x[i] * 10.0
+        y[i] //= 3.0
+        y[i] %= 5.0
+    for i in reversed(range(1, N)):
+        y[i] **= 2
+        y[i - 1] += y[i] * 0.01
+    return y
+''', None),
+    "continue": ('''
+@program
+def p(x: f32["N"], A: f32["N", "N"]) -> tuple[f32["N"], f32["N"]]:
+    y = zeros((N,))
+    s = zeros((N,))
+    for i in range(N):
+        if x[i] < 0.0:
+            continue
+        y[i] = x[i] * 2.0
+        for j in range(N):
+            if j == i:
+                continue
+            elif A[i, j] > 1.0:
+                s[i] += 1.0
+                continue
+            s[i] += A[i, j]
+        y[i] += s[i]
+    return y, s
+''', None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORMS))
+def test_python_form(tmp_program, name):
+    src, kinds = FORMS[name]
+    prog = tmp_program(PRELUDE + src)
+    dims = {d: n for d, n in {"N": 7, "M": 5, "K": 4}.items() if d in prog.dims}
+    args = random_args(prog, dims, seed=4)
+    want = eqsat.reference(prog, *args)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), want), (name, backend, plan)
+    if kinds is not None:
+        assert [k.kind for k in plan.kernels] == kinds, plan
+
+
+KEPT = '''
+@program
+def p(A: f32["N", "N"], x: f32["N"], T: int) -> tuple[f32["N"], f32["N", "N"]]:
+    y = np.zeros_like(x)
+    B = np.zeros(A.shape)
+    s = 0.0
+    for t in reversed(range(T)):
+        for i in range(1, len(x)):
+            if x[i] > 0.7:
+                continue
+            s = s * 0.5 + np.tanh(A[i][i - 1]) + math.exp(-abs(y[i - 1])) + float(i) / float(A.shape[0])
+            if s > 2.0:
+                s -= msqrt(s)
+                continue
+            y[i] = y[i - 1] * 0.5 + nexp(-s) + np.maximum(s, 0.25)
+            B[i][i] = s
+            B[i][i] //= 0.5
+            B[i - 1][i] %= 0.3
+    return y, B
+'''
+
+
+@pytest.mark.parametrize("policy", ["never", "always"])
+def test_python_forms_in_a_kept_nest(tmp_program, monkeypatch, policy):
+    """A recurrence stays a loop nest: its source, with the rewritten forms, runs as Python
+    and compiled by numba (the `eqsat_lib_` names bound in both)."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", policy)
+    prog = tmp_program(PRELUDE + KEPT)
+    args = random_args(prog, {"N": 9, "T": 3}, seed=1)
+    args[1] = np.abs(args[1])
+    want = eqsat.reference(prog, *args)
+    plan = eqsat.optimize(prog, {"N": 9, "T": 3}, target="cpu")
+    assert "loop" in [k.kind for k in plan.kernels], plan
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), want), (backend, plan)
+
+
+def test_a_method_call_is_still_refused(tmp_program):
+    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: unsupported function 'x\[i\]\.sum'"):
+        tmp_program(PRELUDE + '''
+@program
+def p(x: f32["N", "M"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = x[i].sum()
+    return y
+''')
+
+
+def test_np_dot_of_a_three_axis_tensor_is_still_refused(tmp_program):
+    """np.dot of an N-d tensor is not a matmul (it contracts the last axis with the second
+    to last of the other, over every pair of leading indices)."""
+    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: np.dot of a tensor with more than two"):
+        tmp_program(PRELUDE + '''
+@program
+def p(a: f32["B", "N", "K"], b: f32["K", "M"]) -> f32["B", "N", "M"]:
+    return np.dot(a, b)
+''')
