@@ -3,7 +3,7 @@ syntax tree, before the front end reads it) to the language's own forms, each wh
 compute exactly the same:
 
 - `A[i][j]` is `A[i, j]`, read or written: a leading index is a view, and an element of
-  the view is that element of `A`;
+  the view is that element of `A`; `x[i, :]` is `x[i]` and `x[:]` (read) is `x`;
 - `X.shape[k]`, `len(X)` and `X.shape` are the extents `X` is declared with (a tensor
   parameter's annotation, or the shape a buffer is allocated with, bound once);
   `np.zeros_like(X)` and `np.empty_like(X)` of a float32 `X` allocate that shape;
@@ -184,6 +184,17 @@ class _Env(ast.NodeTransformer):
             if isinstance(k, ast.Constant) and type(k.value) is int and -len(dims) <= k.value < len(dims):
                 return ast.copy_location(copy.deepcopy(dims[k.value]), n)
         self.generic_visit(n)
+        # trailing whole-axis slices: `x[i, :]` is `x[i]`, `x[:]` is `x` (views alike)
+        elts = _index_elts(n.slice)
+        k = len(elts)
+        while k and _whole(elts[k - 1]):
+            k -= 1
+        if k < len(elts):
+            if k == 0:
+                if isinstance(n.ctx, ast.Load):
+                    return n.value
+            else:
+                n.slice = elts[0] if k == 1 else ast.Tuple(elts=elts[:k], ctx=ast.Load())
         v = n.value
         # A[i][j]
         if isinstance(v, ast.Subscript) and not _has_slice(v.slice) and not _has_slice(n.slice):
@@ -234,6 +245,11 @@ def _alias(obj) -> str | None:
         return ALIASES.get(obj)
     except TypeError:  # (an unhashable object)
         return None
+
+
+def _whole(e) -> bool:
+    """`:`, a whole axis."""
+    return isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None
 
 
 def _has_slice(s) -> bool:

@@ -1,5 +1,5 @@
 """Python's other spellings of the language's forms (`eqsat/desugar.py`): `A[i][j]`,
-`x.shape[0]`, `len(x)`, `np.zeros_like`, numpy's and math's functions, `np.matmul` and
+`x[i, :]`, `x.shape[0]`, `len(x)`, `np.zeros_like`, numpy's and math's functions, `np.matmul` and
 `np.dot`, `float(i)`, `reversed(range(n))`, `//=`, `%=`, `**=` and `continue`. Each
 program runs on both backends against `reference`; the kept nest runs interpreted and
 compiled."""
@@ -30,6 +30,14 @@ def p(A: f32["N", "N"], x: f32["N"]) -> tuple[f32["N"], f32["N", "N"]]:
             B[i][j] = A[j][i] * 2.0
     return y, B
 ''', ["matmul", "pointwise"]),
+    "whole_slices": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
+    y = np.empty((M, N), dtype=np.float32)
+    for i in range(M):
+        y[i, :] = relu(x[i, :] @ w[:, :] + b[:])
+    return y
+''', ["matmul"]),
     "shapes": ('''
 @program
 def p(x: f32["N", "M"]) -> f32["N", "M"]:
