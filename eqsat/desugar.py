@@ -19,7 +19,11 @@ compute exactly the same:
   `range(hi - 1, lo - 1, -1)`;
 - `t //= v`, `t %= v`, `t **= v` are `t = t // v` and alike (the target's index is pure);
 - `continue`: the statements after an `if` whose branch continues move into its other
-  branch (copied into both where both may fall through), so no statement continues.
+  branch (copied into both where both may fall through), so no statement continues;
+- `sum(e for k in range(...) if c)` (builtin sum over a generator of `range` loops) is an
+  accumulator, `0` (or sum's start) plus each `e` in order, computed by loops just before
+  the statement that reads it (an `if`'s test: before the `if`), its variables renamed
+  (a generator's variables are its own).
 
 Library functions are renamed `eqsat_lib_<name>`, names only eqsat binds (the front end
 and kept nests read them as the language's function). Anything else is left as written:
@@ -69,6 +73,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             stores[n.id] = stores.get(n.id, 0) + 1
     env = _Env(fdef, params, sizes, resolve, stores)
+    fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
     env.visit(fdef)
     _loops_without_continue(fdef.body, [0])
     ast.fix_missing_locations(fdef)
@@ -301,3 +306,68 @@ def _no_continue(stmts: list, copied: list) -> list:
             new = ast.copy_location(ast.If(test=s.test, body=body or [ast.Pass()], orelse=orelse), s)
             return stmts[:k] + [new]
     return stmts
+
+
+# ---------------------------------------------------------------------- sum(generator)
+
+
+class _Sums(ast.NodeTransformer):
+    """`sum(e for k in range(n))` as an accumulator computed before its statement."""
+
+    def __init__(self, is_sum):
+        self.is_sum = is_sum
+        self.count = 0
+        self.pending: list = []  # statements computing the sums met in the current statement
+
+    def block(self, stmts: list) -> list:
+        out = []
+        for s in stmts:
+            if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.If)):
+                if isinstance(s, ast.If):
+                    s.test = self.visit(s.test)
+                else:
+                    s = self.visit(s)
+                pending, self.pending = self.pending, []
+                out += self.block(pending)  # (a sum inside a sum's term: computed in its loop)
+            if isinstance(s, (ast.If, ast.For)):
+                s.body, s.orelse = self.block(s.body), self.block(s.orelse)
+            out.append(s)
+        return out
+
+    def visit_Call(self, n):
+        if not (isinstance(n.func, ast.Name) and self.is_sum(n.func.id) and 1 <= len(n.args) <= 2 and
+                not n.keywords and isinstance(n.args[0], ast.GeneratorExp)):
+            return self.generic_visit(n)
+        gen = n.args[0]
+        if not all(isinstance(g.target, ast.Name) and not g.is_async for g in gen.generators):
+            return self.generic_visit(n)
+        acc = f"eqsat_sum{self.count}"
+        self.count += 1
+        rename = {g.target.id: f"{acc}_{g.target.id}" for g in gen.generators}
+        body = [ast.AugAssign(target=ast.Name(id=acc, ctx=ast.Store()), op=ast.Add(),
+                              value=_Renamed(rename).visit(copy.deepcopy(gen.elt)))]
+        for g in reversed(gen.generators):
+            for cond in reversed(g.ifs):
+                body = [ast.If(test=_Renamed(rename).visit(copy.deepcopy(cond)), body=body, orelse=[])]
+            # (a later generator's range may read an earlier one's variable: renamed too)
+            body = [ast.For(target=ast.Name(id=rename[g.target.id], ctx=ast.Store()),
+                            iter=_Renamed(rename).visit(copy.deepcopy(g.iter)), body=body, orelse=[])]
+        start = n.args[1] if len(n.args) == 2 else ast.Constant(0.0)  # (0 + x is 0.0 + x, -0.0 too)
+        init = ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=start)
+        for st in (init, body[0]):
+            ast.copy_location(st, n)
+            for sub in ast.walk(st):
+                if not hasattr(sub, "lineno"):
+                    ast.copy_location(sub, n)
+        self.pending += [init, body[0]]
+        return ast.copy_location(ast.Name(id=acc, ctx=ast.Load()), n)
+
+
+class _Renamed(ast.NodeTransformer):
+    def __init__(self, rename: dict):
+        self.rename = rename
+
+    def visit_Name(self, n):
+        if n.id in self.rename:
+            return ast.copy_location(ast.Name(id=self.rename[n.id], ctx=n.ctx), n)
+        return n

@@ -1,6 +1,6 @@
 """Python's other spellings of the language's forms (`eqsat/desugar.py`): `A[i][j]`,
 `x[i, :]`, `x.shape[0]`, `len(x)`, `np.zeros_like`, numpy's and math's functions, `np.matmul` and
-`np.dot`, `float(i)`, `reversed(range(n))`, `//=`, `%=`, `**=` and `continue`. Each
+`np.dot`, `float(i)`, `reversed(range(n))`, `//=`, `%=`, `**=`, `continue` and `sum` of a generator. Each
 program runs on both backends against `reference`; the kept nest runs interpreted and
 compiled."""
 from __future__ import annotations
@@ -38,6 +38,22 @@ def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
         y[i, :] = relu(x[i, :] @ w[:, :] + b[:])
     return y
 ''', ["matmul"]),
+    "sum_of_a_generator": ('''
+@program
+def p(x: f32["M", "K"], w: f32["N", "K"], b: f32["N"]) -> tuple[f32["M", "N"], f32["M"], f32]:
+    y = np.empty((M, N), dtype=np.float32)
+    r = np.empty((M,), dtype=np.float32)
+    for i in range(M):
+        for j in range(N):
+            y[i, j] = max(sum(x[i, k] * w[j, k] for k in range(K)) + b[j], 0.0)
+    for i in range(M):
+        if sum(x[i, k] for k in range(K) if x[i, k] > 0) > 1.0:
+            r[i] = sum(sum(x[i, k] * x[i2, k] for k in range(K)) for i2 in range(i + 1))
+        else:
+            r[i] = sum((x[i, k] for k in range(1, K, 2)), 0.5)
+    t = sum(x[i, k] for i in range(M) for k in range(i % K, K))
+    return y, r, t
+''', None),
     "shapes": ('''
 @program
 def p(x: f32["N", "M"]) -> f32["N", "M"]:
@@ -113,6 +129,13 @@ def test_python_form(tmp_program, name):
         assert close(plan.run(*args, backend=backend), want), (name, backend, plan)
     if kinds is not None:
         assert [k.kind for k in plan.kernels] == kinds, plan
+
+
+def test_a_sum_of_a_generator_is_a_matmul(tmp_program):
+    prog = tmp_program(PRELUDE + FORMS["sum_of_a_generator"][0].replace(
+        "tuple[f32[\"M\", \"N\"], f32[\"M\"], f32]", "f32[\"M\", \"N\"]").replace("return y, r, t", "return y"))
+    plan = eqsat.optimize(prog, {"M": 64, "N": 48, "K": 32}, target="cpu")
+    assert [(k.kind, k.epilogue) for k in plan.kernels] == [("matmul", ["max", "add"])], plan
 
 
 KEPT = '''
