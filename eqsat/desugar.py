@@ -14,9 +14,17 @@ compute exactly the same:
   `np.matmul(a, b)` is `a @ b`, and so is `np.dot(a, b)` where neither has more than two
   axes (the front end checks);
 - `float(e)` of an integer expression (loop variables, sizes, integer constants) is
-  `e * 1.0`, the same float;
+  `e * 1.0`, the same float; `np.float32(c)` of a number is that number rounded to float32
+  (a Python float from there: README, Python numbers); `np.inf`, `np.nan`, `np.pi`,
+  `np.e`, `math.inf`, ... and `float("inf")` are those numbers;
+- a negative constant index counts from the end of its axis (`x[-1]` is `x[N - 1]`);
+- `np.transpose(x)` is `x.T`, `np.transpose(x, axes)` the language's `transpose`;
+  `x.copy()` and `np.copy(x)` of a float32 tensor are `x * 1.0` (a new tensor, every value
+  the same, -0.0 and NaN too); `y = np.ones(shape)` and `y = np.full(shape, v)` are `zeros`
+  and a loop nest that stores 1.0 or v (evaluated once) into every element;
 - `reversed(range(n))` and `reversed(range(lo, hi))` are `range(n - 1, -1, -1)` and
-  `range(hi - 1, lo - 1, -1)`;
+  `range(hi - 1, lo - 1, -1)`; `range(max(a, b), min(c, d))` (step 1) is `range(a, c)`
+  around a body guarded by `j >= b and j < d`;
 - `t //= v`, `t %= v`, `t **= v` are `t = t // v` and alike (the target's index is pure);
 - `continue`: the statements after an `if` whose branch continues move into its other
   branch (copied into both where both may fall through), so no statement continues;
@@ -42,7 +50,7 @@ from . import lang
 
 LIB = "eqsat_lib_"  # prefix of the names eqsat binds to the language's functions
 # library functions that are the language's, by their object
-ALIASES = {np.sqrt: "sqrt", np.exp: "exp", np.log: "log", np.tanh: "tanh", np.abs: "abs", np.fabs: "abs",
+ALIASES = {np.transpose: "transpose", np.sqrt: "sqrt", np.exp: "exp", np.log: "log", np.tanh: "tanh", np.abs: "abs", np.fabs: "abs",
            np.maximum: "maximum", np.minimum: "minimum", math.sqrt: "sqrt", math.exp: "exp", math.log: "log",
            math.tanh: "tanh", math.fabs: "abs"}
 _LIKE = {np.zeros_like: "zeros", np.empty_like: "empty"}
@@ -52,14 +60,18 @@ _COPY_LIMIT = 2000
 
 
 # what those names are bound to where a kept nest runs as Python
-BINDINGS = {LIB + k: f for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS}.items()}
+BINDINGS = {LIB + k: f for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS,
+                                     "transpose": lang.transpose}.items()}
+# module attributes that are numbers
+_NUMBERS = {(np, "inf"), (np, "nan"), (np, "pi"), (np, "e"), (np, "NINF"), (np, "Inf"), (np, "NaN"), (math, "inf"),
+            (math, "nan"), (math, "pi"), (math, "e"), (math, "tau")}
 
 
 def library_name(name: str) -> str | None:
     """The language function an `eqsat_lib_` name stands for, else None."""
     if name.startswith(LIB):
         canon = name[len(LIB):]
-        if canon in lang.UNARY or canon in lang.BINARY or canon in lang.BUILDERS:
+        if canon in lang.UNARY or canon in lang.BINARY or canon in lang.BUILDERS or canon == "transpose":
             return canon
     return None
 
@@ -81,9 +93,10 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
 
 class _Env(ast.NodeTransformer):
     def __init__(self, fdef, params, sizes, resolve, stores):
-        self.resolve = lambda name: None if name in stores else resolve(name)
         self.loopvars = {t.id for n in ast.walk(fdef) if isinstance(n, ast.For) for t in ast.walk(n.target)
                          if isinstance(t, ast.Name)}
+        own = set(stores) | {p.name for p in params} | self.loopvars  # (names the function binds)
+        self.resolve = lambda name: None if name in own else resolve(name)
         self.sizes = sizes
         self.stores = stores
         # declared shapes (lists of expressions) and whether float32
@@ -133,9 +146,46 @@ class _Env(ast.NodeTransformer):
     # ------------------------------------------------------------------ statements
     def visit_Assign(self, n):
         self.generic_visit(n)
+        fill = None
+        v = n.value
+        if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and isinstance(v, ast.Call) and \
+                self.callee(v.func) in (np.ones, np.full) and \
+                len(v.args) == (1 if self.callee(v.func) is np.ones else 2):
+            # `y = np.ones(shape)`: `y = zeros(shape)`, then the value stored everywhere
+            fill = ast.Constant(1.0) if len(v.args) == 1 else v.args[1]
+            n.value = ast.copy_location(ast.Call(func=ast.Name(id=LIB + "zeros", ctx=ast.Load()), args=[v.args[0]],
+                                                 keywords=v.keywords), v)
+        out = self._record_buffer(n)
+        if fill is None:
+            return out
+        name = n.targets[0].id
+        arg = n.value.args[0]
+        dims = arg.elts if isinstance(arg, ast.Tuple) else [arg]
+        stmts = [n]
+        if _number(fill) is None:
+            tmp = f"eqsat_fill_{name}_{n.lineno}_{n.col_offset}"
+            stmts.append(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=fill))
+            fill = ast.Name(id=tmp, ctx=ast.Load())
+        idx = [ast.Name(id=f"eqsat_fill_{name}_{n.lineno}_{d}", ctx=ast.Load()) for d in range(len(dims))]
+        body = [ast.Assign(targets=[ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()),
+                                                  slice=idx[0] if len(idx) == 1 else ast.Tuple(elts=idx, ctx=ast.Load()),
+                                                  ctx=ast.Store())], value=fill)]
+        for d in reversed(range(len(dims))):
+            body = [ast.For(target=ast.Name(id=idx[d].id, ctx=ast.Store()),
+                            iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])],
+                                          keywords=[]), body=body, orelse=[])]
+        stmts += body
+        for st in stmts[1:]:
+            for sub in ast.walk(st):
+                ast.copy_location(sub, n)
+        return stmts
+
+    def _record_buffer(self, n):
         # a buffer allocated once: its shape is known from here on
         if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and self.stores.get(n.targets[0].id) == 1:
             v = n.value
+            if getattr(v, "eqsat_shape", None) is not None:
+                self.shapes[n.targets[0].id] = v.eqsat_shape
             if isinstance(v, ast.Call) and len(v.args) == 1 and not v.keywords:
                 f = v.func
                 canon = library_name(f.id) if isinstance(f, ast.Name) else None
@@ -163,6 +213,7 @@ class _Env(ast.NodeTransformer):
 
     def visit_For(self, n):
         self.generic_visit(n)
+        self._clamped_bounds(n)
         it = n.iter
         if isinstance(it, ast.Call) and self.callee(it.func) is builtins.reversed and len(it.args) == 1 and \
                 not it.keywords:
@@ -176,6 +227,35 @@ class _Env(ast.NodeTransformer):
                     args=[ast.BinOp(left=hi, op=ast.Sub(), right=one), ast.BinOp(left=lo, op=ast.Sub(), right=one),
                           ast.UnaryOp(op=ast.USub(), operand=ast.Constant(1))], keywords=[]), it)
         return n
+
+    def _clamped_bounds(self, n):
+        """`for j in range(max(a, b), min(c, d))` (a skewed or tiled nest's bounds): j runs
+        over range(a, c) and the body is guarded by `j >= b and j < d`, the same iterations
+        in the same order (a step of 1 only: with a larger one the first iteration moves)."""
+        it = n.iter
+        if not (isinstance(it, ast.Call) and self.callee(it.func) is builtins.range and not it.keywords and
+                isinstance(n.target, ast.Name) and 1 <= len(it.args) <= 3):
+            return
+        args = list(it.args) if len(it.args) > 1 else [ast.Constant(0), it.args[0]]
+        if len(args) == 3 and _number(args[2]) != 1:
+            return
+        guards = []
+
+        def clamp(e, fn, op):
+            if isinstance(e, ast.Call) and self.callee(e.func) is fn and len(e.args) >= 2 and not e.keywords and \
+                    not any(isinstance(a, ast.Starred) for a in e.args):
+                for other in e.args[1:]:
+                    guards.append(ast.Compare(left=ast.Name(id=n.target.id, ctx=ast.Load()), ops=[op],
+                                              comparators=[other]))
+                return e.args[0]
+            return e
+
+        lo, hi = clamp(args[0], builtins.max, ast.GtE()), clamp(args[1], builtins.min, ast.Lt())
+        if not guards:
+            return
+        it.args = [lo, hi]
+        test = guards[0] if len(guards) == 1 else ast.BoolOp(op=ast.And(), values=guards)
+        n.body = [ast.copy_location(ast.If(test=test, body=n.body, orelse=[]), n)]
 
     # ------------------------------------------------------------------ expressions
     def visit_Subscript(self, n):
@@ -204,11 +284,23 @@ class _Env(ast.NodeTransformer):
         # A[i][j]
         if isinstance(v, ast.Subscript) and not _has_slice(v.slice) and not _has_slice(n.slice):
             elts = _index_elts(v.slice) + _index_elts(n.slice)
-            return ast.copy_location(ast.Subscript(value=v.value, slice=ast.Tuple(elts=elts, ctx=ast.Load()),
-                                                   ctx=n.ctx), n)
+            n = ast.copy_location(ast.Subscript(value=v.value, slice=ast.Tuple(elts=elts, ctx=ast.Load()),
+                                                ctx=n.ctx), n)
+        # x[-1]: from the end of its axis
+        got = self.shape(n.value)
+        elts = _index_elts(n.slice)
+        if got is not None and not _has_slice(n.slice) and len(elts) <= len(got[0]) and \
+                any(_negative(e) for e in elts):
+            elts = [ast.BinOp(left=copy.deepcopy(got[0][d]), op=ast.Sub(), right=ast.Constant(-_negative(e)))
+                    if _negative(e) else e for d, e in enumerate(elts)]
+            n.slice = elts[0] if len(elts) == 1 else ast.Tuple(elts=elts, ctx=ast.Load())
         return n
 
     def visit_Attribute(self, n):
+        if isinstance(n.value, ast.Name) and isinstance(n.ctx, ast.Load):
+            mod = self.resolve(n.value.id)
+            if (mod, n.attr) in _NUMBERS and isinstance(getattr(mod, n.attr, None), float):
+                return ast.copy_location(ast.Constant(getattr(mod, n.attr)), n)
         self.generic_visit(n)
         if n.attr == "shape" and isinstance(n.ctx, ast.Load) and self.shape(n.value) is not None:
             dims = self.shape(n.value)[0]
@@ -223,6 +315,21 @@ class _Env(ast.NodeTransformer):
             if dims:
                 return ast.copy_location(copy.deepcopy(dims[0]), n)
         self.generic_visit(n)
+        if obj is np.transpose and len(n.args) == 1 and len(n.keywords) == 1 and n.keywords[0].arg == "axes":
+            n.args, n.keywords = n.args + [n.keywords[0].value], []
+        if obj is builtins.float and len(n.args) == 1 and isinstance(n.args[0], ast.Constant) and \
+                isinstance(n.args[0].value, str) and n.args[0].value.strip().lower() in _FLOAT_WORDS:
+            return ast.copy_location(ast.Constant(float(n.args[0].value)), n)
+        if obj is np.float32 and len(n.args) == 1 and not n.keywords and _number(n.args[0]) is not None:
+            return ast.copy_location(ast.Constant(float(np.float32(_number(n.args[0])))), n)
+        if obj is np.transpose and len(n.args) == 1 and not n.keywords:
+            return ast.copy_location(ast.Attribute(value=n.args[0], attr="T", ctx=ast.Load()), n)
+        copied = n.args[0] if obj is np.copy and len(n.args) == 1 else \
+            n.func.value if isinstance(n.func, ast.Attribute) and n.func.attr == "copy" and not n.args else None
+        if copied is not None and not n.keywords and self.shape(copied) is not None and self.shape(copied)[1]:
+            out = ast.copy_location(ast.BinOp(left=copied, op=ast.Mult(), right=ast.Constant(1.0)), n)
+            out.eqsat_shape = self.shape(copied)  # (`y = x.copy()`: y's shape is x's)
+            return out
         if n.keywords:
             return n
         if obj in _LIKE and len(n.args) == 1:
@@ -245,11 +352,34 @@ class _Env(ast.NodeTransformer):
         return n
 
 
+_FLOAT_WORDS = {"inf", "-inf", "+inf", "infinity", "-infinity", "nan"}
+
+
+def _number(e):
+    """The value of a numeric literal (`2.0`, `-1`), else None."""
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        v = _number(e.operand)
+        return None if v is None else (-v if isinstance(e.op, ast.USub) else v)
+    if isinstance(e, ast.Constant) and type(e.value) in (int, float):
+        return e.value
+    return None
+
+
 def _alias(obj) -> str | None:
     try:
         return ALIASES.get(obj)
     except TypeError:  # (an unhashable object)
         return None
+
+
+def _negative(e) -> int | None:
+    """The value of a negative integer constant index (`-1`), else None."""
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) and \
+            type(e.operand.value) is int and e.operand.value > 0:
+        return -e.operand.value
+    if isinstance(e, ast.Constant) and type(e.value) is int and e.value < 0:
+        return e.value
+    return None
 
 
 def _whole(e) -> bool:

@@ -832,6 +832,8 @@ class _Parser:
             raise self.err(e, "a comparison is a condition: use it in `if` or `a if cond else b`, not as a value")
         if isinstance(e, ast.Call):
             return self.call(e)
+        if isinstance(e, ast.Tuple):
+            raise self.err(e, "a tuple is not a value here: unpack it (`n, m = x.shape`, `a, b = b, a`) or return it")
         raise self.err(e, f"unsupported expression: {type(e).__name__}")
 
     def power(self, node, a, b):

@@ -1,6 +1,8 @@
 """Python's other spellings of the language's forms (`eqsat/desugar.py`): `A[i][j]`,
 `x[i, :]`, `x.shape[0]`, `len(x)`, `np.zeros_like`, numpy's and math's functions, `np.matmul` and
-`np.dot`, `float(i)`, `reversed(range(n))`, `//=`, `%=`, `**=`, `continue` and `sum` of a generator. Each
+`np.dot`, `float(i)`, `np.float32(c)`, `np.inf` and `float("inf")`, `x[-1]`, `np.transpose`,
+`x.copy()`, `np.ones` and `np.full`, `reversed(range(n))`, `range(max(a, b), min(c, d))`, `//=`, `%=`, `**=`, `continue`
+and `sum` of a generator. Each
 program runs on both backends against `reference`; the kept nest runs interpreted and
 compiled."""
 from __future__ import annotations
@@ -53,6 +55,40 @@ def p(x: f32["M", "K"], w: f32["N", "K"], b: f32["N"]) -> tuple[f32["M", "N"], f
             r[i] = sum((x[i, k] for k in range(1, K, 2)), 0.5)
     t = sum(x[i, k] for i in range(M) for k in range(i % K, K))
     return y, r, t
+''', None),
+    "numpy_idioms": ('''
+@program
+def p(x: f32["N"], a: f32["N", "M"], w: f32["N", "K"]) -> tuple[f32["N"], f32["M", "K"], f32, f32["N"], f32["N"]]:
+    acc = np.float32(0.0)
+    m = -np.inf
+    lo = float("inf")
+    for i in range(N):
+        acc += np.float32(0.5) * x[i] + math.pi
+        m = max(m, x[i])
+        lo = min(lo, x[i])
+    y = x.copy()
+    for i in range(1, N):
+        y[i] += y[i - 1] - x[-1] + y[-2]
+    ones = np.ones((N,), dtype=np.float32)
+    full = np.full((N,), m - lo)
+    xc = np.copy(x)
+    for i in range(N):
+        ones[i] *= x[i]
+        full[i] += xc[i]
+    return y, np.transpose(a) @ w + np.transpose(a, axes=(1, 0)) @ w, acc + m, ones, full
+''', None),
+    "clamped_bounds": ('''
+@program
+def p(A: f32["N", "N"], x: f32["N"], w: f32["K"]) -> tuple[f32["N", "N"], f32["N"]]:
+    B = zeros((N, N))
+    for s in range(2 * N - 1):
+        for i in range(max(0, s - N + 1), min(s + 1, N)):
+            B[i, s - i] = A[i, s - i] + (B[i - 1, s - i] if i > 0 else 0.0) + (B[i, s - i - 1] if s - i > 0 else 0.0)
+    y = zeros((N,))
+    for i in range(N):
+        for k in range(max(0, i - K + 1), min(i + 1, N)):
+            y[i] += w[i - k] * x[k]
+    return B, y
 ''', None),
     "shapes": ('''
 @program
