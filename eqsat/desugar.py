@@ -28,6 +28,10 @@ compute exactly the same:
 - `t //= v`, `t %= v`, `t **= v` are `t = t // v` and alike (the target's index is pure);
 - `continue`: the statements after an `if` whose branch continues move into its other
   branch (copied into both where both may fall through), so no statement continues;
+- `np.sum(x)`, `np.max(x, axis=1)`, `x.mean()`, ... of a tensor whose shape the syntax
+  tells (`_Env.value_shape`): loops before the statement, into a scalar or a tensor of the
+  other axes (numpy's sums are pairwise, these sequential: the same up to rounding; max
+  and min propagate NaN as numpy's);
 - `sum(e for k in range(...) if c)` (builtin sum over a generator of `range` loops) is an
   accumulator, `0` (or sum's start) plus each `e` in order, computed by loops just before
   the statement that reads it (an `if`'s test: before the `if`), its variables renamed
@@ -87,6 +91,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     env = _Env(fdef, params, sizes, resolve, stores)
     fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
     env.visit(fdef)
+    fdef.body = _Reductions(env).block(fdef.body)
     _loops_without_continue(fdef.body, [0])
     ast.fix_missing_locations(fdef)
 
@@ -126,6 +131,29 @@ class _Env(ast.NodeTransformer):
             k = len(_index_elts(e.slice))
             if got is not None and k < len(got[0]):
                 return got[0][k:], got[1]
+        return None
+
+    def value_shape(self, e):
+        """`SCALAR`, (extents, float32) or None (unknown) of an expression: a tensor of
+        declared shape or a row of it, numbers, and elementwise arithmetic and functions of
+        those where the shapes are the same (no broadcast is inferred)."""
+        got = self.shape(e)
+        if got is not None:
+            return got
+        if isinstance(e, ast.Constant):
+            return SCALAR if type(e.value) in (int, float) else None
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            return self.value_shape(e.operand)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+            return _same(self.value_shape(e.left), self.value_shape(e.right))
+        if isinstance(e, ast.Call) and not e.keywords:
+            canon = library_name(e.func.id) if isinstance(e.func, ast.Name) else _alias(self.callee(e.func))
+            if canon in lang.UNARY and len(e.args) == 1:
+                return self.value_shape(e.args[0])
+            if canon in lang.BINARY and len(e.args) == 2:
+                return _same(self.value_shape(e.args[0]), self.value_shape(e.args[1]))
+            if _REDUCTIONS.get(self.callee(e.func)) and len(e.args) == 1:
+                return SCALAR if self.value_shape(e.args[0]) is not None else None
         return None
 
     def is_int(self, e) -> bool:
@@ -186,7 +214,10 @@ class _Env(ast.NodeTransformer):
             v = n.value
             if getattr(v, "eqsat_shape", None) is not None:
                 self.shapes[n.targets[0].id] = v.eqsat_shape
-            if isinstance(v, ast.Call) and len(v.args) == 1 and not v.keywords:
+            got = self.value_shape(v)
+            if got is not None and got is not SCALAR and n.targets[0].id not in self.shapes:
+                self.shapes[n.targets[0].id] = got  # (a new tensor: `y = np.exp(x - m)`)
+            if isinstance(v, ast.Call) and len(v.args) == 1 and all(k.arg == "dtype" for k in v.keywords):
                 f = v.func
                 canon = library_name(f.id) if isinstance(f, ast.Name) else None
                 if canon is None:
@@ -365,6 +396,21 @@ def _number(e):
     return None
 
 
+SCALAR = "scalar"  # (`_Env.value_shape` of a number)
+
+
+def _same(a, b):
+    """The shape of an elementwise operation over values of shapes `a` and `b`."""
+    if a is None or b is None:
+        return None
+    if a is SCALAR:
+        return b
+    if b is SCALAR:
+        return a
+    dump = [ast.dump(ast.Tuple(elts=list(x[0]), ctx=ast.Load())) for x in (a, b)]
+    return (a[0], a[1] and b[1]) if dump[0] == dump[1] else None
+
+
 def _alias(obj) -> str | None:
     try:
         return ALIASES.get(obj)
@@ -441,13 +487,21 @@ def _no_continue(stmts: list, copied: list) -> list:
 # ---------------------------------------------------------------------- sum(generator)
 
 
-class _Sums(ast.NodeTransformer):
-    """`sum(e for k in range(n))` as an accumulator computed before its statement."""
+class _Hoisting(ast.NodeTransformer):
+    """Rewrites expressions into names computed by statements just before the statement
+    that holds them (an `if`'s test: before the `if`)."""
 
-    def __init__(self, is_sum):
-        self.is_sum = is_sum
+    def __init__(self):
         self.count = 0
-        self.pending: list = []  # statements computing the sums met in the current statement
+        self.pending: list = []  # statements computing what the current statement reads
+
+    def place(self, stmts: list, at) -> None:
+        for st in stmts:
+            ast.copy_location(st, at)
+            for sub in ast.walk(st):
+                if not hasattr(sub, "lineno"):
+                    ast.copy_location(sub, at)
+        self.pending += stmts
 
     def block(self, stmts: list) -> list:
         out = []
@@ -463,6 +517,14 @@ class _Sums(ast.NodeTransformer):
                 s.body, s.orelse = self.block(s.body), self.block(s.orelse)
             out.append(s)
         return out
+
+
+class _Sums(_Hoisting):
+    """`sum(e for k in range(n))` as an accumulator computed before its statement."""
+
+    def __init__(self, is_sum):
+        super().__init__()
+        self.is_sum = is_sum
 
     def visit_Call(self, n):
         if not (isinstance(n.func, ast.Name) and self.is_sum(n.func.id) and 1 <= len(n.args) <= 2 and
@@ -484,13 +546,114 @@ class _Sums(ast.NodeTransformer):
                             iter=_Renamed(rename).visit(copy.deepcopy(g.iter)), body=body, orelse=[])]
         start = n.args[1] if len(n.args) == 2 else ast.Constant(0.0)  # (0 + x is 0.0 + x, -0.0 too)
         init = ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=start)
-        for st in (init, body[0]):
-            ast.copy_location(st, n)
-            for sub in ast.walk(st):
-                if not hasattr(sub, "lineno"):
-                    ast.copy_location(sub, n)
-        self.pending += [init, body[0]]
+        self.place([init, body[0]], n)
         return ast.copy_location(ast.Name(id=acc, ctx=ast.Load()), n)
+
+
+_REDUCTIONS = {np.sum: "sum", np.max: "max", np.amax: "max", np.min: "min", np.amin: "min", np.mean: "mean"}
+_METHODS = {"sum": "sum", "max": "max", "min": "min", "mean": "mean"}
+
+
+class _Reductions(_Hoisting):
+    """`np.sum(x)`, `np.max(x, axis=1)`, `x.mean()`, ... of a tensor of declared shape: loops
+    before the statement, into a scalar (no axis) or a tensor of the other axes."""
+
+    def __init__(self, env: _Env):
+        super().__init__()
+        self.env = env
+
+    def visit_Call(self, n):
+        self.generic_visit(n)
+        kind, x, axis = None, None, None
+        f = n.func
+        obj = self.env.callee(f)
+        kws = {k.arg: k.value for k in n.keywords}
+        if obj in _REDUCTIONS and 1 <= len(n.args) <= 2:
+            kind, x = _REDUCTIONS[obj], n.args[0]
+            axis = n.args[1] if len(n.args) == 2 else kws.pop("axis", None)
+        elif isinstance(f, ast.Attribute) and f.attr in _METHODS and len(n.args) <= 1 and obj is None:
+            kind, x = _METHODS[f.attr], f.value
+            axis = n.args[0] if n.args else kws.pop("axis", None)
+        if kind is None or kws:
+            return n
+        got = self.env.value_shape(x)
+        if got is None or got is SCALAR or not got[1]:
+            return n
+        if not isinstance(x, ast.Name):  # (an expression: computed once, then indexed)
+            tmp = f"eqsat_red{self.count}_of"
+            self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=x)], n)
+            self.env.shapes[tmp] = got
+            x = ast.Name(id=tmp, ctx=ast.Load())
+        dims = got[0]
+        if axis is not None:
+            a = _number(axis)
+            if type(a) is not int or not -len(dims) <= a < len(dims):
+                return n
+            axis = a % len(dims)
+            if len(dims) == 1:
+                axis = None
+        return self.reduce(n, kind, x, dims, axis)
+
+    def reduce(self, n, kind: str, x, dims: list, axis):
+        acc = f"eqsat_red{self.count}"
+        self.count += 1
+        idx = [f"{acc}_{d}" for d in range(len(dims))]
+        keep = [d for d in range(len(dims)) if d != axis] if axis is not None else []
+
+        def name(i, ctx=None):
+            return ast.Name(id=i, ctx=ctx or ast.Load())
+
+        def at(d_list, ctx):
+            if not d_list:
+                return name(acc, ctx)
+            ix = [name(idx[d]) for d in d_list]
+            return ast.Subscript(value=name(acc), slice=ix[0] if len(ix) == 1 else ast.Tuple(elts=ix, ctx=ast.Load()),
+                                 ctx=ctx)
+
+        def loops(d_list, body):
+            for d in reversed(d_list):
+                body = [ast.For(target=name(idx[d], ast.Store()), iter=ast.Call(
+                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
+                    body=body, orelse=[])]
+            return body
+
+        start = {"sum": 0.0, "mean": 0.0, "max": -math.inf, "min": math.inf}[kind]
+        elem = ast.Subscript(value=copy.deepcopy(x), slice=ast.Tuple(elts=[name(i) for i in idx], ctx=ast.Load()),
+                             ctx=ast.Load())
+        if kind in ("sum", "mean"):
+            step = ast.BinOp(left=at(keep, ast.Load()), op=ast.Add(), right=elem)
+        else:  # (numpy's: NaN propagates)
+            step = ast.Call(func=name(LIB + ("maximum" if kind == "max" else "minimum")),
+                            args=[at(keep, ast.Load()), elem], keywords=[])
+        stmts = []
+        if keep:
+            self.env.shapes[acc] = ([copy.deepcopy(dims[d]) for d in keep], True)  # (`x.sum(axis=1).max()`)
+            shape = ast.Tuple(elts=[copy.deepcopy(dims[d]) for d in keep], ctx=ast.Load())
+            stmts.append(ast.Assign(targets=[name(acc, ast.Store())],
+                                    value=ast.Call(func=name(LIB + "zeros"), args=[shape], keywords=[])))
+            if start:
+                stmts += loops(keep, [ast.Assign(targets=[at(keep, ast.Store())], value=ast.Constant(start))])
+        else:
+            stmts.append(ast.Assign(targets=[name(acc, ast.Store())], value=ast.Constant(start)))
+        stmts += loops(list(range(len(dims))), [ast.Assign(targets=[at(keep, ast.Store())], value=step)])
+        if kind == "mean":
+            count = copy.deepcopy(dims[axis]) if keep else _product([copy.deepcopy(d) for d in dims])
+            if keep:
+                stmts += loops(keep, [ast.Assign(targets=[at(keep, ast.Store())],
+                                                 value=ast.BinOp(left=at(keep, ast.Load()), op=ast.Div(),
+                                                                 right=count))])
+            else:
+                stmts.append(ast.Assign(targets=[name(acc, ast.Store())],
+                                        value=ast.BinOp(left=name(acc), op=ast.Div(), right=count)))
+        self.place(stmts, n)
+        return ast.copy_location(name(acc), n)
+
+
+def _product(es: list):
+    out = es[0]
+    for e in es[1:]:
+        out = ast.BinOp(left=out, op=ast.Mult(), right=e)
+    return out
 
 
 class _Renamed(ast.NodeTransformer):

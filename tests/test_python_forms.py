@@ -2,7 +2,7 @@
 `x[i, :]`, `x.shape[0]`, `len(x)`, `np.zeros_like`, numpy's and math's functions, `np.matmul` and
 `np.dot`, `float(i)`, `np.float32(c)`, `np.inf` and `float("inf")`, `x[-1]`, `np.transpose`,
 `x.copy()`, `np.ones` and `np.full`, `reversed(range(n))`, `range(max(a, b), min(c, d))`, `//=`, `%=`, `**=`, `continue`
-and `sum` of a generator. Each
+`sum` of a generator, and `np.sum`/`max`/`min`/`mean` (and the methods) of a tensor. Each
 program runs on both backends against `reference`; the kept nest runs interpreted and
 compiled."""
 from __future__ import annotations
@@ -89,6 +89,19 @@ def p(A: f32["N", "N"], x: f32["N"], w: f32["K"]) -> tuple[f32["N", "N"], f32["N
         for k in range(max(0, i - K + 1), min(i + 1, N)):
             y[i] += w[i - k] * x[k]
     return B, y
+''', None),
+    "reductions": ('''
+@program
+def p(x: f32["N", "M"], v: f32["M"]) -> tuple[f32["N", "M"], f32, f32["M"], f32["N"], f32]:
+    y = np.exp(x - np.max(x))
+    s = np.sum(y, axis=1)
+    for i in range(N):
+        for j in range(M):
+            y[i, j] = y[i, j] / s[i]
+    out = np.empty((N,), dtype=np.float32)
+    for i in range(N):
+        out[i] = x[i].mean() + np.min(x[i]) + x[i].max() + np.sum(x[i] * x[i])
+    return y, np.mean(x) + v.sum(), np.max(x, axis=0) + np.min(x, 0), out, x.sum(axis=-1).max()
 ''', None),
     "shapes": ('''
 @program
@@ -212,13 +225,13 @@ def test_python_forms_in_a_kept_nest(tmp_program, monkeypatch, policy):
 
 
 def test_a_method_call_is_still_refused(tmp_program):
-    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: unsupported function 'x\[i\]\.sum'"):
+    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: unsupported function 'x\[i\]\.cumsum'"):
         tmp_program(PRELUDE + '''
 @program
 def p(x: f32["N", "M"]) -> f32["N"]:
     y = empty((N,))
     for i in range(N):
-        y[i] = x[i].sum()
+        y[i] = x[i].cumsum()
     return y
 ''')
 
@@ -232,3 +245,20 @@ def test_np_dot_of_a_three_axis_tensor_is_still_refused(tmp_program):
 def p(a: f32["B", "N", "K"], b: f32["K", "M"]) -> f32["B", "N", "M"]:
     return np.dot(a, b)
 ''')
+
+
+def test_a_numpy_max_propagates_nan(tmp_program):
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["N", "M"]) -> tuple[f32, f32["M"]]:
+    return np.max(x), np.min(x, axis=0)
+''')
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x[1, 2] = np.nan
+    want = eqsat.reference(prog, x)
+    assert np.isnan(want[0]) and np.isnan(want[1][2])
+    plan = eqsat.optimize(prog, {"N": 3, "M": 4}, target="cpu")
+    for backend in ("numpy", "triton"):
+        got = plan.run(x, backend=backend)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
