@@ -12,6 +12,7 @@ whether its plan still keeps a loop nest; it is xfail(strict=False), so it shows
 """
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.util
 from pathlib import Path
@@ -111,3 +112,39 @@ def test_liftable_kernels_have_no_loop(name):
     plan = plan_of(name)
     kinds = [k.kind for k in plan.kernels]
     assert "loop" not in kinds, f"{name} keeps a loop nest: {kinds}\n{plan}"
+
+
+class _Chained(ast.NodeTransformer):
+    """`A[i, j]` written `A[i][j]`, as ports of C code often are."""
+
+    def visit_Subscript(self, n):
+        self.generic_visit(n)
+        if isinstance(n.slice, ast.Tuple) and not any(isinstance(e, ast.Slice) for e in n.slice.elts):
+            v = n.value
+            for e in n.slice.elts:
+                v = ast.Subscript(value=v, slice=e, ctx=ast.Load())
+            v.ctx = n.ctx
+            return v
+        return n
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_chained_subscripts_are_the_same_kernel(tmp_path, name, record_property):
+    """Every kernel respelled with `A[i][j]` for `A[i, j]` (`eqsat/desugar.py`) gets the
+    plan of the kernel as written, kernel for kernel, and its result."""
+    tree = ast.parse((POLYBENCH / f"{name}.py").read_text())
+    for fd in ast.walk(tree):
+        if isinstance(fd, ast.FunctionDef) and fd.decorator_list:  # (the program's body, not its annotations)
+            fd.body = [_Chained().visit(st) for st in fd.body]
+    path = tmp_path / f"{name}_chained.py"
+    path.write_text(ast.unparse(ast.fix_missing_locations(tree)))
+    spec = importlib.util.spec_from_file_location(f"polybench_chained_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    prog = next(v for v in vars(mod).values() if isinstance(v, Program))
+    plan = eqsat.optimize(prog, mod.SHAPES)
+    assert [k.kind for k in plan.kernels] == [k.kind for k in plan_of(name).kernels], plan
+    args = mod.init(np.random.default_rng(0))
+    want = eqsat.reference(load(name)[1], *copy_args(args))
+    for g, w in zip(as_tuple(plan.run(*copy_args(args))), as_tuple(want)):
+        assert rel_err(g, w) < TOL, plan
