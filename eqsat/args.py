@@ -1,11 +1,14 @@
 """Checking a program's arguments and binding its dims to sizes."""
 from __future__ import annotations
 
+import ast
+import operator
+
 import numpy as np
 
 from . import lang
 from .errors import ArgumentError, ProgramError
-from .ir import ie_eval
+from .ir import ie_eval, ie_names
 
 MAX_SIZE = 2**62  # sizes and integer parameters are egglog i64s, with room for their arithmetic
 
@@ -126,6 +129,11 @@ def check_dims(prog, dims: dict) -> None:
             raise ArgumentError(f"dimension {d!r} must be a non-negative int, got {v!r}")
         if v > MAX_SIZE:
             raise ArgumentError(f"dimension {d!r} is {v}: too large (sizes stop at 2**62, egglog's integers)")
+    for loc, cond, src, msg in prog.assertions:
+        if not _holds(cond, dims):
+            at = ", ".join(f"{d}={dims[d]}" for d in sorted(_names(cond)) if d in dims)
+            raise ArgumentError(f"{loc}: the program asserts `{src}`, false at {at or 'these sizes'}"
+                                + (f" ({msg})" if msg else ""))
     for loc, k, axis, got, declared in prog.return_checks:
         try:
             a, b = ie_eval(got, dims), ie_eval(declared, dims)
@@ -135,6 +143,30 @@ def check_dims(prog, dims: dict) -> None:
             which = f"output {k} " if len(prog.returns) > 1 else ""
             raise ProgramError(f"at these sizes the returned {which}axis {axis} has {a} elements but the "
                                f"annotation declares {b}", loc)
+
+
+def _names(cond) -> set:
+    if cond[0] in ("and", "or"):
+        return set().union(*(_names(c) for c in cond[1]))
+    if cond[0] == "not":
+        return _names(cond[1])
+    return set().union(*(ie_names(e) for e in cond[2]))
+
+
+def _holds(cond, dims: dict) -> bool:
+    """A size condition of `Program.assertions` at `dims`."""
+    kind, parts = cond[0], cond[1:]
+    if kind == "and":
+        return all(_holds(c, dims) for c in parts[0])
+    if kind == "or":
+        return any(_holds(c, dims) for c in parts[0])
+    if kind == "not":
+        return not _holds(parts[0], dims)
+    ops, exprs = parts
+    values = [ie_eval(e, dims) for e in exprs]
+    table = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+             ast.Eq: operator.eq, ast.NotEq: operator.ne}
+    return all(table[op](a, b) for op, a, b in zip(ops, values, values[1:]))
 
 
 def random_args(prog, dims: dict, seed: int = 0) -> list:

@@ -25,6 +25,8 @@ compute exactly the same:
 - `reversed(range(n))` and `reversed(range(lo, hi))` are `range(n - 1, -1, -1)` and
   `range(hi - 1, lo - 1, -1)`; `range(max(a, b), min(c, d))` (step 1) is `range(a, c)`
   around a body guarded by `j >= b and j < d`;
+- `np.zeros([M, N], np.float32)` is `np.zeros((M, N), dtype=np.float32)`; `N = x.shape[1]`
+  and `M, N = x.shape`, binding sizes to themselves, are dropped;
 - `t //= v`, `t %= v`, `t **= v` are `t = t // v` and alike (the target's index is pure);
 - `continue`: the statements after an `if` whose branch continues move into its other
   branch (copied into both where both may fall through), so no statement continues;
@@ -92,6 +94,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
     env.visit(fdef)
     fdef.body = _Reductions(env).block(fdef.body)
+    _drop_size_rebinds(fdef, sizes)
     _loops_without_continue(fdef.body, [0])
     ast.fix_missing_locations(fdef)
 
@@ -176,6 +179,13 @@ class _Env(ast.NodeTransformer):
         self.generic_visit(n)
         fill = None
         v = n.value
+        if isinstance(v, ast.Call) and self.callee(v.func) in (np.zeros, np.empty, np.ones, np.full) and v.args:
+            if isinstance(v.args[0], ast.List):  # `np.zeros([M, N])`
+                v.args[0] = ast.copy_location(ast.Tuple(elts=v.args[0].elts, ctx=ast.Load()), v.args[0])
+            k = 2 if self.callee(v.func) is np.full else 1
+            if len(v.args) == k + 1 and not any(kw.arg == "dtype" for kw in v.keywords):  # `np.zeros(s, np.float32)`
+                v.keywords = v.keywords + [ast.keyword(arg="dtype", value=v.args[k])]
+                v.args = v.args[:k]
         if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and isinstance(v, ast.Call) and \
                 self.callee(v.func) in (np.ones, np.full) and \
                 len(v.args) == (1 if self.callee(v.func) is np.ones else 2):
@@ -440,6 +450,33 @@ def _has_slice(s) -> bool:
 
 def _index_elts(s) -> list:
     return list(s.elts) if isinstance(s, ast.Tuple) else [s]
+
+
+def _drop_size_rebinds(fdef, sizes: set) -> None:
+    """Remove `N = x.shape[1]` and `M, N = x.shape` where they bind each size to itself
+    (after the rewrites above: `N = N`): Python rebinds the name to the value it has."""
+    def noop(s):
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1):
+            return False
+        t, v = s.targets[0], s.value
+        ts = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
+        vs = v.elts if isinstance(v, (ast.Tuple, ast.List)) else [v]
+        return len(ts) == len(vs) and all(isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id == b.id
+                                          and a.id in sizes for a, b in zip(ts, vs))
+
+    def read_before(s) -> bool:  # (then Python reads an unbound local there: left for the front end to refuse)
+        names = {t.id for t in ast.walk(s.targets[0]) if isinstance(t, ast.Name)}
+        # (names eqsat wrote, `M` for `len(x)`, have no location: Python reads no local there)
+        return any(isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load) and x.id in names and
+                   hasattr(x, "lineno") and (x.lineno, x.col_offset) < (s.lineno, s.col_offset)
+                   for x in ast.walk(fdef))
+
+    for node in ast.walk(fdef):
+        for field in ("body", "orelse"):
+            stmts = getattr(node, field, None)
+            if isinstance(stmts, list) and any(noop(s) and not read_before(s) for s in stmts):
+                kept = [s for s in stmts if not (noop(s) and not read_before(s))]
+                setattr(node, field, kept or [ast.Pass()])
 
 
 # ---------------------------------------------------------------------- continue

@@ -23,6 +23,9 @@ from .ir import (
 )
 
 
+_SIZE_CMP = {ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq}  # (what an `assert` on sizes compares with)
+
+
 def program(fn) -> Program:
     """Decorator: parse `fn` as an eqsat program (see DESIGN.md for the language)."""
     return _Parser(fn).parse()
@@ -60,6 +63,7 @@ class _Parser:
         self.loopvars: set[str] = set()
         self.ended_loops: set[str] = set()  # variables of loops that have ended (for a clearer error)
         self.return_checks: list = []  # `Program.return_checks`
+        self.assertions: list = []  # `Program.assertions`
         self.locals_: set = set()  # names the function binds (`parse`)
         self._unpacked = 0  # temporaries made for `a, b = b, a` (`unpack`)
 
@@ -186,7 +190,7 @@ class _Parser:
                 kinds[s.name] = s.kind
         dims += [p.name for p in params if p.dtype is int]  # integer parameters: sizes given per call
         return Program(fdef.name, params, stmts, returns, dims, self.file, self.fn, self.loc(fdef), kinds,
-                       out_dtypes, dict(self.constants), tuple(self.return_checks))
+                       out_dtypes, dict(self.constants), tuple(self.return_checks), tuple(self.assertions))
 
     def parse_params(self, fdef) -> list:
         a = fdef.args
@@ -339,6 +343,8 @@ class _Parser:
             return self.assign(n, n.target, n.value, aug=None, top=top)
         if isinstance(n, ast.Return):
             raise self.err(n, "`return` must be the last statement of the program, outside loops")
+        if isinstance(n, ast.Assert):
+            return self.assert_(n, top)
         raise self.err(n, f"unsupported statement: {type(n).__name__}")
 
     def chained(self, n: ast.Assign, top: bool):
@@ -355,6 +361,30 @@ class _Parser:
             ast.copy_location(nxt, n)
             out.append(self.stmt(nxt, top))
         return [x for x in out if x is not None]
+
+    def assert_(self, n: ast.Assert, top: bool):
+        """`assert N % 16 == 0`: a condition on sizes, checked when they are known
+        (`Program.assertions`, `args.check_dims`); Python checks it at every call."""
+        if not top:
+            raise self.err(n, "`assert` is supported at the top of the program, on sizes (`assert N % 16 == 0`)")
+
+        def cond(e):
+            if isinstance(e, ast.BoolOp):
+                return ("and" if isinstance(e.op, ast.And) else "or", tuple(cond(v) for v in e.values))
+            if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+                return ("not", cond(e.operand))
+            if isinstance(e, ast.Compare) and all(type(o) in _SIZE_CMP for o in e.ops):
+                try:
+                    return ("cmp", tuple(type(o) for o in e.ops),
+                            tuple(self.iexpr(x) for x in [e.left] + e.comparators))
+                except ProgramError:
+                    pass
+            raise self.err(e, "an `assert` may test sizes only: comparisons of sizes, integer parameters and "
+                              "constants, with and/or/not")
+
+        msg = ast.unparse(n.msg) if n.msg is not None else None
+        self.assertions.append((self.loc(n), cond(n.test), ast.unparse(n.test), msg))
+        return None
 
     def unpack(self, n: ast.Assign, top: bool):
         """`a, b = e1, e2`: Python evaluates every value, then binds the targets left to right.

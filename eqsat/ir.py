@@ -205,6 +205,9 @@ class Program:
     # `empty((M * P, N * Q))`): (where, output, axis, the returned extent, the declared
     # one), checked when the sizes are known (`args.check_dims`)
     return_checks: tuple = ()
+    # the program's `assert`s on sizes: (where, condition over index expressions, its source,
+    # its message's source or None), checked when the sizes are known (`args.check_dims`)
+    assertions: tuple = ()
 
     def current(self) -> "Program":
         """This program, or, where a module-level constant it reads has changed since it was

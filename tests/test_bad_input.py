@@ -193,19 +193,13 @@ def test_try_statement():
     expect_program_error(build, "try", "unsupported statement", "try", at="try")
 
 
-@pytest.mark.parametrize("stmt", ["with", "assert", "del", "break", "expr", "import", "def"])
+@pytest.mark.parametrize("stmt", ["with", "del", "break", "expr", "import", "def"])
 def test_other_unsupported_statements(stmt):
     def build_with():
         @program
         def p(x: f32["M"]) -> f32["M"]:
             with open("log") as f:  # ERR:with
                 pass
-            return x
-
-    def build_assert():
-        @program
-        def p(x: f32["M"]) -> f32["M"]:
-            assert M > 0  # ERR:assert
             return x
 
     def build_del():
@@ -742,6 +736,27 @@ def test_reserved_names():
             return x
 
     expect_program_error(build, "reserved", "reserved for eqsat")
+
+
+def test_an_assertion_on_values():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            assert x[0] > 0.0  # ERR:assert-data
+            return x
+
+    expect_program_error(build, "assert-data", "sizes only")
+
+
+def test_an_assertion_inside_a_loop():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            for i in range(M):
+                assert i < M  # ERR:assert-loop
+            return x
+
+    expect_program_error(build, "assert-loop", "at the top of the program")
 
 
 def test_unpacking_a_starred_target():

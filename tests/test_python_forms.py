@@ -103,6 +103,18 @@ def p(x: f32["N", "M"], v: f32["M"]) -> tuple[f32["N", "M"], f32, f32["M"], f32[
         out[i] = x[i].mean() + np.min(x[i]) + x[i].max() + np.sum(x[i] * x[i])
     return y, np.mean(x) + v.sum(), np.max(x, axis=0) + np.min(x, 0), out, x.sum(axis=-1).max()
 ''', None),
+    "sizes_from_shapes": ('''
+@program
+def p(A: f32["M", "N"], x: f32["N"]) -> f32["M", "N"]:
+    M, N = A.shape
+    assert M >= 2 and N % 1 == 0, "at least two rows"
+    n = len(x)
+    B = np.zeros([M, n], np.float32)
+    for i in range(M):
+        for j in range(n):
+            B[i, j] = A[i, j] * x[j]
+    return B
+''', ["pointwise"]),
     "shapes": ('''
 @program
 def p(x: f32["N", "M"]) -> f32["N", "M"]:
@@ -262,3 +274,10 @@ def p(x: f32["N", "M"]) -> tuple[f32, f32["M"]]:
         got = plan.run(x, backend=backend)
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_an_assertion_on_sizes_is_checked_at_the_sizes(tmp_program):
+    prog = tmp_program(PRELUDE + FORMS["sizes_from_shapes"][0])
+    with pytest.raises(eqsat.ArgumentError, match=r"prog_\d+\.py:\d+:\d+: the program asserts `M >= 2 and N % 1 == 0`, "
+                                                  r"false at M=1, N=3 \('at least two rows'\)"):
+        eqsat.optimize(prog, {"M": 1, "N": 3})
