@@ -255,6 +255,7 @@ class _Env(ast.NodeTransformer):
     def visit_For(self, n):
         self.generic_visit(n)
         self._clamped_bounds(n)
+        self._normalized(n)
         it = n.iter
         if isinstance(it, ast.Call) and self.callee(it.func) is builtins.reversed and len(it.args) == 1 and \
                 not it.keywords:
@@ -268,6 +269,42 @@ class _Env(ast.NodeTransformer):
                     args=[ast.BinOp(left=hi, op=ast.Sub(), right=one), ast.BinOp(left=lo, op=ast.Sub(), right=one),
                           ast.UnaryOp(op=ast.USub(), operand=ast.Constant(1))], keywords=[]), it)
         return n
+
+    def _normalized(self, n):
+        """`for v in range(e, e + c)` with a constant width c (a tile: `range(ii, ii + 4)`),
+        and the loop `for ii in range(lo, hi, c)` whose tiles those are (strip-mined: a step c
+        and a loop over `range(ii, ii + c)` inside), counted from 0 by 1: `v` runs over
+        range(trip count) and the body reads `e + v` (`lo + c * ii`) for it, the same values
+        in the same order. A matmul tiled the C way is then the matmul its tiles make. (A
+        strided loop alone is left as written: compiled, it runs faster so.)"""
+        it = n.iter
+        if not (isinstance(it, ast.Call) and self.callee(it.func) is builtins.range and not it.keywords and
+                isinstance(n.target, ast.Name) and len(it.args) in (2, 3)):
+            return
+        lo, hi = it.args[0], it.args[1]
+        step = _number(it.args[2]) if len(it.args) == 3 else 1
+        if type(step) is not int or step < 1:
+            return
+        if step > 1:
+            v = n.target.id
+            if not any(getattr(x, "eqsat_tile_of", None) == (v, step) for x in ast.walk(n) if x is not n):
+                return  # (a strided loop alone runs as fast as written, faster compiled)
+            span = hi if _number(lo) == 0 else ast.BinOp(left=hi, op=ast.Sub(), right=lo)
+            count = ast.BinOp(left=ast.BinOp(left=span, op=ast.Add(), right=ast.Constant(step - 1)),
+                              op=ast.FloorDiv(), right=ast.Constant(step))
+            at = ast.BinOp(left=ast.Constant(step), op=ast.Mult(), right=ast.Name(id=n.target.id, ctx=ast.Load()))
+            if _number(lo) != 0:
+                at = ast.BinOp(left=copy.deepcopy(lo), op=ast.Add(), right=at)
+        else:
+            width = _width(lo, hi)
+            if width is None or _number(lo) is not None or step != 1:
+                return
+            count = ast.Constant(width)
+            at = ast.BinOp(left=copy.deepcopy(lo), op=ast.Add(), right=ast.Name(id=n.target.id, ctx=ast.Load()))
+            if isinstance(lo, ast.Name):
+                n.eqsat_tile_of = (lo.id, width)  # (a tile of a loop over `lo` by `width`, normalized above)
+        n.iter = ast.copy_location(ast.Call(func=it.func, args=[count], keywords=[]), it)
+        n.body = [_Renamed({}, {n.target.id: at}).visit(st) for st in n.body]
 
     def _clamped_bounds(self, n):
         """`for j in range(max(a, b), min(c, d))` (a skewed or tiled nest's bounds): j runs
@@ -694,10 +731,24 @@ def _product(es: list):
 
 
 class _Renamed(ast.NodeTransformer):
-    def __init__(self, rename: dict):
-        self.rename = rename
+    """Names renamed (`rename`), and reads of names replaced by expressions (`exprs`)."""
+
+    def __init__(self, rename: dict, exprs: dict | None = None):
+        self.rename, self.exprs = rename, exprs or {}
 
     def visit_Name(self, n):
+        if n.id in self.exprs and isinstance(n.ctx, ast.Load):
+            return ast.copy_location(copy.deepcopy(self.exprs[n.id]), n)
         if n.id in self.rename:
             return ast.copy_location(ast.Name(id=self.rename[n.id], ctx=n.ctx), n)
         return n
+
+
+def _width(lo, hi) -> int | None:
+    """c where `hi` is `lo + c` or `c + lo` (c a positive integer constant), else None."""
+    if isinstance(hi, ast.BinOp) and isinstance(hi.op, ast.Add):
+        for a, b in ((hi.left, hi.right), (hi.right, hi.left)):
+            c = _number(b)
+            if type(c) is int and c > 0 and ast.dump(a) == ast.dump(lo):
+                return c
+    return None

@@ -281,3 +281,42 @@ def test_an_assertion_on_sizes_is_checked_at_the_sizes(tmp_program):
     with pytest.raises(eqsat.ArgumentError, match=r"prog_\d+\.py:\d+:\d+: the program asserts `M >= 2 and N % 1 == 0`, "
                                                   r"false at M=1, N=3 \('at least two rows'\)"):
         eqsat.optimize(prog, {"M": 1, "N": 3})
+
+
+TILED = {
+    "i_tiles": """
+@program
+def p(a: f32["N", "N"], b: f32["N", "N"]) -> f32["N", "N"]:
+    c = zeros((N, N))
+    for ii in range(0, N, 4):
+        for i in range(ii, ii + 4):
+            for k in range(N):
+                for j in range(N):
+                    c[i, j] += a[i, k] * b[k, j]
+    return c
+""",
+    "k_tiles": """
+@program
+def p(a: f32["N", "N"], b: f32["N", "N"]) -> f32["N", "N"]:
+    c = zeros((N, N))
+    for i in range(N):
+        for kk in range(0, N, 4):
+            for k in range(kk, kk + 4):
+                for j in range(N):
+                    c[i, j] += a[i, k] * b[k, j]
+    return c
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TILED))
+def test_a_matmul_tiled_the_c_way(tmp_program, name):
+    """Strip-mined loops (`range(0, N, 4)` around `range(ii, ii + 4)`) are counted from 0 by
+    1 (`eqsat/desugar.py`): the tiles are the matmul they make (N a multiple of the tile:
+    the tiles cover the columns exactly)."""
+    prog = tmp_program(PRELUDE + TILED[name])
+    n = 16
+    plan = eqsat.optimize(prog, {"N": n}, target="cpu")
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
+    args = random_args(prog, {"N": n}, seed=2)
+    assert close(plan.run(*args), eqsat.reference(prog, *args)), plan
