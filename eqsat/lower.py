@@ -47,6 +47,7 @@ from .ir import (
 from .ir import leaves as _leaves, max_min as _max_min
 from .terms import Node
 from .hoist import hoist_invariant_reductions
+from .unroll import unrolled
 from .unsplit import merge_split_reductions, unsplit
 from .work import nest_work
 from .parallel import parallel_work
@@ -410,6 +411,9 @@ class _Lowerer:
                 split = _fission(s, self, live) if lift and isinstance(s, For) and len(_leaves(s)) > 1 else None
                 if split is not None:
                     parts, buffers, dropped = split
+                elif lift and isinstance(s, For):
+                    # a short sequential loop around nests: its iterations, lowered one by one
+                    parts, buffers, dropped = unrolled(s, self.dims), {}, set()
             if quota is not None and quota_spent():
                 functional, parts, dropped, reason = None, None, set(), ABANDONED_FOR_TIME
         if parts:
@@ -426,7 +430,10 @@ class _Lowerer:
             # beat a copy kernel and a smaller loop)
             for part in parts:
                 part.views = getattr(s, "views", {})
-                self.nest(part)
+                if isinstance(part, (Alloc, Assign)):  # (an unrolled iteration's statements)
+                    self.top(part)
+                else:
+                    self.nest(part)
             # (a scalar renamed or carried by expand.py is dead after the nest: no part
             # defines the nest's own final value of it, so it gets no functional form)
             functional = {n: self.env[n] for n in opaque if n in self.env and n not in dropped}

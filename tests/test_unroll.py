@@ -1,0 +1,120 @@
+"""A short sequential loop around loop nests, unrolled at the plan's sizes
+(`eqsat/unroll.py`): each iteration's nests lifted, the loop as written the alternative."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat
+from conftest import random_args, rel_err
+
+MATRIX_POWER = '''
+@program
+def p(P: int, a: f32["N", "N"]) -> f32["N", "N"]:
+    r = zeros((N, N))
+    for i in range(N):
+        r[i, i] = 1.0
+    for p in range(P):
+        t = empty((N, N))
+        for i in range(N):
+            for j in range(N):
+                s = 0.0
+                for k in range(N):
+                    s += r[i, k] * a[k, j]
+                t[i, j] = s
+        for i in range(N):
+            for j in range(N):
+                r[i, j] = t[i, j]
+    return r
+'''
+
+# the loop variable read in the body (a per-step scale and a shifted row), a scalar carried
+# from step to step, and a step of 2
+STEPS = '''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], h0: f32["M", "N"]) -> tuple[f32["M", "N"], f32]:
+    h = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            h[i, j] = h0[i, j]
+    decay = 1.0
+    for t in range(1, 9, 2):
+        decay = decay * 0.5
+        for i in range(M):
+            for j in range(N):
+                acc = 0.0
+                for k in range(K):
+                    acc += x[(i + t) % M, k] * w[k, j]
+                h[i, j] = tanh(acc * decay + h[i, j] * 0.1 * t)
+    return h, decay
+'''
+
+
+def test_a_matrix_power_is_a_matmul_per_step(tmp_program):
+    prog = tmp_program(MATRIX_POWER)
+    dims = {"N": 32, "P": 3}
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    assert [k.kind for k in plan.kernels].count("matmul") == 3, plan
+    args = random_args(prog, dims, seed=1)
+    args[1] = args[1] / np.float32(np.sqrt(32))
+    want = eqsat.reference(prog, *args)
+    for backend in ("numpy", "triton"):
+        assert rel_err(plan.run(*args, backend=backend), want) < 1e-5, (backend, plan)
+
+
+@pytest.mark.parametrize("target", ["cpu", "h100"])
+def test_steps_read_the_loop_variable_and_carry_a_scalar(tmp_program, target):
+    prog = tmp_program(STEPS)
+    dims = {"M": 8, "K": 6, "N": 5}
+    plan = eqsat.optimize(prog, dims, target=target)
+    args = random_args(prog, dims, seed=2)
+    want = eqsat.reference(prog, *args)
+    for backend in ("numpy", "triton"):
+        got = plan.run(*args, backend=backend)
+        assert rel_err(got[0], want[0]) < 1e-5 and got[1] == want[1], (backend, plan)
+
+
+def test_a_long_loop_stays_one_nest(tmp_program):
+    """Past `unroll.MAX_TRIPS` iterations the loop is not unrolled: one nest as written."""
+    prog = tmp_program(MATRIX_POWER)
+    plan = eqsat.optimize(prog, {"N": 8, "P": 40}, target="cpu")
+    assert "matmul" not in [k.kind for k in plan.kernels], plan
+    args = random_args(prog, {"N": 8, "P": 40}, seed=3)
+    args[1] = args[1] / np.float32(np.sqrt(8))
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-4, plan
+
+
+@pytest.mark.parametrize("P", [0, 1])
+def test_zero_and_one_step(tmp_program, P):
+    prog = tmp_program(MATRIX_POWER)
+    dims = {"N": 8, "P": P}
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    args = random_args(prog, dims, seed=4)
+    np.testing.assert_allclose(plan.run(*args), eqsat.reference(prog, *args), rtol=1e-5, atol=1e-6)
+
+
+ROW_BUFFER = '''
+@program
+def p(q: f32["S", "S"]) -> f32["S"]:
+    out = empty((S,))
+    sc = empty((S,))
+    for i in range(S):
+        m = 0.0
+        for j in range(S):
+            sc[j] = q[i, j]
+            m = m + sc[j]
+        z = 0.0
+        for j in range(S):
+            z += sc[j] - m
+        out[i] = z
+    return out
+'''
+
+
+def test_a_loop_the_analysis_rewrote_is_not_unrolled(tmp_program):
+    """A loop distributed with a scalar expanded into a buffer has statements the analysis
+    made, with no syntax to run as written: it is not unrolled (it crashed when it was)."""
+    prog = tmp_program(ROW_BUFFER)
+    plan = eqsat.optimize(prog, {"S": 16}, target="cpu")
+    args = random_args(prog, {"S": 16}, seed=5)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5, plan
