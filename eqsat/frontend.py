@@ -478,7 +478,13 @@ class _Parser:
         if not (isinstance(it, ast.Call) and self.fn_name(it.func) == "range" and not it.keywords
                 and 1 <= len(it.args) <= 3):
             raise self.err(it, "loops must be `for v in range(n)`, `range(lo, hi)` or `range(lo, hi, step)`")
-        bounds = [self.index(a) for a in it.args[:2]]  # affine in dims and enclosing loop variables
+        try:
+            bounds = [self.index(a) for a in it.args[:2]]  # affine in dims and enclosing loop variables
+        except ProgramError as e:
+            if "unsupported index expression" not in e.message:
+                raise
+            raise ProgramError(e.message.replace("unsupported index expression", "unsupported loop bound").replace(
+                "(indices must be", "(bounds must be"), e.loc) from None
         lo, hi = (("int", 0), bounds[0]) if len(bounds) == 1 else bounds
         step = 1
         if len(it.args) == 3:

@@ -759,6 +759,19 @@ def test_an_assertion_inside_a_loop():
     expect_program_error(build, "assert-loop", "at the top of the program")
 
 
+def test_a_loop_bound_that_is_not_affine():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                for j in range(abs(M - 2 * i)):  # ERR:bound
+                    y[i] = x[j]
+            return y
+
+    expect_program_error(build, "bound", "unsupported loop bound", "bounds must be affine")
+
+
 def test_unpacking_a_starred_target():
     def build():
         @program
