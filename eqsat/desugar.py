@@ -18,6 +18,10 @@ compute exactly the same:
   (a Python float from there: README, Python numbers); `np.inf`, `np.nan`, `np.pi`,
   `np.e`, `math.inf`, ... and `float("inf")` are those numbers;
 - a negative constant index counts from the end of its axis (`x[-1]` is `x[N - 1]`);
+- `np.add`, `np.subtract`, `np.multiply`, `np.divide`, `np.power` are `+ - * / **`;
+  `np.square(x)` is `x * x`, `np.clip(a, lo, hi)` is `minimum(maximum(a, lo), hi)` (as
+  numpy defines it) and `np.where(c, a, b)` of scalars is `a if c else b` (both are
+  numbers: nothing is skipped that could fail);
 - `np.transpose(x)` is `x.T`, `np.transpose(x, axes)` the language's `transpose`;
   `x.copy()` and `np.copy(x)` of a float32 tensor are `x * 1.0` (a new tensor, every value
   the same, -0.0 and NaN too); `y = np.ones(shape)` and `y = np.full(shape, v)` are `zeros`
@@ -400,6 +404,16 @@ class _Env(ast.NodeTransformer):
             return ast.copy_location(ast.Constant(float(n.args[0].value)), n)
         if obj is np.float32 and len(n.args) == 1 and not n.keywords and _number(n.args[0]) is not None:
             return ast.copy_location(ast.Constant(float(np.float32(_number(n.args[0])))), n)
+        if obj in _BINOPS and len(n.args) == 2 and not n.keywords:  # np.add(a, b) is a + b
+            return ast.copy_location(ast.BinOp(left=n.args[0], op=_BINOPS[obj](), right=n.args[1]), n)
+        if obj is np.square and len(n.args) == 1 and not n.keywords:  # (x * x, exactly: one rounding)
+            return ast.copy_location(ast.BinOp(left=n.args[0], op=ast.Mult(), right=copy.deepcopy(n.args[0])), n)
+        if obj is np.clip and len(n.args) == 3 and not n.keywords:  # numpy's: minimum(maximum(a, lo), hi)
+            inner = ast.Call(func=ast.Name(id=LIB + "maximum", ctx=ast.Load()), args=n.args[:2], keywords=[])
+            return ast.copy_location(ast.Call(func=ast.Name(id=LIB + "minimum", ctx=ast.Load()),
+                                              args=[inner, n.args[2]], keywords=[]), n)
+        if obj is np.where and len(n.args) == 3 and not n.keywords:  # (of scalars: the front end checks)
+            return ast.copy_location(ast.IfExp(test=n.args[0], body=n.args[1], orelse=n.args[2]), n)
         if obj is np.transpose and len(n.args) == 1 and not n.keywords:
             return ast.copy_location(ast.Attribute(value=n.args[0], attr="T", ctx=ast.Load()), n)
         copied = n.args[0] if obj is np.copy and len(n.args) == 1 else \
@@ -430,6 +444,8 @@ class _Env(ast.NodeTransformer):
         return n
 
 
+_BINOPS = {np.add: ast.Add, np.subtract: ast.Sub, np.multiply: ast.Mult, np.divide: ast.Div,
+           np.true_divide: ast.Div, np.power: ast.Pow}
 _FLOAT_WORDS = {"inf", "-inf", "+inf", "infinity", "-infinity", "nan"}
 
 

@@ -2,7 +2,7 @@
 `x[i, :]`, `x.shape[0]`, `len(x)`, `np.zeros_like`, numpy's and math's functions, `np.matmul` and
 `np.dot`, `float(i)`, `np.float32(c)`, `np.inf` and `float("inf")`, `x[-1]`, `np.transpose`,
 `x.copy()`, `np.ones` and `np.full`, `reversed(range(n))`, `range(max(a, b), min(c, d))`, `//=`, `%=`, `**=`, `continue`
-`sum` of a generator, and `np.sum`/`max`/`min`/`mean` (and the methods) of a tensor. Each
+`sum` of a generator, `np.add`/`multiply`/..., `np.square`, `np.clip`, `np.where` of scalars, and `np.sum`/`max`/`min`/`mean` (and the methods) of a tensor. Each
 program runs on both backends against `reference`; the kept nest runs interpreted and
 compiled."""
 from __future__ import annotations
@@ -115,6 +115,15 @@ def p(A: f32["M", "N"], x: f32["N"]) -> f32["M", "N"]:
             B[i, j] = A[i, j] * x[j]
     return B
 ''', ["pointwise"]),
+    "numpy_arithmetic": ('''
+@program
+def p(x: f32["N", "M"], b: f32["M"]) -> tuple[f32["N", "M"], f32["N", "M"]]:
+    y = np.empty((N, M), dtype=np.float32)
+    for i in range(N):
+        for j in range(M):
+            y[i, j] = np.where(x[i, j] > 0.0, np.square(x[i, j]), np.clip(x[i, j], -0.5, 0.5)) + np.power(b[j], 2)
+    return np.add(np.multiply(y, 2.0), np.clip(x, -1.0, 1.0)), np.divide(np.subtract(x, b), 3.0)
+''', ["pointwise", "pointwise"]),
     "shapes": ('''
 @program
 def p(x: f32["N", "M"]) -> f32["N", "M"]:
