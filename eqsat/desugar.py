@@ -64,6 +64,7 @@ ALIASES = {np.transpose: "transpose", np.sqrt: "sqrt", np.exp: "exp", np.log: "l
            np.maximum: "maximum", np.minimum: "minimum", math.sqrt: "sqrt", math.exp: "exp", math.log: "log",
            math.tanh: "tanh", math.fabs: "abs"}
 _LIKE = {np.zeros_like: "zeros", np.empty_like: "empty"}
+_MATH = {f for f in ALIASES if getattr(math, getattr(f, "__name__", ""), None) is f}
 # the most statements `continue` removal may copy into branches (each `if` that continues
 # copies the rest of its body): past it the program is refused as before
 _COPY_LIMIT = 2000
@@ -109,6 +110,8 @@ class _Env(ast.NodeTransformer):
                          if isinstance(t, ast.Name)}
         own = set(stores) | {p.name for p in params} | self.loopvars  # (names the function binds)
         self.resolve = lambda name: None if name in own else resolve(name)
+        self.scalars = {p.name for p in params if p.shape is None}  # (`_record_scalar`)
+        self.not_scalars: set = set()
         self.sizes = sizes
         self.stores = stores
         # declared shapes (lists of expressions) and whether float32
@@ -149,6 +152,15 @@ class _Env(ast.NodeTransformer):
             return got
         if isinstance(e, ast.Constant):
             return SCALAR if type(e.value) in (int, float) else None
+        if isinstance(e, ast.Name):
+            known = e.id in self.scalars or e.id in self.loopvars or e.id in self.sizes
+            return SCALAR if known or type(self.resolve(e.id)) in (int, float) else None
+        if isinstance(e, ast.Subscript) and not _has_slice(e.slice):  # an element
+            got = self.shape(e.value)
+            return SCALAR if got is not None and len(_index_elts(e.slice)) == len(got[0]) else None
+        if isinstance(e, ast.Call) and self.callee(e.func) in (builtins.max, builtins.min, builtins.abs) and \
+                e.args and not e.keywords:
+            return SCALAR if all(self.value_shape(a) is SCALAR for a in e.args) else None
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
             return self.value_shape(e.operand)
         if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
@@ -193,11 +205,16 @@ class _Env(ast.NodeTransformer):
         if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and isinstance(v, ast.Call) and \
                 self.callee(v.func) in (np.ones, np.full) and \
                 len(v.args) == (1 if self.callee(v.func) is np.ones else 2):
-            # `y = np.ones(shape)`: `y = zeros(shape)`, then the value stored everywhere
+            # `y = np.ones(shape)`: `y = zeros(shape)`, then the value stored everywhere (not
+            # where numpy makes integers: `np.full(s, 2)` without a dtype is an int array)
             fill = ast.Constant(1.0) if len(v.args) == 1 else v.args[1]
+            if not any(k.arg == "dtype" for k in v.keywords) and \
+                    (self.is_int(fill) or (isinstance(fill, ast.Constant) and type(fill.value) is bool)):
+                return self._record_buffer(n)
             n.value = ast.copy_location(ast.Call(func=ast.Name(id=LIB + "zeros", ctx=ast.Load()), args=[v.args[0]],
                                                  keywords=v.keywords), v)
         out = self._record_buffer(n)
+        self._record_scalar(n)
         if fill is None:
             return out
         name = n.targets[0].id
@@ -221,6 +238,17 @@ class _Env(ast.NodeTransformer):
             for sub in ast.walk(st):
                 ast.copy_location(sub, n)
         return stmts
+
+    def _record_scalar(self, n):
+        """A local every assignment so far binds to a number is a scalar (`value_shape`)."""
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+        for t in targets:
+            if isinstance(t, ast.Name):
+                if self.value_shape(n.value) is SCALAR and t.id not in self.not_scalars:
+                    self.scalars.add(t.id)
+                else:
+                    self.scalars.discard(t.id)
+                    self.not_scalars.add(t.id)
 
     def _record_buffer(self, n):
         # a buffer allocated once: its shape is known from here on
@@ -246,6 +274,7 @@ class _Env(ast.NodeTransformer):
 
     def visit_AugAssign(self, n):
         self.generic_visit(n)
+        self._record_scalar(n)
         if isinstance(n.op, (ast.FloorDiv, ast.Mod, ast.Pow)):
             load = copy.deepcopy(n.target)
             for x in ast.walk(load):
@@ -351,12 +380,14 @@ class _Env(ast.NodeTransformer):
             if isinstance(k, ast.Constant) and type(k.value) is int and -len(dims) <= k.value < len(dims):
                 return ast.copy_location(copy.deepcopy(dims[k.value]), n)
         self.generic_visit(n)
-        # trailing whole-axis slices: `x[i, :]` is `x[i]`, `x[:]` is `x` (views alike)
+        # trailing whole-axis slices: `x[i, :]` is `x[i]`, `x[:]` is `x` (views alike), where
+        # x's rank is known and has those axes (more indices than axes: Python's IndexError)
         elts = _index_elts(n.slice)
         k = len(elts)
         while k and _whole(elts[k - 1]):
             k -= 1
-        if k < len(elts):
+        got = self.value_shape(n.value)
+        if k < len(elts) and got is not None and got is not SCALAR and len(elts) <= len(got[0]):
             if k == 0:
                 if isinstance(n.ctx, ast.Load):
                     return n.value
@@ -433,8 +464,11 @@ class _Env(ast.NodeTransformer):
             return n
         canon = _alias(obj)
         if canon is not None:
-            return ast.copy_location(ast.Call(func=ast.Name(id=LIB + canon, ctx=ast.Load()), args=n.args,
-                                              keywords=[]), n)
+            out = ast.copy_location(ast.Call(func=ast.Name(id=LIB + canon, ctx=ast.Load()), args=n.args,
+                                             keywords=[]), n)
+            if getattr(obj, "__module__", None) == "math" or obj in _MATH:
+                out.eqsat_of_math = f"math.{obj.__name__}"  # (numbers only: the front end checks)
+            return out
         if len(n.args) == 2 and obj in (np.matmul, np.dot):
             mm = ast.copy_location(ast.BinOp(left=n.args[0], op=ast.MatMult(), right=n.args[1]), n)
             mm.eqsat_dot = obj is np.dot  # (the front end refuses it over more than two axes)
@@ -585,7 +619,42 @@ class _Hoisting(ast.NodeTransformer):
         self.count = 0
         self.pending: list = []  # statements computing what the current statement reads
 
-    def place(self, stmts: list, at) -> None:
+    guards: list = []  # conditions under which the expression being visited is evaluated
+
+    def visit_IfExp(self, n):
+        """`a if c else b`: Python evaluates `a` only where c holds, `b` where it fails, so
+        what they hoist runs under that condition (a sum over `x[i - 1]` guarded by i > 0)."""
+        n.test = self.visit(n.test)
+        n.body = self.guarded(n.test, n.body)
+        n.orelse = self.guarded(ast.UnaryOp(op=ast.Not(), operand=n.test), n.orelse)
+        return n
+
+    def visit_BoolOp(self, n):
+        """`a and b` evaluates b only where a holds; `a or b` where it fails."""
+        out = []
+        for k, v in enumerate(n.values):
+            if k == 0:
+                out.append(self.visit(v))
+                continue
+            before = out[0] if k == 1 else ast.BoolOp(op=n.op, values=list(out))
+            cond = before if isinstance(n.op, ast.And) else ast.UnaryOp(op=ast.Not(), operand=before)
+            out.append(self.guarded(cond, v))
+        n.values = out
+        return n
+
+    def guarded(self, cond, e):
+        self.guards = self.guards + [copy.deepcopy(cond)]
+        try:
+            return self.visit(e)
+        finally:
+            self.guards = self.guards[:-1]
+
+    def place(self, stmts: list, at, init: int = 1) -> None:
+        """Hoist `stmts` before the current statement; past the first `init` of them (what
+        binds the result), under the current guards."""
+        if self.guards and len(stmts) > init:
+            test = self.guards[0] if len(self.guards) == 1 else ast.BoolOp(op=ast.And(), values=list(self.guards))
+            stmts = stmts[:init] + [ast.If(test=copy.deepcopy(test), body=stmts[init:], orelse=[])]
         for st in stmts:
             ast.copy_location(st, at)
             for sub in ast.walk(st):
@@ -628,12 +697,15 @@ class _Sums(_Hoisting):
         rename = {g.target.id: f"{acc}_{g.target.id}" for g in gen.generators}
         body = [ast.AugAssign(target=ast.Name(id=acc, ctx=ast.Store()), op=ast.Add(),
                               value=_Renamed(rename).visit(copy.deepcopy(gen.elt)))]
-        for g in reversed(gen.generators):
+        for k in reversed(range(len(gen.generators))):
+            g = gen.generators[k]
             for cond in reversed(g.ifs):
                 body = [ast.If(test=_Renamed(rename).visit(copy.deepcopy(cond)), body=body, orelse=[])]
-            # (a later generator's range may read an earlier one's variable: renamed too)
-            body = [ast.For(target=ast.Name(id=rename[g.target.id], ctx=ast.Store()),
-                            iter=_Renamed(rename).visit(copy.deepcopy(g.iter)), body=body, orelse=[])]
+            # Python evaluates the first generator's range where the sum is (its names are the
+            # enclosing ones); a later one's inside, where it may read an earlier variable
+            it = copy.deepcopy(g.iter) if k == 0 else _Renamed(rename).visit(copy.deepcopy(g.iter))
+            body = [ast.For(target=ast.Name(id=rename[g.target.id], ctx=ast.Store()), iter=it, body=body,
+                            orelse=[])]
         start = n.args[1] if len(n.args) == 2 else ast.Constant(0.0)  # (0 + x is 0.0 + x, -0.0 too)
         init = ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=start)
         self.place([init, body[0]], n)
@@ -669,9 +741,14 @@ class _Reductions(_Hoisting):
         got = self.env.value_shape(x)
         if got is None or got is SCALAR or not got[1]:
             return n
-        if not isinstance(x, ast.Name):  # (an expression: computed once, then indexed)
+        lead = []  # (a row `x[i]`: its elements are x[i, ...])
+        if isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name) and not _has_slice(x.slice):
+            x, lead = x.value, _index_elts(x.slice)
+        elif not isinstance(x, ast.Name):  # (an expression: computed once, then indexed)
+            if self.guards:
+                return n  # (a tensor bound under a condition: left as written, refused)
             tmp = f"eqsat_red{self.count}_of"
-            self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=x)], n)
+            self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=x)], n, init=0)
             self.env.shapes[tmp] = got
             x = ast.Name(id=tmp, ctx=ast.Load())
         dims = got[0]
@@ -682,9 +759,9 @@ class _Reductions(_Hoisting):
             axis = a % len(dims)
             if len(dims) == 1:
                 axis = None
-        return self.reduce(n, kind, x, dims, axis)
+        return self.reduce(n, kind, x, lead, dims, axis)
 
-    def reduce(self, n, kind: str, x, dims: list, axis):
+    def reduce(self, n, kind: str, x, lead: list, dims: list, axis):
         acc = f"eqsat_red{self.count}"
         self.count += 1
         idx = [f"{acc}_{d}" for d in range(len(dims))]
@@ -708,14 +785,15 @@ class _Reductions(_Hoisting):
             return body
 
         start = {"sum": 0.0, "mean": 0.0, "max": -math.inf, "min": math.inf}[kind]
-        elem = ast.Subscript(value=copy.deepcopy(x), slice=ast.Tuple(elts=[name(i) for i in idx], ctx=ast.Load()),
-                             ctx=ast.Load())
+        elem = ast.Subscript(value=copy.deepcopy(x), slice=ast.Tuple(
+            elts=[copy.deepcopy(e) for e in lead] + [name(i) for i in idx], ctx=ast.Load()), ctx=ast.Load())
         if kind in ("sum", "mean"):
             step = ast.BinOp(left=at(keep, ast.Load()), op=ast.Add(), right=elem)
         else:  # (numpy's: NaN propagates)
             step = ast.Call(func=name(LIB + ("maximum" if kind == "max" else "minimum")),
                             args=[at(keep, ast.Load()), elem], keywords=[])
         stmts = []
+        init = 1  # (what binds the result: the scalar, or the tensor and its first values)
         if keep:
             self.env.shapes[acc] = ([copy.deepcopy(dims[d]) for d in keep], True)  # (`x.sum(axis=1).max()`)
             shape = ast.Tuple(elts=[copy.deepcopy(dims[d]) for d in keep], ctx=ast.Load())
@@ -723,6 +801,7 @@ class _Reductions(_Hoisting):
                                     value=ast.Call(func=name(LIB + "zeros"), args=[shape], keywords=[])))
             if start:
                 stmts += loops(keep, [ast.Assign(targets=[at(keep, ast.Store())], value=ast.Constant(start))])
+                init = 2
         else:
             stmts.append(ast.Assign(targets=[name(acc, ast.Store())], value=ast.Constant(start)))
         stmts += loops(list(range(len(dims))), [ast.Assign(targets=[at(keep, ast.Store())], value=step)])
@@ -735,7 +814,7 @@ class _Reductions(_Hoisting):
             else:
                 stmts.append(ast.Assign(targets=[name(acc, ast.Store())],
                                         value=ast.BinOp(left=name(acc), op=ast.Div(), right=count)))
-        self.place(stmts, n)
+        self.place(stmts, n, init)
         return ast.copy_location(name(acc), n)
 
 

@@ -405,6 +405,13 @@ class _Parser:
             reads = {x.id for x in ast.walk(v) if isinstance(x, ast.Name)}
             if reads & written or (stored and any(isinstance(x, ast.Subscript) for x in ast.walk(v))) or \
                     (stored and reads & set(self.views)):
+                if isinstance(v, ast.Name) and (v.id in self.views or
+                                                self.sym.get(v.id, ("",))[0] in ("buffer", "tparam")):
+                    raise self.err(n, "this exchanges which tensors the names denote; eqsat takes that only as "
+                                      "ping-pong buffers: two f32 buffers of one declared shape exchanged (not rotated) in a "
+                                      "`for` loop whose variable is not read after it, with no view of them read "
+                                      "after it (README); otherwise copy the values (`a[i] = b[i]`) or use new "
+                                      "names")
                 tmp = f"eqsat_unpack{self._unpacked}"
                 self._unpacked += 1
                 pre.append(ast.copy_location(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=v), n))
@@ -960,6 +967,9 @@ class _Parser:
                 raise self.err(e, f"{perm} is not a permutation of the {len(x.ty)} axes")
             return Transpose(loc, x, perm, ty=tuple(x.ty[p] for p in perm))
         args = tuple(self.expr(a) for a in e.args)
+        if getattr(e, "eqsat_of_math", None) and any(a.ty is not None for a in args):
+            raise self.err(e, f"{e.eqsat_of_math} takes a number, not a tensor (Python raises TypeError); use "
+                              f"numpy's or eqsat's {name}")
         if name in lang.UNARY:
             if len(args) != 1:
                 raise self.err(e, f"{name} takes one argument")

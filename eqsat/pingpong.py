@@ -37,7 +37,9 @@ loop is left alone, and the front end refuses it as before with its location):
   `empty`/`zeros` at the top level before the loop; it is bound nowhere else, and no name
   outside the loop is bound to a view of it; the two buffers of an exchange are declared
   with the same shape (the same expressions);
-- the loop is `for v in range(...)` with a constant step.
+- the loop is `for v in range(...)` with a constant step, without `else`, its variable
+  bound nowhere in its body and read nowhere after it, and no view of an exchanged buffer
+  bound in it is read after it (`_plain_loop`).
 """
 from __future__ import annotations
 
@@ -121,10 +123,39 @@ def _find(fdef, buffer_shape):
             if not bufs or any(exchange.get(exchange[x]) != x or exchange[x] not in bufs for x in bufs):
                 continue  # not a set of exchanges of two among buffers
             perm = {x: exchange[x] for x in bufs}
+            if not _plain_loop(fdef, loop, (start, end), perm):
+                continue
             shapes = _shapes(fdef, top[:k], loop, perm, stores, buffer_shape)
             if shapes is not None:
                 return loop, (start, end), perm, shapes
     return None
+
+
+def _plain_loop(fdef, loop, run: tuple, perm: dict) -> bool:
+    """No `for ... else`; the loop variable bound nowhere in the body (an inner loop over
+    the same name rebinds it, as Python does) and read nowhere after the loop; and no view
+    of an exchanged buffer bound in the body and read outside the loop (after an odd count
+    the buffers' contents are exchanged, so a view would see the other one's)."""
+    if loop.orelse:
+        return False
+    var = loop.target.id
+    inside = {id(n) for n in ast.walk(loop)}
+    header = {id(n) for n in ast.walk(loop.target)}
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Store) and id(n) not in header:
+            return False
+    outside_reads = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                     and id(n) not in inside}
+    if var in outside_reads:
+        return False
+    in_run = {id(n) for st in loop.body[run[0]:run[1]] for n in ast.walk(st)}
+    for n in ast.walk(loop):
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and id(n) not in in_run and n.value is not None:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if any(r.id in perm for r in _view_roots(n.value)) and set(names) & outside_reads:
+                return False
+    return True
 
 
 def _temps(fdef, run: list, exchange: dict) -> set:

@@ -329,3 +329,45 @@ def test_a_matmul_tiled_the_c_way(tmp_program, name):
     assert [k.kind for k in plan.kernels] == ["matmul"], plan
     args = random_args(prog, {"N": n}, seed=2)
     assert close(plan.run(*args), eqsat.reference(prog, *args)), plan
+
+
+GUARDED = '''
+@program
+def p(x: f32["N", "K"]) -> tuple[f32["N"], f32["N"], f32["N"], f32["N"]]:
+    y = zeros((N,))
+    z = zeros((N,))
+    w = zeros((N,))
+    u = zeros((N,))
+    for i in range(N):
+        y[i] = np.max(x[i - 1]) if i > 0 else 0.0
+        if i > 0 and sum(x[i - 1, k] for k in range(K)) > 0:
+            z[i] = 1.0
+        w[i] = 0.0 if i == 0 or np.sum(x[i - 1], axis=0) < 0 else np.mean(x[i - 1])
+        m = x[i, 0]
+        u[i] = np.sum(np.exp(x[i] - m)) + sum(x[i, k] for k in range(i % K))
+    return y, z, w, u
+'''
+
+
+def test_what_a_condition_guards_is_computed_under_it(tmp_program):
+    """`sum(x[i - 1, k] ...) if i > 0 else 0.0`: Python reads row i - 1 only where i > 0, so
+    the loops computing the sum run under that condition (hoisted unguarded, they read
+    row -1 and were refused); a generator's first range is read where the sum is."""
+    prog = tmp_program(PRELUDE + GUARDED)
+    args = random_args(prog, {"N": 5, "K": 3}, seed=6)
+    want = eqsat.reference(prog, *args)
+    plan = eqsat.optimize(prog, {"N": 5, "K": 3}, target="cpu")
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), want), (backend, plan)
+
+
+@pytest.mark.parametrize("src,phrase", [
+    ("    y = np.full((N,), 2)\n    for i in range(N):\n        y[i] += x[i]\n    return y", "np.full"),
+    ("    y = np.empty((N,))\n    for i in range(N):\n        y[i] = x[i, :, :]\n    return y", "slices"),
+    ("    return math.exp(x)", "math.exp takes a number"),
+], ids=["int_fill", "too_many_indices", "math_of_a_tensor"])
+def test_what_python_would_not_run_is_refused(tmp_program, src, phrase):
+    """numpy makes `np.full(s, 2)` an int array; `x[i, :, :]` of a 2-D x and math.exp of an
+    array raise in Python: each refused, not computed as something else."""
+    with pytest.raises(eqsat.ProgramError, match=phrase):
+        tmp_program(PRELUDE + '@program\ndef p(x: f32["N", "K"]) -> f32["N"]:\n' + src + "\n")

@@ -108,7 +108,7 @@ def test_a_rotation_of_three_is_refused(tmp_program):
     """Order three is not unrolled by two: the front end refuses it, with its location."""
     src = JACOBI_TUPLE.replace("b = zeros((N,))", "b = zeros((N,))\n    c = zeros((N,))").replace(
         "a, b = b, a", "a, b, c = b, c, a")
-    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: .*rebound"):
+    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: .*ping-pong buffers.*not rotated"):
         tmp_program(src)
 
 
@@ -152,3 +152,63 @@ def test_tuple_assignment(tmp_program):
     plan = eqsat.optimize(prog, {"N": 9}, target="cpu")
     for backend in ("numpy", "triton"):
         assert rel_err(plan.run(*args, backend=backend), want) < 1e-6, (backend, plan)
+
+
+# where the exchange is not taken: refused with its location, not rewritten
+NOT_PING_PONG = {
+    # a view bound in the loop read after it: after an odd count the contents are exchanged
+    "view_read_after": '''
+@program
+def p(a: f32["N", "N"], T: int) -> f32["N"]:
+    b = zeros((N, N))
+    for t in range(T):
+        for i in range(N):
+            for j in range(N):
+                b[i, j] = a[i, j] + 1.0
+        a, b = b, a
+        r = a[0]
+    return r * 1.0
+''',
+    # an inner loop rebinding the time loop's variable (Python's: one name)
+    "inner_loop_rebinds_its_variable": '''
+@program
+def p(a: f32["N"], T: int) -> f32["N"]:
+    b = zeros((N,))
+    for t in range(T):
+        for i in range(N):
+            b[i] = a[i]
+        a, b = b, a
+        for t in range(2):
+            a[t] += 1.0
+    return a
+''',
+    "for_else": '''
+@program
+def p(a: f32["N"], T: int) -> f32["N"]:
+    b = zeros((N,))
+    for t in range(T):
+        for i in range(N):
+            b[i] = a[i] + 1.0
+        a, b = b, a
+    else:
+        a[0] = 100.0
+    return a
+''',
+    "variable_read_after": '''
+@program
+def p(a: f32["N"], T: int) -> f32["N"]:
+    b = zeros((N,))
+    for t in range(T):
+        for i in range(N):
+            b[i] = a[i] + 1.0
+        a, b = b, a
+    a[0] = t * 1.0
+    return a
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_PING_PONG))
+def test_an_exchange_that_is_not_ping_pong_is_refused(tmp_program, name):
+    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: "):
+        tmp_program(NOT_PING_PONG[name])
