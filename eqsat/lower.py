@@ -437,8 +437,8 @@ class _Lowerer:
             # (a scalar renamed or carried by expand.py is dead after the nest: no part
             # defines the nest's own final value of it, so it gets no functional form)
             functional = {n: self.env[n] for n in opaque if n in self.env and n not in dropped}
-            functional = {n: (t.args[0] if n in swrites and t.op == "Sc.load" and t.args[0].op == "Ten.opaque"
-                              else t) for n, t in functional.items()}
+            functional = {n: (t.args[0] if n in swrites and self._scalar_output(t) else t)
+                          for n, t in functional.items()}
         for n, o in opaque.items():
             got = functional.get(n) if functional is not None else None
             if n in swrites:
@@ -449,6 +449,14 @@ class _Lowerer:
                 self.env[n] = o
                 if got is not None:
                     self.unions.append((o, got))
+
+    def _scalar_output(self, t: Node) -> bool:
+        """Whether scalar term `t` reads a scalar a kept nest writes (`Sc.load` of its output
+        at no index), not an element of a tensor it writes (`a8 = a[0]` after a nest)."""
+        if t.op != "Sc.load" or t.args[0].op != "Ten.opaque" or t.args[1].op != "Ixs.nil":
+            return False
+        o = t.args[0]
+        return o.args[1] in self.nests[o.args[0]].scalar_outputs
 
     def normalized(self, t: Node) -> Node:
         """A nest's functional term with split reductions merged and loop-invariant

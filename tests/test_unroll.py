@@ -118,3 +118,29 @@ def test_a_loop_the_analysis_rewrote_is_not_unrolled(tmp_program):
     plan = eqsat.optimize(prog, {"S": 16}, target="cpu")
     args = random_args(prog, {"S": 16}, seed=5)
     assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5, plan
+
+
+ELEMENT_AFTER_NEST = '''
+@program
+def p(a: f32["N"], w: f32["N", "N"]) -> tuple[f32["N"], f32]:
+    s = 0.0
+    for t in range(1, N):
+        for i in range(N):
+            for j in range(N):
+                a[i] = a[i] * 0.5 + w[i, j] * 0.01
+        e = a[0]
+        s = s + e * t
+    return a, s
+'''
+
+
+def test_a_scalar_read_from_a_tensor_after_an_unrolled_nest(tmp_program):
+    """`e = a[0]` after a nest in an unrolled iteration is an element of the nest's tensor,
+    not a scalar the nest writes: offered as the loop's alternative it once joined a scalar
+    with that tensor, and saturation stopped on the two ranks."""
+    prog = tmp_program(ELEMENT_AFTER_NEST)
+    plan = eqsat.optimize(prog, {"N": 5}, target="cpu")
+    args = random_args(prog, {"N": 5}, seed=7)
+    want = eqsat.reference(prog, *args)
+    got = plan.run(*args)
+    assert rel_err(got[0], want[0]) < 1e-5 and abs(got[1] - want[1]) <= 1e-5 * abs(want[1]), plan
