@@ -122,20 +122,20 @@ def test_a_loop_the_analysis_rewrote_is_not_unrolled(tmp_program):
 
 ELEMENT_AFTER_NEST = '''
 @program
-def p(a: f32["N"], w: f32["N", "N"]) -> tuple[f32["N"], f32]:
-    s = 0.0
-    for t in range(1, N):
-        for i in range(N):
-            for j in range(N):
-                a[i] = a[i] * 0.5 + w[i, j] * 0.01
-        e = a[0]
-        s = s + e * t
-    return a, s
+def p(a: f32["N"], w: f32["N", "N", "N"]) -> tuple[f32["N"], f32]:
+    for i4 in range(1, N):
+        a5 = abs(a[i4]) / -4.0
+        for i6 in range(1, N):
+            for i7 in range(i6, N):
+                a5 *= sigmoid(w[i6, i6, 0])
+                a[i6 - 1] = relu(w[i6 - 1, i7, i7]) % 3.0
+        a8 = a[0]
+    return a, a8 + a5
 '''
 
 
 def test_a_scalar_read_from_a_tensor_after_an_unrolled_nest(tmp_program):
-    """`e = a[0]` after a nest in an unrolled iteration is an element of the nest's tensor,
+    """`a8 = a[0]` after a nest in an unrolled iteration is an element of the nest's tensor,
     not a scalar the nest writes: offered as the loop's alternative it once joined a scalar
     with that tensor, and saturation stopped on the two ranks."""
     prog = tmp_program(ELEMENT_AFTER_NEST)
