@@ -182,6 +182,43 @@ class Memory:
                 return True
         return False
 
+    def fresh_each_iteration(self, name: str, base: str, stmt) -> bool:
+        """Whether `name = base` (`stmt`) in a loop names memory the iteration made and no
+        one writes any more: `base` is bound in the loop's body, before this statement, to a
+        new tensor (`t = zeros(...)`, `t = x @ w`: not a view), before anything in the body
+        reads it; and nothing in the body stores into `base` or `name` after this statement.
+        The next iteration then reads, through `name`, memory nothing changes: a copy reads
+        the same (a matrix power: `t = zeros(...)`, loops filling t, `r = t`)."""
+        loops = self._loops_around(stmt)
+        if not loops:
+            return False
+        body = loops[0].body
+        top = stmt
+        while top in self.parent and not any(top is b for b in body):
+            top = self.parent[top]
+        at = next((i for i, b in enumerate(body) if b is top), None)
+        if at is None:
+            return False
+        fresh = False
+        for b in body[:at]:
+            events = list(_events([b]))
+            if not fresh and any(kind == "load" and x == base for kind, x in events):
+                return False  # (read before it is bound anew: the previous iteration's)
+            for t, value in _bindings(b):
+                if isinstance(t, ast.Name) and t.id == base:
+                    fresh = not _viewed(value)
+        if not fresh:
+            return False
+        for b in body[at:]:
+            for x in ast.walk(b):
+                for t in ([x.target] if isinstance(x, ast.AugAssign) else
+                          [t for t, _ in _bindings(x)] if isinstance(x, (ast.Assign, ast.AnnAssign)) else []):
+                    if isinstance(t, ast.Subscript) and _base(t) in (name, base):
+                        return False
+                    if isinstance(x, ast.AugAssign) and isinstance(t, ast.Name) and t.id in (name, base):
+                        return False
+        return True
+
     def written(self, name: str) -> bool:
         seen, todo = set(), [name]
         while todo:

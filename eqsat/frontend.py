@@ -634,6 +634,8 @@ class _Parser:
             return True
         if not self.memory.written(base):
             return False
+        if carried and self.memory.fresh_each_iteration(name, base, n):
+            return False  # (memory this iteration made, which nothing writes any more)
         if carried:
             raise self.err(target, f"{name!r} is bound to a view of {base!r} in a loop that reads it before this "
                                    f"binding (the next iteration reads this view) while that memory is written; "

@@ -144,3 +144,39 @@ def test_a_scalar_read_from_a_tensor_after_an_unrolled_nest(tmp_program):
     want = eqsat.reference(prog, *args)
     got = plan.run(*args)
     assert rel_err(got[0], want[0]) < 1e-5 and abs(got[1] - want[1]) <= 1e-5 * abs(want[1]), plan
+
+
+FRESH_EACH_STEP = '''
+@program
+def p(P: int, a: f32["N", "N"]) -> f32["N", "N"]:
+    r = a + 0.0
+    for p in range(P):
+        t = zeros((N, N))
+        for i in range(N):
+            for j in range(N):
+                for k in range(N):
+                    t[i, j] += r[i, k] * a[k, j]
+        r = t
+    return r
+'''
+
+
+def test_a_name_rebound_to_each_steps_new_buffer(tmp_program):
+    """`r = t` with `t` allocated anew in every step: the next step reads, through r, memory
+    nothing writes any more, so r is a copy (it was refused as a view the loop carries
+    while its memory is written); each step is a matmul."""
+    prog = tmp_program(FRESH_EACH_STEP)
+    dims = {"N": 16, "P": 3}
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    assert [k.kind for k in plan.kernels].count("matmul") == 3, plan
+    args = random_args(prog, dims, seed=8)
+    args[1] = args[1] / np.float32(4.0)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5, plan
+
+
+def test_a_carried_view_of_memory_written_after_it_is_still_refused(tmp_program):
+    """The same with t written after `r = t` in the step: r would see that write, a copy
+    would not."""
+    src = FRESH_EACH_STEP.replace("        r = t\n", "        r = t\n        t[0, 0] = 1.0\n")
+    with pytest.raises(eqsat.ProgramError, match="'r' is bound to a view of 't'"):
+        tmp_program(src)
