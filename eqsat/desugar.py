@@ -95,6 +95,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     for n in ast.walk(fdef):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             stores[n.id] = stores.get(n.id, 0) + 1
+    _drop_parameter_copies(fdef, params, resolve, stores)
     env = _Env(fdef, params, sizes, resolve, stores)
     fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
     env.visit(fdef)
@@ -111,6 +112,7 @@ class _Env(ast.NodeTransformer):
         own = set(stores) | {p.name for p in params} | self.loopvars  # (names the function binds)
         self.resolve = lambda name: None if name in own else resolve(name)
         self.scalars = {p.name for p in params if p.shape is None}  # (`_record_scalar`)
+        self.int_locals: set = set()  # names bound once to an integer expression
         self.not_scalars: set = set()
         self.sizes = sizes
         self.stores = stores
@@ -165,6 +167,15 @@ class _Env(ast.NodeTransformer):
             return self.value_shape(e.operand)
         if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
             return _same(self.value_shape(e.left), self.value_shape(e.right))
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):  # (of one or two axes each)
+            a, b = self.value_shape(e.left), self.value_shape(e.right)
+            if a is None or b is None or a is SCALAR or b is SCALAR or not 1 <= len(a[0]) <= 2 or \
+                    not 1 <= len(b[0]) <= 2:
+                return None
+            return (a[0][:-1] + b[0][1:], a[1] and b[1])
+        if isinstance(e, ast.Attribute) and e.attr == "T":
+            a = self.value_shape(e.value)
+            return None if a is None or a is SCALAR else (list(reversed(a[0])), a[1])
         if isinstance(e, ast.Call) and not e.keywords:
             canon = library_name(e.func.id) if isinstance(e.func, ast.Name) else _alias(self.callee(e.func))
             if canon in lang.UNARY and len(e.args) == 1:
@@ -179,7 +190,7 @@ class _Env(ast.NodeTransformer):
         if isinstance(e, ast.Constant):
             return type(e.value) is int
         if isinstance(e, ast.Name):
-            if e.id in self.loopvars or e.id in self.sizes:
+            if e.id in self.loopvars or e.id in self.sizes or e.id in self.int_locals:
                 return True
             v = self.resolve(e.id)
             return type(v) is int
@@ -193,7 +204,32 @@ class _Env(ast.NodeTransformer):
     # ------------------------------------------------------------------ statements
     def visit_Assign(self, n):
         self.generic_visit(n)
+        split = self._split(n)
+        if split is not None:  # `m, n = A.shape`: one assignment each (then as below)
+            return [self.visit_Assign_one(s) for s in split]
+        return self.visit_Assign_one(n)
+
+    def _split(self, n):
+        """`a, b = x, y` over names where no value reads a target before it: the assignments
+        one by one, in order (the same; the front end's `unpack` takes the other cases)."""
+        if not (len(n.targets) == 1 and isinstance(n.targets[0], (ast.Tuple, ast.List)) and
+                isinstance(n.value, (ast.Tuple, ast.List)) and len(n.targets[0].elts) == len(n.value.elts)):
+            return None
+        ts = n.targets[0].elts
+        if not all(isinstance(t, ast.Name) for t in ts) or any(isinstance(v, ast.Starred) for v in n.value.elts):
+            return None
+        names = [t.id for t in ts]
+        if len(set(names)) != len(ts) or any(isinstance(x, ast.Name) and x.id in names[:j]
+                                             for j, v in enumerate(n.value.elts) for x in ast.walk(v)):
+            return None  # (a value reading a target bound before it, one by one)
+        return [ast.copy_location(ast.Assign(targets=[ast.Name(id=t.id, ctx=ast.Store())], value=v), n)
+                for t, v in zip(ts, n.value.elts)]
+
+    def visit_Assign_one(self, n):
         fill = None
+        if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and self.stores.get(n.targets[0].id) == 1 \
+                and self.is_int(n.value):
+            self.int_locals.add(n.targets[0].id)  # (`n = len(x)`: an integer, as `float(n)` needs)
         v = n.value
         if isinstance(v, ast.Call) and self.callee(v.func) in (np.zeros, np.empty, np.ones, np.full) and v.args:
             if isinstance(v.args[0], ast.List):  # `np.zeros([M, N])`
@@ -372,11 +408,12 @@ class _Env(ast.NodeTransformer):
     def visit_Subscript(self, n):
         v = n.value
         # X.shape[k] (before `X.shape` alone is rewritten)
-        if isinstance(v, ast.Attribute) and v.attr == "shape" and self.shape(v.value) is not None:
+        got = self.value_shape(v.value) if isinstance(v, ast.Attribute) and v.attr == "shape" else None
+        if got is not None and got is not SCALAR:
             k = n.slice
             if isinstance(k, ast.UnaryOp) and isinstance(k.op, ast.USub) and isinstance(k.operand, ast.Constant):
                 k = ast.Constant(-k.operand.value)
-            dims = self.shape(v.value)[0]
+            dims = got[0]
             if isinstance(k, ast.Constant) and type(k.value) is int and -len(dims) <= k.value < len(dims):
                 return ast.copy_location(copy.deepcopy(dims[k.value]), n)
         self.generic_visit(n)
@@ -415,8 +452,9 @@ class _Env(ast.NodeTransformer):
             if (mod, n.attr) in _NUMBERS and isinstance(getattr(mod, n.attr, None), float):
                 return ast.copy_location(ast.Constant(getattr(mod, n.attr)), n)
         self.generic_visit(n)
-        if n.attr == "shape" and isinstance(n.ctx, ast.Load) and self.shape(n.value) is not None:
-            dims = self.shape(n.value)[0]
+        got = self.value_shape(n.value) if n.attr == "shape" and isinstance(n.ctx, ast.Load) else None
+        if got is not None and got is not SCALAR:
+            dims = got[0]
             return ast.copy_location(ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load()), n)
         return n
 
@@ -537,6 +575,50 @@ def _has_slice(s) -> bool:
 
 def _index_elts(s) -> list:
     return list(s.elts) if isinstance(s, ast.Tuple) else [s]
+
+
+def _drop_parameter_copies(fdef, params: list, resolve, stores: dict) -> None:
+    """`a = a.copy()` (or `np.copy(a)`) of an f32 tensor parameter, at the top of the
+    function, where `a` is bound nowhere else and nothing before it binds a view of `a`:
+    dropped. Parameters are passed by value (a plan writes into its own copy of one, as
+    `reference` does), so the copy changes nothing; `stores` is updated."""
+    f32 = {p.name for p in params if p.shape is not None and p.dtype is lang.f32}
+    own = set(stores) | {p.name for p in params}
+    keep, seen_views = [], set()
+    for st in fdef.body:
+        drop = False
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            x, v = st.targets[0].id, st.value
+            if x in f32 and stores.get(x) == 1 and x not in seen_views and isinstance(v, ast.Call) and \
+                    not v.keywords:
+                f = v.func
+                is_method = isinstance(f, ast.Attribute) and f.attr == "copy" and not v.args and \
+                    isinstance(f.value, ast.Name) and f.value.id == x
+                is_np = len(v.args) == 1 and isinstance(v.args[0], ast.Name) and v.args[0].id == x and \
+                    isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id not in own and \
+                    resolve(f.value.id) is np and f.attr == "copy"
+                drop = is_method or is_np
+        if drop:
+            stores[x] = 0
+            continue
+        for n in ast.walk(st):  # (a view bound before the copy names the caller's memory)
+            if isinstance(n, ast.Assign):
+                seen_views |= {r.id for r in _view_roots(n.value) if isinstance(r, ast.Name)}
+        keep.append(st)
+    fdef.body = keep or [ast.Pass()]
+
+
+def _view_roots(e) -> list:
+    """The names an expression may share memory with, conservatively (its first operand)."""
+    while True:
+        if isinstance(e, ast.Name):
+            return [e]
+        if isinstance(e, (ast.Attribute, ast.Subscript)):
+            e = e.value
+        elif isinstance(e, ast.Call) and e.args:
+            e = e.args[0]
+        else:
+            return []
 
 
 def _drop_size_rebinds(fdef, sizes: set) -> None:

@@ -241,6 +241,8 @@ class _Parser:
                 return None
             return [ast.Name(id=d, ctx=ast.Load()) if isinstance(d, str) else ast.Constant(d) for d in p.shape]
         v = stmt.value
+        if getattr(v, "eqsat_shape", None) is not None:  # `a = A.copy()` (eqsat/desugar.py)
+            return list(v.eqsat_shape[0]) if v.eqsat_shape[1] else None
         if not (isinstance(v, ast.Call) and self.fn_name(v.func) in ("empty", "zeros") and len(v.args) == 1
                 and all(self.is_f32_dtype(k) for k in v.keywords)):
             return None
@@ -698,6 +700,11 @@ class _Parser:
     # ------------------------------------------------------------------ index / extent
     def subscript_parts(self, node: ast.Subscript):
         if not isinstance(node.value, ast.Name):
+            v = node.value
+            if isinstance(v, ast.Attribute) and v.attr == "shape":
+                raise self.err(node, f"`{ast.unparse(node)}`: a shape is read from the declaration of a tensor "
+                                     "parameter or buffer the function binds once (eqsat/desugar.py); use the "
+                                     "dimension's name")
             raise self.err(node, "only named tensors can be indexed")
         s = node.slice
         elts = s.elts if isinstance(s, ast.Tuple) else [s]

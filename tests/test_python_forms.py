@@ -124,6 +124,24 @@ def p(x: f32["N", "M"], b: f32["M"]) -> tuple[f32["N", "M"], f32["N", "M"]]:
             y[i, j] = np.where(x[i, j] > 0.0, np.square(x[i, j]), np.clip(x[i, j], -0.5, 0.5)) + np.power(b[j], 2)
     return np.add(np.multiply(y, 2.0), np.clip(x, -1.0, 1.0)), np.divide(np.subtract(x, b), 3.0)
 ''', ["pointwise", "pointwise"]),
+    "numpy_user_idioms": ('''
+@program
+def p(A: f32["M", "N"], x: f32["N"], w: f32["N", "K"]) -> tuple[f32["M"], f32["N"], f32["M", "K"]]:
+    m, n = A.shape
+    B, N = A.shape
+    x = x.copy()
+    y = np.zeros(m, dtype=np.float32)
+    for i in range(m):
+        for j in range(n):
+            y[i] += A[i, j] / float(n - j)
+    for i in range(1, len(x)):
+        x[i] = x[i - 1] + x[i]
+    h = A @ w
+    for i in range(h.shape[0]):
+        for j in range(h.T.shape[0]):
+            h[i][j] = max(h[i][j], 0.0)
+    return y, x, h
+''', None),
     "shapes": ('''
 @program
 def p(x: f32["N", "M"]) -> f32["N", "M"]:

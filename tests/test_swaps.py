@@ -82,7 +82,20 @@ def p(x: f32["N"], R: int, T: int) -> tuple[f32["N"], f32["N"]]:
     return a, c
 '''
 
-SWAPS = {"jacobi_tuple": JACOBI_TUPLE, "jacobi_tmp": JACOBI_TMP, "heat_first": HEAT_FIRST,
+# buffers made by copying a parameter
+COPIES = '''
+@program
+def p(T: int, A: f32["N"]) -> f32["N"]:
+    a = A.copy()
+    b = np.copy(A)
+    for t in range(T):
+        for i in range(1, N - 1):
+            b[i] = 0.3 * (a[i - 1] + a[i] + a[i + 1])
+        a, b = b, a
+    return a
+'''
+
+SWAPS = {"copies": COPIES, "jacobi_tuple": JACOBI_TUPLE, "jacobi_tmp": JACOBI_TMP, "heat_first": HEAT_FIRST,
          "middle_down": MIDDLE_DOWN, "two_pairs": TWO_PAIRS}
 
 
@@ -90,7 +103,7 @@ SWAPS = {"jacobi_tuple": JACOBI_TUPLE, "jacobi_tmp": JACOBI_TMP, "heat_first": H
 @pytest.mark.parametrize("name", sorted(SWAPS))
 def test_ping_pong_buffers(tmp_program, monkeypatch, name, policy):
     monkeypatch.setenv("EQSAT_COMPILE_LOOPS", policy)
-    prog = tmp_program(SWAPS[name])
+    prog = tmp_program("import numpy as np\n" + SWAPS[name])
     for T in (0, 1, 4, 5):
         dims = {d: n for d, n in {"N": 7, "T": T, "R": 2}.items() if d in prog.dims}
         args = random_args(prog, dims, seed=T)
