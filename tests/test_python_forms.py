@@ -389,3 +389,21 @@ def test_what_python_would_not_run_is_refused(tmp_program, src, phrase):
     array raise in Python: each refused, not computed as something else."""
     with pytest.raises(eqsat.ProgramError, match=phrase):
         tmp_program(PRELUDE + '@program\ndef p(x: f32["N", "K"]) -> f32["N"]:\n' + src + "\n")
+
+
+def test_a_return_only_dimension_against_a_constant_extent(tmp_program):
+    """`-> f32["L"]` over `np.zeros(8)`: L is given in the shapes, and checked there."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["N"]) -> f32["L"]:
+    n = len(x)
+    r = np.zeros(8, dtype=np.float32)
+    for lag in range(8):
+        r[lag] = sum(x[i] * x[i + lag] for i in range(n - lag)) / float(n - lag)
+    return r
+''')
+    args = random_args(prog, {"N": 20, "L": 8}, seed=9)
+    plan = eqsat.optimize(prog, {"N": 20, "L": 8}, target="cpu")
+    assert close(plan.run(*args), eqsat.reference(prog, *args, shapes={"N": 20, "L": 8}))
+    with pytest.raises(eqsat.ProgramError, match="axis 0 has 8 elements but the annotation declares 9"):
+        eqsat.optimize(prog, {"N": 20, "L": 9}, target="cpu")
