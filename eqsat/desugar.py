@@ -580,24 +580,30 @@ def _index_elts(s) -> list:
 def _drop_parameter_copies(fdef, params: list, resolve, stores: dict) -> None:
     """`a = a.copy()` (or `np.copy(a)`) of an f32 tensor parameter, at the top of the
     function, where `a` is bound nowhere else and nothing before it binds a view of `a`:
-    dropped. Parameters are passed by value (a plan writes into its own copy of one, as
-    `reference` does), so the copy changes nothing; `stores` is updated."""
+    dropped; `b = a.copy()` where nothing after it reads `a`: `b = a`, a second name for
+    its memory. Parameters are passed by value (a plan writes into its own copy of one, as
+    `reference` does), so neither copy changes a result; `stores` is updated."""
     f32 = {p.name for p in params if p.shape is not None and p.dtype is lang.f32}
     own = set(stores) | {p.name for p in params}
     keep, seen_views = [], set()
-    for st in fdef.body:
+    body = list(fdef.body)
+    for at, st in enumerate(body):
         drop = False
-        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-            x, v = st.targets[0].id, st.value
-            if x in f32 and stores.get(x) == 1 and x not in seen_views and isinstance(v, ast.Call) and \
-                    not v.keywords:
-                f = v.func
-                is_method = isinstance(f, ast.Attribute) and f.attr == "copy" and not v.args and \
-                    isinstance(f.value, ast.Name) and f.value.id == x
-                is_np = len(v.args) == 1 and isinstance(v.args[0], ast.Name) and v.args[0].id == x and \
-                    isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id not in own and \
-                    resolve(f.value.id) is np and f.attr == "copy"
-                drop = is_method or is_np
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and \
+                isinstance(st.value, ast.Call) and not st.value.keywords:
+            x, v, f = st.targets[0].id, st.value, st.value.func
+            src = f.value if isinstance(f, ast.Attribute) and f.attr == "copy" and not v.args else \
+                v.args[0] if len(v.args) == 1 and isinstance(f, ast.Attribute) and f.attr == "copy" and \
+                isinstance(f.value, ast.Name) and f.value.id not in own and resolve(f.value.id) is np else None
+            if isinstance(src, ast.Name) and src.id in f32 and not stores.get(src.id) and src.id not in seen_views:
+                p = src.id
+                later = any(isinstance(n, ast.Name) and n.id == p for b in body[at + 1:] for n in ast.walk(b))
+                if x == p and stores.get(x) == 1:
+                    drop = True  # `a = a.copy()`
+                elif x != p and not later:
+                    # `B = B0.copy()` where nothing reads B0 after: B names B0's memory (a
+                    # parameter is the plan's own copy), as PolyBench's in-place form does
+                    st.value = ast.copy_location(ast.Name(id=p, ctx=ast.Load()), v)
         if drop:
             stores[x] = 0
             continue
@@ -608,14 +614,21 @@ def _drop_parameter_copies(fdef, params: list, resolve, stores: dict) -> None:
     fdef.body = keep or [ast.Pass()]
 
 
+_VIEWING = {"transpose", "reshape", "ravel", "squeeze", "swapaxes", "view", "asarray"}
+
+
 def _view_roots(e) -> list:
-    """The names an expression may share memory with, conservatively (its first operand)."""
+    """The names an expression may share memory with, conservatively: through `.T`, any
+    subscript, and calls that may return a view (`np.transpose(x)`, `x.reshape(...)`)."""
     while True:
         if isinstance(e, ast.Name):
             return [e]
-        if isinstance(e, (ast.Attribute, ast.Subscript)):
+        if isinstance(e, ast.Attribute) and e.attr == "T" or isinstance(e, ast.Subscript):
             e = e.value
-        elif isinstance(e, ast.Call) and e.args:
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _VIEWING:
+            e = e.args[0] if isinstance(e.func.value, ast.Name) and e.func.value.id in ("np", "numpy") and \
+                e.args else e.func.value
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in _VIEWING and e.args:
             e = e.args[0]
         else:
             return []
