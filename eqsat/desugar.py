@@ -595,7 +595,8 @@ def _drop_parameter_copies(fdef, params: list, resolve, stores: dict) -> None:
             src = f.value if isinstance(f, ast.Attribute) and f.attr == "copy" and not v.args else \
                 v.args[0] if len(v.args) == 1 and isinstance(f, ast.Attribute) and f.attr == "copy" and \
                 isinstance(f.value, ast.Name) and f.value.id not in own and resolve(f.value.id) is np else None
-            if isinstance(src, ast.Name) and src.id in f32 and not stores.get(src.id) and src.id not in seen_views:
+            if isinstance(src, ast.Name) and src.id in f32 and src.id not in seen_views and \
+                    stores.get(src.id, 0) == (1 if src.id == x else 0):
                 p = src.id
                 later = any(isinstance(n, ast.Name) and n.id == p for b in body[at + 1:] for n in ast.walk(b))
                 if x == p and stores.get(x) == 1:

@@ -245,6 +245,8 @@ class _Parser:
         v = stmt.value
         if getattr(v, "eqsat_shape", None) is not None:  # `a = A.copy()` (eqsat/desugar.py)
             return list(v.eqsat_shape[0]) if v.eqsat_shape[1] else None
+        if isinstance(v, ast.Name) and v.id != name:  # `b = A`: A's memory (`b = A.copy()`, A unread after)
+            return self.buffer_shape(params, v.id, None)
         if not (isinstance(v, ast.Call) and self.fn_name(v.func) in ("empty", "zeros") and len(v.args) == 1
                 and all(self.is_f32_dtype(k) for k in v.keywords)):
             return None
