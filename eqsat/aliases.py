@@ -209,7 +209,13 @@ class Memory:
                     fresh = not _viewed(value)
         if not fresh:
             return False
-        for b in body[at:]:
+        # `base` and `name` share memory with no other name anywhere (`q = t` beside `r = t`)
+        if (self.links.get(base, set()) | self.links.get(name, set())) - {base, name}:
+            return False
+        # and nothing stores into either after this binding: in the rest of the body, and
+        # after the loop (the last iteration's `t` is `r`'s memory there)
+        after = [b for b in body[at:]] + self._after(loops[0])
+        for b in after:
             for x in ast.walk(b):
                 for t in ([x.target] if isinstance(x, ast.AugAssign) else
                           [t for t, _ in _bindings(x)] if isinstance(x, (ast.Assign, ast.AnnAssign)) else []):
@@ -218,6 +224,18 @@ class Memory:
                     if isinstance(x, ast.AugAssign) and isinstance(t, ast.Name) and t.id in (name, base):
                         return False
         return True
+
+    def _after(self, node) -> list:
+        """The statements that follow `node` in the function, at every level around it."""
+        out = []
+        while node in self.parent:
+            up = self.parent[node]
+            for field in ("body", "orelse"):
+                stmts = getattr(up, field, None)
+                if isinstance(stmts, list) and any(s is node for s in stmts):
+                    out += stmts[[i for i, s in enumerate(stmts) if s is node][0] + 1:]
+            node = up
+        return out
 
     def written(self, name: str) -> bool:
         seen, todo = set(), [name]

@@ -585,7 +585,7 @@ def _drop_parameter_copies(fdef, params: list, resolve, stores: dict) -> None:
     `reference` does), so neither copy changes a result; `stores` is updated."""
     f32 = {p.name for p in params if p.shape is not None and p.dtype is lang.f32}
     own = set(stores) | {p.name for p in params}
-    keep, seen_views = [], set()
+    keep = []
     body = list(fdef.body)
     for at, st in enumerate(body):
         drop = False
@@ -595,24 +595,37 @@ def _drop_parameter_copies(fdef, params: list, resolve, stores: dict) -> None:
             src = f.value if isinstance(f, ast.Attribute) and f.attr == "copy" and not v.args else \
                 v.args[0] if len(v.args) == 1 and isinstance(f, ast.Attribute) and f.attr == "copy" and \
                 isinstance(f.value, ast.Name) and f.value.id not in own and resolve(f.value.id) is np else None
-            if isinstance(src, ast.Name) and src.id in f32 and src.id not in seen_views and \
+            if isinstance(src, ast.Name) and src.id in f32 and not _named_before(src.id, body[:at]) and \
                     stores.get(src.id, 0) == (1 if src.id == x else 0):
                 p = src.id
                 later = any(isinstance(n, ast.Name) and n.id == p for b in body[at + 1:] for n in ast.walk(b))
                 if x == p and stores.get(x) == 1:
                     drop = True  # `a = a.copy()`
-                elif x != p and not later:
+                elif x != p and not later and stores.get(x) == 1:
                     # `B = B0.copy()` where nothing reads B0 after: B names B0's memory (a
                     # parameter is the plan's own copy), as PolyBench's in-place form does
                     st.value = ast.copy_location(ast.Name(id=p, ctx=ast.Load()), v)
         if drop:
             stores[x] = 0
             continue
-        for n in ast.walk(st):  # (a view bound before the copy names the caller's memory)
-            if isinstance(n, ast.Assign):
-                seen_views |= {r.id for r in _view_roots(n.value) if isinstance(r, ast.Name)}
         keep.append(st)
     fdef.body = keep or [ast.Pass()]
+
+
+def _named_before(p: str, stmts: list) -> bool:
+    """Whether statements `stmts` name `p` other than for its extents (`p.shape`, `len(p)`):
+    any other mention may bind a view of it (`v = p[0]`, `v: T = p`, `v, s = p[0], 2.0`)."""
+    for st in stmts:
+        parent = {c: n for n in ast.walk(st) for c in ast.iter_child_nodes(n)}
+        for n in ast.walk(st):
+            if isinstance(n, ast.Name) and n.id == p:
+                up = parent.get(n)
+                if isinstance(up, ast.Attribute) and up.attr == "shape":
+                    continue
+                if isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and up.func.id == "len":
+                    continue
+                return True
+    return False
 
 
 _VIEWING = {"transpose", "reshape", "ravel", "squeeze", "swapaxes", "view", "asarray"}

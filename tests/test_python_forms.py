@@ -438,3 +438,40 @@ def test_a_copy_of_a_parameter_nothing_reads_after(tmp_program):
     read_after = tmp_program(PRELUDE + TRMM_COPY.replace("    return B\n", "    return B - B0\n"))
     plan = eqsat.optimize(read_after, dims, target="cpu")
     assert close(plan.run(*args), eqsat.reference(read_after, *args))
+
+
+# a view of the parameter bound before the copy (any syntax): the copy stays a copy
+VIEW_BEFORE_COPY = {
+    "annotated": "    v: f32['N'] = a[0]\n    b = a.copy()\n",
+    "tuple": "    v, s = a[0], 1.0\n    b = a.copy()\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_BEFORE_COPY))
+def test_a_view_bound_before_a_parameter_copy(tmp_program, name):
+    prog = tmp_program(PRELUDE + '@program\ndef p(a: f32["M", "N"]) -> f32["N"]:\n' + VIEW_BEFORE_COPY[name] +
+                       "    for j in range(N):\n        b[0, j] = 5.0\n    return v + 0.0\n")
+    args = random_args(prog, {"M": 3, "N": 4}, seed=11)
+    want = eqsat.reference(prog, *args)
+    for target in ("cpu", "h100"):
+        assert close(eqsat.optimize(prog, {"M": 3, "N": 4}, target=target).run(*args), want), target
+
+
+def test_a_copy_rebound_in_a_loop_stays_a_copy(tmp_program):
+    """`b = a.copy()` then `b = c` in a loop: b is not a view of `a` (the rewrite to `b = a`
+    made the loop's rebinding a refused view rebinding)."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(a: f32["N", "N"], T: int) -> f32["N", "N"]:
+    b = a.copy()
+    for t in range(T):
+        c = zeros((N, N))
+        for i in range(N):
+            for j in range(N):
+                c[i, j] = b[j, i] * 0.5 + 1.0
+        b = c
+    return b
+''')
+    args = random_args(prog, {"N": 4, "T": 3}, seed=12)
+    plan = eqsat.optimize(prog, {"N": 4, "T": 3}, target="cpu")
+    assert close(plan.run(*args), eqsat.reference(prog, *args))

@@ -180,3 +180,38 @@ def test_a_carried_view_of_memory_written_after_it_is_still_refused(tmp_program)
     src = FRESH_EACH_STEP.replace("        r = t\n", "        r = t\n        t[0, 0] = 1.0\n")
     with pytest.raises(eqsat.ProgramError, match="'r' is bound to a view of 't'"):
         tmp_program(src)
+
+
+# memory a step made, shared on past the binding: refused (each was computed wrong as a copy)
+SHARED_AFTER = {
+    "written_after_the_loop": '''
+@program
+def p(x: f32["N"], T: int) -> f32["N"]:
+    r = x + 0.0
+    for k in range(T):
+        t = r * 2.0
+        r = t
+    for j in range(N):
+        t[j] += 1.0
+    return r
+''',
+    "two_names_for_one_step": '''
+@program
+def p(x: f32["N"], T: int) -> f32["N"]:
+    r = x + 0.0
+    q = x + 0.0
+    for k in range(T):
+        for j in range(N):
+            r[j] += 1.0
+        t = r * 2.0 + q
+        q = t
+        r = t
+    return q
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHARED_AFTER))
+def test_a_step_buffer_shared_past_its_binding_is_refused(tmp_program, name):
+    with pytest.raises(eqsat.ProgramError, match="is bound to a view of 't' in a loop"):
+        tmp_program(SHARED_AFTER[name])
