@@ -63,12 +63,8 @@ def unroll(fdef: ast.FunctionDef, buffer_shape) -> int:
 # ------------------------------------------------------------------ finding one
 
 
-def _names(node, ctx) -> list:
-    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)]
-
-
 def _rebinding(s) -> list | None:
-    """[(target names, value names)] of a statement that only rebinds names, else None."""
+    """(target names, value names) of a statement that only rebinds names, else None."""
     if isinstance(s, ast.Assign) and len(s.targets) == 1:
         t, v = s.targets[0], s.value
         if isinstance(t, ast.Name) and isinstance(v, ast.Name):
@@ -104,7 +100,8 @@ def _swap_run(body: list) -> tuple | None:
 
 
 def _find(fdef, buffer_shape):
-    """(loop, its body's run (start, end), the exchange {name: name}) of a ping-pong loop."""
+    """(loop, its body's run (start, end), the exchange {name: name}, the exchanged buffers'
+    shapes) of a ping-pong loop, or None."""
     top = fdef.body
     stores: dict = {}
     for n in ast.walk(fdef):
@@ -119,7 +116,7 @@ def _find(fdef, buffer_shape):
                 continue
             start, end, env = run
             exchange = {x: y for x, y in env.items() if x != y}
-            bufs = [x for x in exchange if x not in _temps(fdef, loop.body[start:end], exchange)]
+            bufs = [x for x in exchange if x not in _temps(fdef, loop.body[start:end])]
             if not bufs or any(exchange.get(exchange[x]) != x or exchange[x] not in bufs for x in bufs):
                 continue  # not a set of exchanges of two among buffers
             perm = {x: exchange[x] for x in bufs}
@@ -158,7 +155,7 @@ def _plain_loop(fdef, loop, run: tuple, perm: dict) -> bool:
     return True
 
 
-def _temps(fdef, run: list, exchange: dict) -> set:
+def _temps(fdef, run: list) -> set:
     """The names the run binds that only carry a binding within it (`tmp`): bound and
     read in the run alone."""
     bound = {t for s in run for t in _rebinding(s)[0]}
