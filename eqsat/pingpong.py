@@ -143,7 +143,13 @@ def _plain_loop(fdef, loop, run: tuple, perm: dict) -> bool:
             return False
     outside_reads = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
                      and id(n) not in inside}
-    if var in outside_reads:
+    # (a read of the variable after the loop, but inside another loop over that name: that
+    # loop's own; before the loop: an earlier binding)
+    own = {id(x) for f in ast.walk(fdef) if isinstance(f, ast.For) and f is not loop and
+           isinstance(f.target, ast.Name) and f.target.id == var for x in ast.walk(f)}
+    end = (loop.end_lineno, loop.end_col_offset)
+    if any(isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Load) and id(n) not in inside and
+           id(n) not in own and (n.lineno, n.col_offset) > end for n in ast.walk(fdef)):
         return False
     in_run = {id(n) for st in loop.body[run[0]:run[1]] for n in ast.walk(st)}
     for n in ast.walk(loop):

@@ -225,3 +225,17 @@ def p(a: f32["N"], T: int) -> f32["N"]:
 def test_an_exchange_that_is_not_ping_pong_is_refused(tmp_program, name):
     with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: "):
         tmp_program(NOT_PING_PONG[name])
+
+
+def test_an_earlier_loop_over_the_same_name(tmp_program, monkeypatch):
+    """An earlier loop reading its own `t` is no read of the ping-pong loop's variable after
+    it (the exchange was refused), nor is a later loop over `t`."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    prog = tmp_program("import numpy as np\n" + JACOBI_TUPLE.replace(
+        "    b = zeros((N,))\n", "    b = zeros((N,))\n    for t in range(N):\n        b[t] = a[t] * 0.0\n").replace(
+        "    return a\n", "    for t in range(N):\n        a[t] += t * 0.5\n    return a\n"))
+    for T in (2, 3):
+        args = random_args(prog, {"N": 7, "T": T}, seed=T)
+        want = eqsat.reference(prog, *args)
+        got = eqsat.optimize(prog, {"N": 7, "T": T}, target="cpu").run(*args)
+        assert rel_err(got, want) < 1e-5, T
