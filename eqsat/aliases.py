@@ -137,7 +137,10 @@ class Memory:
     element or row of it, either way round). A name whose memory nothing writes reads the
     same whether it is a view or a copy."""
 
-    def __init__(self, fdef: ast.FunctionDef):
+    def __init__(self, fdef: ast.FunctionDef, transposes=lambda func: False):
+        """`transposes(func)`: whether a call's callee is the language's transpose (under
+        any name the front end reads as it: `transpose`, `np.transpose`'s `eqsat_lib_`)."""
+        self.transposes = transposes
         self.links: dict = {}
         self.stored: set = set()
         self.parent: dict = {}
@@ -147,19 +150,13 @@ class Memory:
         # name -> the loops with an assignment to it somewhere inside
         self.loops_binding: dict = {}
         for n in ast.walk(fdef):
+            self.stored |= _written_by(n)
             for t, value in _bindings(n):
-                base = _base(t)
-                if isinstance(t, ast.Subscript) and base:
-                    self.stored.add(base)
-                elif isinstance(t, ast.Name):
+                if isinstance(t, ast.Name):
                     self.loops_binding.setdefault(t.id, set()).update(self._loops_around(n))
-                    for src in _viewed(value):
+                    for src in self.viewed(value):
                         self.links.setdefault(t.id, set()).add(src)
                         self.links.setdefault(src, set()).add(t.id)
-            if isinstance(n, ast.AugAssign):
-                base = _base(n.target)
-                if base:
-                    self.stored.add(base)
 
     def _loops_around(self, node) -> list:
         out = []
@@ -206,7 +203,7 @@ class Memory:
                 return False  # (read before it is bound anew: the previous iteration's)
             for t, value in _bindings(b):
                 if isinstance(t, ast.Name) and t.id == base:
-                    fresh = not _viewed(value)
+                    fresh = not self.viewed(value)
         if not fresh:
             return False
         # `base` and `name` share memory with no other name anywhere (`q = t` beside `r = t`)
@@ -214,16 +211,8 @@ class Memory:
             return False
         # and nothing stores into either after this binding: in the rest of the body, and
         # after the loop (the last iteration's `t` is `r`'s memory there)
-        after = [b for b in body[at:]] + self._after(loops[0])
-        for b in after:
-            for x in ast.walk(b):
-                for t in ([x.target] if isinstance(x, ast.AugAssign) else
-                          [t for t, _ in _bindings(x)] if isinstance(x, (ast.Assign, ast.AnnAssign)) else []):
-                    if isinstance(t, ast.Subscript) and _base(t) in (name, base):
-                        return False
-                    if isinstance(x, ast.AugAssign) and isinstance(t, ast.Name) and t.id in (name, base):
-                        return False
-        return True
+        after = body[at:] + self._after(loops[0])
+        return not any(_written_by(x) & {name, base} for b in after for x in ast.walk(b))
 
     def _after(self, node) -> list:
         """The statements that follow `node` in the function, at every level around it."""
@@ -236,6 +225,17 @@ class Memory:
                     out += stmts[[i for i, s in enumerate(stmts) if s is node][0] + 1:]
             node = up
         return out
+
+    def viewed(self, e) -> list:
+        """The names an expression may share memory with (a name, `x.T`, `x[i]`, a
+        transpose of one)."""
+        if isinstance(e, ast.Name):
+            return [e.id]
+        if isinstance(e, ast.Attribute) and e.attr == "T" or isinstance(e, ast.Subscript):
+            return self.viewed(e.value)
+        if isinstance(e, ast.Call) and e.args and self.transposes(e.func):
+            return self.viewed(e.args[0])
+        return []
 
     def written(self, name: str) -> bool:
         seen, todo = set(), [name]
@@ -310,14 +310,10 @@ def _base(t):
     return t.id if isinstance(t, ast.Name) else None
 
 
-def _viewed(e) -> list:
-    """The names an expression may share memory with (a name, `x.T`, `x[i]`, `transpose(x)`)."""
-    if isinstance(e, ast.Name):
-        return [e.id]
-    if isinstance(e, ast.Attribute) and e.attr == "T":
-        return _viewed(e.value)
-    if isinstance(e, ast.Subscript):
-        return _viewed(e.value)
-    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "transpose" and e.args:
-        return _viewed(e.args[0])
-    return []
+def _written_by(n) -> set:
+    """The names whose memory statement `n` itself writes: `a[i] = ...`, `a[i] += ...`,
+    `a += ...` (a tensor updated in place)."""
+    if isinstance(n, ast.AugAssign):
+        base = _base(n.target)
+        return {base} if base else set()
+    return {_base(t) for t, _ in _bindings(n) if isinstance(t, ast.Subscript) and _base(t)}

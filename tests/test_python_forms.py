@@ -475,3 +475,26 @@ def p(a: f32["N", "N"], T: int) -> f32["N", "N"]:
     args = random_args(prog, {"N": 4, "T": 3}, seed=12)
     plan = eqsat.optimize(prog, {"N": 4, "T": 3}, target="cpu")
     assert close(plan.run(*args), eqsat.reference(prog, *args))
+
+
+def test_a_write_through_np_transpose_reaches_the_memory_it_views(tmp_program):
+    """`u = np.transpose(c, (1, 0))` shares c's memory, as `c.T` does: a write through u
+    writes c, so a view of c the loop carries is refused (it was taken as a copy and read
+    c as it was before the write)."""
+    src = PRELUDE + '''
+@program
+def p(c: f32["N", "N"], T: int) -> f32["N"]:
+    y = zeros((N,))
+    u = {view}
+    h = c[0]
+    for t in range(T):
+        for j in range(N):
+            u[j, 0] = u[j, 0] + 1.0
+        for j in range(N):
+            y[j] += h[j]
+        h = c[1]
+    return y
+'''
+    for view in ("c.T", "np.transpose(c, (1, 0))", "transpose(c, (1, 0))"):
+        with pytest.raises(eqsat.ProgramError, match="'h' is a view .* rebound inside a loop"):
+            tmp_program(src.replace("{view}", view))
