@@ -10,6 +10,9 @@ from . import lang
 from .errors import ArgumentError, ProgramError
 from .ir import ie_eval, ie_names
 
+# the comparisons an `assert` on sizes may make (`frontend._Parser.assert_`), as evaluated
+SIZE_COMPARISONS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+                    ast.Eq: operator.eq, ast.NotEq: operator.ne}
 MAX_SIZE = 2**62  # sizes and integer parameters are egglog i64s, with room for their arithmetic
 
 
@@ -164,9 +167,7 @@ def _holds(cond, dims: dict) -> bool:
         return not _holds(parts[0], dims)
     ops, exprs = parts
     values = [ie_eval(e, dims) for e in exprs]
-    table = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-             ast.Eq: operator.eq, ast.NotEq: operator.ne}
-    return all(table[op](a, b) for op, a, b in zip(ops, values, values[1:]))
+    return all(SIZE_COMPARISONS[op](a, b) for op, a, b in zip(ops, values, values[1:]))
 
 
 def random_args(prog, dims: dict, seed: int = 0) -> list:

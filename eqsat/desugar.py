@@ -628,26 +628,6 @@ def _named_before(p: str, stmts: list) -> bool:
     return False
 
 
-_VIEWING = {"transpose", "reshape", "ravel", "squeeze", "swapaxes", "view", "asarray"}
-
-
-def _view_roots(e) -> list:
-    """The names an expression may share memory with, conservatively: through `.T`, any
-    subscript, and calls that may return a view (`np.transpose(x)`, `x.reshape(...)`)."""
-    while True:
-        if isinstance(e, ast.Name):
-            return [e]
-        if isinstance(e, ast.Attribute) and e.attr == "T" or isinstance(e, ast.Subscript):
-            e = e.value
-        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _VIEWING:
-            e = e.args[0] if isinstance(e.func.value, ast.Name) and e.func.value.id in ("np", "numpy") and \
-                e.args else e.func.value
-        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in _VIEWING and e.args:
-            e = e.args[0]
-        else:
-            return []
-
-
 def _drop_size_rebinds(fdef, sizes: set) -> None:
     """Remove `N = x.shape[1]` and `M, N = x.shape` where they bind each size to itself
     (after the rewrites above: `N = N`): Python rebinds the name to the value it has."""

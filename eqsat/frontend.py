@@ -16,14 +16,12 @@ import inspect
 import numpy as np
 
 from . import aliases, desugar, lang, pingpong
+from .args import SIZE_COMPARISONS
 from .errors import Loc, ProgramError
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, Param, Program, Ref, Select, Store,
     Transpose, ie_eval, ie_names,
 )
-
-
-_SIZE_CMP = {ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq}  # (what an `assert` on sizes compares with)
 
 
 def program(fn) -> Program:
@@ -382,7 +380,7 @@ class _Parser:
                 return ("and" if isinstance(e.op, ast.And) else "or", tuple(cond(v) for v in e.values))
             if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
                 return ("not", cond(e.operand))
-            if isinstance(e, ast.Compare) and all(type(o) in _SIZE_CMP for o in e.ops):
+            if isinstance(e, ast.Compare) and all(type(o) in SIZE_COMPARISONS for o in e.ops):
                 try:
                     return ("cmp", tuple(type(o) for o in e.ops),
                             tuple(self.iexpr(x) for x in [e.left] + e.comparators))
