@@ -56,7 +56,8 @@ import math
 
 import numpy as np
 
-from . import lang
+from . import lang, sections
+from .hoisting import Hoisting as _Hoisting
 
 LIB = "eqsat_lib_"  # prefix of the names eqsat binds to the language's functions
 # library functions that are the language's, by their object
@@ -96,10 +97,15 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             stores[n.id] = stores.get(n.id, 0) + 1
     _drop_parameter_copies(fdef, params, resolve, stores)
+    _rename_self_views(fdef, stores)
+    sections.check_bounds(fdef, sizes, stores)
     env = _Env(fdef, params, sizes, resolve, stores)
     fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
     env.visit(fdef)
-    fdef.body = _Reductions(env).block(fdef.body)
+    reductions = _Reductions(env)
+    fdef.body = reductions.block(fdef.body)
+    fdef.body = sections.Scalarize(env, fdef).block(fdef.body)
+    fdef.body = reductions.block(fdef.body)  # (of what the slices' pass computed into buffers)
     _drop_size_rebinds(fdef, sizes)
     _loops_without_continue(fdef.body, [0])
     ast.fix_missing_locations(fdef)
@@ -116,12 +122,79 @@ class _Env(ast.NodeTransformer):
         self.not_scalars: set = set()
         self.sizes = sizes
         self.stores = stores
+        self.elements = sections.Elements(self)  # (fresh names for the slices' loops)
+        # `t = a.T` (or np.transpose(a)), each name bound once: t's memory is a's
+        self._tviews = {}
+        for n in ast.walk(fdef):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and \
+                    stores.get(n.targets[0].id) == 1:
+                v = n.value
+                if isinstance(v, ast.Call) and self.callee(v.func) is np.transpose and len(v.args) == 1 and \
+                        not v.keywords:
+                    v = ast.Attribute(value=v.args[0], attr="T", ctx=ast.Load())
+                if isinstance(v, ast.Attribute) and v.attr == "T" and isinstance(v.value, ast.Name) and \
+                        stores.get(v.value.id, 0) <= 1:
+                    self._tviews[n.targets[0].id] = v.value
         # declared shapes (lists of expressions) and whether float32
         self.shapes: dict = {}
+        declared = {}
         for p in params:
-            if p.shape is not None and not stores.get(p.name):
-                self.shapes[p.name] = ([ast.Name(id=d, ctx=ast.Load()) if isinstance(d, str) else ast.Constant(d)
-                                        for d in p.shape], p.dtype is lang.f32)
+            if p.shape is not None:
+                declared[p.name] = ([ast.Name(id=d, ctx=ast.Load()) if isinstance(d, str) else ast.Constant(d)
+                                     for d in p.shape], p.dtype is lang.f32)
+                if not stores.get(p.name):
+                    self.shapes[p.name] = declared[p.name]
+        self._rebound_shapes(fdef, declared)
+
+    def _rebound_shapes(self, fdef, declared: dict) -> None:
+        """Names bound more than once (or parameters bound again) whose every binding has
+        one shape: ping-pong buffers (`a, b = b, a`), a buffer allocated again in a loop.
+        The largest such set: every name assumed to have its declaration's or allocation's
+        shape, names with a binding of another (or unknown) shape dropped until none is."""
+        values: dict = {}  # name -> the values bound to it (None: one that is not told)
+        for n in ast.walk(fdef):
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    if isinstance(t, ast.Name):
+                        values.setdefault(t.id, []).append(n.value)
+                    elif isinstance(t, (ast.Tuple, ast.List)):
+                        pair = isinstance(n.value, (ast.Tuple, ast.List)) and len(n.value.elts) == len(t.elts)
+                        for k, x in enumerate(t.elts):
+                            for y in ast.walk(x):
+                                if isinstance(y, ast.Name) and isinstance(y.ctx, ast.Store):
+                                    values.setdefault(y.id, []).append(n.value.elts[k] if pair and y is x else None)
+            elif isinstance(n, (ast.AnnAssign, ast.For, ast.With, ast.comprehension)) or \
+                    (isinstance(n, ast.AugAssign) and not isinstance(n.target, ast.Name)):
+                target = n.target if not isinstance(n, ast.With) else None
+                for y in ast.walk(target) if target is not None else ():
+                    if isinstance(y, ast.Name) and isinstance(y.ctx, ast.Store):
+                        values.setdefault(y.id, []).append(None)
+        seeds = {}
+        for name in set(values) | set(declared):
+            vs = values.get(name, [])  # (a parameter only updated, `A -= e`, has none)
+            if name in self.shapes or self.stores.get(name, 0) < 1 or (name not in declared and len(vs) < 2):
+                continue
+            seed = declared.get(name) or next((a for a in map(self._allocated, vs) if a is not None), None)
+            if seed is not None and all(v is not None for v in vs):
+                seeds[name] = seed
+        self.shapes.update(seeds)
+        changed = True
+        while changed:
+            changed = False
+            for name in list(seeds):
+                if not all(_same_shape(self.value_shape(v) if self._allocated(v) is None else self._allocated(v),
+                                       seeds[name]) for v in values.get(name, [])):
+                    del seeds[name], self.shapes[name]
+                    changed = True
+
+    def _allocated(self, v):
+        """(extents, float32) of `np.zeros(shape)`, `np.empty(shape, dtype=...)` and alike, else None."""
+        if isinstance(v, ast.Call) and v.args and all(k.arg == "dtype" for k in v.keywords) and \
+                (self.callee(v.func) in (np.zeros, np.empty, lang.zeros, lang.empty) or
+                 (isinstance(v.func, ast.Name) and library_name(v.func.id) in ("zeros", "empty"))):
+            arg = v.args[0]
+            return ([copy.deepcopy(x) for x in (arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg])], True)
+        return None
 
     # ------------------------------------------------------------------ names
     def callee(self, f):
@@ -134,10 +207,18 @@ class _Env(ast.NodeTransformer):
                 return getattr(mod, f.attr, None)
         return None
 
+    def transposed_views(self) -> dict:
+        return self._tviews
+
     def shape(self, e):
-        """(declared extents, float32) of a named tensor or of a row of it (`x[i]`)."""
+        """(declared extents, float32) of a named tensor, a row of it (`x[i]`) or a section
+        of it (`x[1:, k]`, `eqsat/sections.py`)."""
         if isinstance(e, ast.Name) and e.id in self.shapes:
             return self.shapes[e.id]
+        if isinstance(e, ast.Subscript):
+            sec = sections.parse(e, self)
+            if sec is not None:
+                return sec.dims, sec.f32
         if isinstance(e, ast.Subscript) and not _has_slice(e.slice):
             got = self.shape(e.value)
             k = len(_index_elts(e.slice))
@@ -167,6 +248,8 @@ class _Env(ast.NodeTransformer):
             return self.value_shape(e.operand)
         if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
             return _same(self.value_shape(e.left), self.value_shape(e.right))
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Pow) and self.value_shape(e.right) is SCALAR:
+            return self.value_shape(e.left)
         if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):  # (of one or two axes each)
             a, b = self.value_shape(e.left), self.value_shape(e.right)
             if a is None or b is None or a is SCALAR or b is SCALAR or not 1 <= len(a[0]) <= 2 or \
@@ -176,15 +259,52 @@ class _Env(ast.NodeTransformer):
         if isinstance(e, ast.Attribute) and e.attr == "T":
             a = self.value_shape(e.value)
             return None if a is None or a is SCALAR else (list(reversed(a[0])), a[1])
+        if isinstance(e, ast.Call):
+            got = self._reduced_shape(e)
+            if got is not None:
+                return got
         if isinstance(e, ast.Call) and not e.keywords:
             canon = library_name(e.func.id) if isinstance(e.func, ast.Name) else _alias(self.callee(e.func))
+            if canon is None and isinstance(e.func, ast.Name):  # (`relu(x)`: the language's own)
+                obj = self.resolve(e.func.id)
+                canon = next((k for k, f in {**lang.UNARY, **lang.BINARY}.items() if f is obj), None)
             if canon in lang.UNARY and len(e.args) == 1:
                 return self.value_shape(e.args[0])
             if canon in lang.BINARY and len(e.args) == 2:
                 return _same(self.value_shape(e.args[0]), self.value_shape(e.args[1]))
+            if self.callee(e.func) is np.outer and len(e.args) == 2:  # (of vectors: eqsat/sections.py)
+                a, b = self.value_shape(e.args[0]), self.value_shape(e.args[1])
+                if a is None or b is None or a is SCALAR or b is SCALAR or len(a[0]) != 1 or len(b[0]) != 1:
+                    return None
+                return (a[0] + b[0], a[1] and b[1])
             if _REDUCTIONS.get(self.callee(e.func)) and len(e.args) == 1:
                 return SCALAR if self.value_shape(e.args[0]) is not None else None
         return None
+
+    def _reduced_shape(self, e):
+        """The shape of `np.sum(x, axis=k)`, `x.max(axis=k)`, ... (`_Reductions` computes
+        them): x's without axis k, a scalar without an axis; else None."""
+        kws = {k.arg: k.value for k in e.keywords}
+        f = e.func
+        if self.callee(f) in _REDUCTIONS and 1 <= len(e.args) <= 2:
+            x, axis = e.args[0], e.args[1] if len(e.args) == 2 else kws.pop("axis", None)
+        elif isinstance(f, ast.Attribute) and f.attr in _METHODS and len(e.args) <= 1 and self.callee(f) is None:
+            x, axis = f.value, e.args[0] if e.args else kws.pop("axis", None)
+        else:
+            return None
+        got = self.value_shape(x)
+        if kws or got is None or got is SCALAR:
+            return None
+        if axis is None:
+            return SCALAR
+        if not got[1]:
+            return None
+        a = _number(axis)
+        if type(a) is not int or not -len(got[0]) <= a < len(got[0]):
+            return None
+        a %= len(got[0])
+        rest = got[0][:a] + got[0][a + 1:]
+        return (rest, True) if rest else SCALAR
 
     def is_int(self, e) -> bool:
         if isinstance(e, ast.Constant):
@@ -546,6 +666,11 @@ def _same(a, b):
     return (a[0], a[1] and b[1]) if dump[0] == dump[1] else None
 
 
+def _same_shape(a, b) -> bool:
+    return a is not None and b is not None and a is not SCALAR and b is not SCALAR and a[1] == b[1] and \
+        sections.same_dims(a[0], b[0])
+
+
 def _alias(obj) -> str | None:
     try:
         return ALIASES.get(obj)
@@ -610,6 +735,49 @@ def _drop_parameter_copies(fdef, params: list, resolve, stores: dict) -> None:
             continue
         keep.append(st)
     fdef.body = keep or [ast.Pass()]
+
+
+def _rename_self_views(fdef, stores: dict) -> None:
+    """`X = X.T` (or `X = np.transpose(X, ...)`, `X = X[i]`) at the top of the function: the
+    name is bound to a view of its own old memory, which no name then holds; the view gets
+    a name of its own, read by the statements after it up to the next binding of X (the
+    front end's views are of named memory). Only where every later binding of X is such a
+    top-level assignment (else left as written: the front end refuses it)."""
+    body = fdef.body
+    count = 0
+    for at, st in enumerate(body):
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+            continue
+        x = st.targets[0].id
+        v = st.value
+        root = v
+        while isinstance(root, (ast.Attribute, ast.Subscript)) or (isinstance(root, ast.Call) and root.args):
+            if isinstance(root, ast.Attribute) and root.attr != "T":
+                break
+            root = root.value if not isinstance(root, ast.Call) else root.args[0]
+        view = isinstance(root, ast.Name) and root.id == x and (
+            (isinstance(v, ast.Attribute) and v.attr == "T") or isinstance(v, ast.Subscript) or
+            (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "transpose"))
+        if not view:
+            continue
+        later = body[at + 1:]
+        end = next((k for k, b in enumerate(later) if isinstance(b, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == x for t in b.targets)), len(later))
+        nested = [n for b in later[:end] for n in ast.walk(b) if isinstance(n, ast.Name) and n.id == x and
+                  isinstance(n.ctx, ast.Store) and not (isinstance(b, ast.AugAssign) and n is b.target)]
+        if nested:
+            continue
+        new = f"eqsat_view{count}_{x}"
+        count += 1
+        st.targets[0] = ast.copy_location(ast.Name(id=new, ctx=ast.Store()), st.targets[0])
+        stores[new] = 1
+        stores[x] -= 1
+        rename = _Renamed({x: new})
+        for k in range(end):
+            body[at + 1 + k] = rename.visit(body[at + 1 + k])
+        if end < len(later):  # (the binding that ends it reads the view in its value)
+            b = later[end]
+            b.value = rename.visit(b.value)
 
 
 def _named_before(p: str, stmts: list) -> bool:
@@ -700,73 +868,6 @@ def _no_continue(stmts: list, copied: list) -> list:
 # ---------------------------------------------------------------------- sum(generator)
 
 
-class _Hoisting(ast.NodeTransformer):
-    """Rewrites expressions into names computed by statements just before the statement
-    that holds them (an `if`'s test: before the `if`)."""
-
-    def __init__(self):
-        self.count = 0
-        self.pending: list = []  # statements computing what the current statement reads
-
-    guards: list = []  # conditions under which the expression being visited is evaluated
-
-    def visit_IfExp(self, n):
-        """`a if c else b`: Python evaluates `a` only where c holds, `b` where it fails, so
-        what they hoist runs under that condition (a sum over `x[i - 1]` guarded by i > 0)."""
-        n.test = self.visit(n.test)
-        n.body = self.guarded(n.test, n.body)
-        n.orelse = self.guarded(ast.UnaryOp(op=ast.Not(), operand=n.test), n.orelse)
-        return n
-
-    def visit_BoolOp(self, n):
-        """`a and b` evaluates b only where a holds; `a or b` where it fails."""
-        out = []
-        for k, v in enumerate(n.values):
-            if k == 0:
-                out.append(self.visit(v))
-                continue
-            before = out[0] if k == 1 else ast.BoolOp(op=n.op, values=list(out))
-            cond = before if isinstance(n.op, ast.And) else ast.UnaryOp(op=ast.Not(), operand=before)
-            out.append(self.guarded(cond, v))
-        n.values = out
-        return n
-
-    def guarded(self, cond, e):
-        self.guards = self.guards + [copy.deepcopy(cond)]
-        try:
-            return self.visit(e)
-        finally:
-            self.guards = self.guards[:-1]
-
-    def place(self, stmts: list, at, init: int = 1) -> None:
-        """Hoist `stmts` before the current statement; past the first `init` of them (what
-        binds the result), under the current guards."""
-        if self.guards and len(stmts) > init:
-            test = self.guards[0] if len(self.guards) == 1 else ast.BoolOp(op=ast.And(), values=list(self.guards))
-            stmts = stmts[:init] + [ast.If(test=copy.deepcopy(test), body=stmts[init:], orelse=[])]
-        for st in stmts:
-            ast.copy_location(st, at)
-            for sub in ast.walk(st):
-                if not hasattr(sub, "lineno"):
-                    ast.copy_location(sub, at)
-        self.pending += stmts
-
-    def block(self, stmts: list) -> list:
-        out = []
-        for s in stmts:
-            if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.If)):
-                if isinstance(s, ast.If):
-                    s.test = self.visit(s.test)
-                else:
-                    s = self.visit(s)
-                pending, self.pending = self.pending, []
-                out += self.block(pending)  # (a sum inside a sum's term: computed in its loop)
-            if isinstance(s, (ast.If, ast.For)):
-                s.body, s.orelse = self.block(s.body), self.block(s.orelse)
-            out.append(s)
-        return out
-
-
 class _Sums(_Hoisting):
     """`sum(e for k in range(n))` as an accumulator computed before its statement."""
 
@@ -831,7 +932,10 @@ class _Reductions(_Hoisting):
         if got is None or got is SCALAR or not got[1]:
             return n
         lead = []  # (a row `x[i]`: its elements are x[i, ...])
-        if isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name) and not _has_slice(x.slice):
+        elem_of = self._elements_of(x, got[0]) if sections.contains_section(x, self.env) else None
+        if elem_of is not None:
+            pass  # (a slice expression, read element by element)
+        elif isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name) and not _has_slice(x.slice):
             x, lead = x.value, _index_elts(x.slice)
         elif not isinstance(x, ast.Name):  # (an expression: computed once, then indexed)
             if self.guards:
@@ -848,9 +952,27 @@ class _Reductions(_Hoisting):
             axis = a % len(dims)
             if len(dims) == 1:
                 axis = None
-        return self.reduce(n, kind, x, lead, dims, axis)
+        return self.reduce(n, kind, x, lead, dims, axis, elem_of)
 
-    def reduce(self, n, kind: str, x, lead: list, dims: list, axis):
+    def _elements_of(self, x, dims: list):
+        """`idx -> x's element there` for an expression over slices that reads element by
+        element with nothing computed before (`eqsat/sections.py`), else None."""
+        def elem_of(idx):
+            pre: list = []
+            out = self.env.elements.element(x, idx, pre, dims)
+            if pre:  # (a product inside: computed into a buffer first instead)
+                raise sections.NotElementwise
+            return out
+
+        try:
+            elem_of([ast.Name(id="eqsat_probe", ctx=ast.Load()) for _ in dims])
+        except sections.NotElementwise:
+            return None
+        return elem_of
+
+    def reduce(self, n, kind: str, x, lead: list, dims: list, axis, elem_of=None):
+        """Loops before the statement computing the reduction; `elem_of(index names)`, where
+        given, is the element of `x` at them (else `x[lead + index]`)."""
         acc = f"eqsat_red{self.count}"
         self.count += 1
         idx = [f"{acc}_{d}" for d in range(len(dims))]
@@ -874,8 +996,9 @@ class _Reductions(_Hoisting):
             return body
 
         start = {"sum": 0.0, "mean": 0.0, "max": -math.inf, "min": math.inf}[kind]
-        elem = ast.Subscript(value=copy.deepcopy(x), slice=ast.Tuple(
-            elts=[copy.deepcopy(e) for e in lead] + [name(i) for i in idx], ctx=ast.Load()), ctx=ast.Load())
+        elem = elem_of([name(i) for i in idx]) if elem_of is not None else ast.Subscript(
+            value=copy.deepcopy(x), slice=ast.Tuple(elts=[copy.deepcopy(e) for e in lead] + [name(i) for i in idx],
+                                                    ctx=ast.Load()), ctx=ast.Load())
         if kind in ("sum", "mean"):
             step = ast.BinOp(left=at(keep, ast.Load()), op=ast.Add(), right=elem)
         else:  # (numpy's: NaN propagates)

@@ -149,6 +149,10 @@ class _Parser:
         # Python's other spellings of the language's forms (`A[i][j]`, `x.shape[0]`, `np.exp`)
         sizes = {nm for nm, (kind, _) in self.sym.items() if kind == "dim"} | set(out_dims)
         desugar.rewrite(fdef, params, sizes, self.resolve_global)
+        refused = [x for x in ast.walk(fdef) if isinstance(x, ast.Subscript) and getattr(x, "eqsat_why", None)]
+        if refused:  # (a slice read otherwise than numpy reads it: the first, with why)
+            x = min(refused, key=lambda x: (x.lineno, x.col_offset))
+            raise self.err(x, f"`{ast.unparse(x)}`: {x.eqsat_why}")
         # loops that swap which buffers two names denote: unrolled by two
         pingpong.unroll(fdef, lambda name, stmt: self.buffer_shape(params, name, stmt))
         # integer locals naming an index (`ih = 2 * oh + kh - 1`) substituted into their uses
@@ -430,6 +434,8 @@ class _Parser:
                 stored = True
                 written |= {x.id for x in ast.walk(t) if isinstance(x, ast.Name)}
         out = [self.stmt(s, top) for s in pre + binds]
+        if pre:  # (`block` puts these in its place: the IR reads the temporaries by name)
+            n.eqsat_split = pre + binds
         return [x for s in out for x in (s if isinstance(s, list) else [s]) if x is not None]
 
     def if_(self, n: ast.If, top: bool):
@@ -450,6 +456,9 @@ class _Parser:
                 out += s
             elif s is not None:
                 out.append(s)
+        if any(getattr(b, "eqsat_split", None) for b in stmts):
+            # the syntax as the statements read it (`unpack`): a nest kept as written runs it
+            stmts[:] = [x for b in stmts for x in (getattr(b, "eqsat_split", None) or [b])]
         return out
 
     def cond(self, e):
@@ -596,6 +605,9 @@ class _Parser:
             # `v = c`, `v = c.T`, `r = c[i]`: a second name for the same memory, as in numpy
             if name in self.sym and self.sym[name][1] is None:
                 raise self.err(target, f"{name!r} changes between scalar and tensor")
+            if _view_parts(val)[0] == name:  # (at the top of the function desugar renames the view)
+                raise self.err(target, f"{name!r} is bound to a view of its own memory: numpy then names the view "
+                                       f"and no name is left for the memory; use another name for the view")
             self.views[name] = (val, len(self.loop_stack), loc)
             return None
         if aug is not None:
@@ -716,7 +728,16 @@ class _Parser:
         idx = []
         for e in elts:
             if isinstance(e, ast.Slice):
-                raise self.err(e, "slices like `a[:, i]` are not supported; index leading axes only (`a[i]`)")
+                why = getattr(node, "eqsat_why", None)
+                ty = self.sym.get(node.value.id, (None, None))[1]
+                if why is None and ty is not None and len(elts) > len(ty):
+                    why = (f"{node.value.id!r} has rank {len(ty)} but is indexed with {len(elts)} indices "
+                           f"(slices included)")
+                raise self.err(e, f"`{ast.unparse(node)}`: " + (why or (
+                    "this slice is not supported here: a slice of a named tensor of known shape is read or "
+                    "stored element by element (bounds are integer expressions, a negative constant counts "
+                    "from the end, a step is a positive constant or -1 over a whole axis), in arithmetic, "
+                    "library functions, `@`, sums and stores into a slice")))
             idx.append(self.index(e))
         return node.value.id, tuple(idx)
 

@@ -381,7 +381,8 @@ def test_what_a_condition_guards_is_computed_under_it(tmp_program):
 
 @pytest.mark.parametrize("src,phrase", [
     ("    y = np.full((N,), 2)\n    for i in range(N):\n        y[i] += x[i]\n    return y", "np.full"),
-    ("    y = np.empty((N,))\n    for i in range(N):\n        y[i] = x[i, :, :]\n    return y", "slices"),
+    ("    y = np.empty((N,))\n    for i in range(N):\n        y[i] = x[i, :, :]\n    return y",
+     "'x' has rank 2 but is indexed with 3 indices"),
     ("    return math.exp(x)", "math.exp takes a number"),
 ], ids=["int_fill", "too_many_indices", "math_of_a_tensor"])
 def test_what_python_would_not_run_is_refused(tmp_program, src, phrase):
@@ -498,3 +499,24 @@ def p(c: f32["N", "N"], T: int) -> f32["N"]:
     for view in ("c.T", "np.transpose(c, (1, 0))", "transpose(c, (1, 0))"):
         with pytest.raises(eqsat.ProgramError, match="'h' is a view .* rebound inside a loop"):
             tmp_program(src.replace("{view}", view))
+
+
+def test_reductions_of_reductions_and_powers(tmp_program):
+    """A local bound to `A.sum(axis=0)` has the shape numpy gives it, so `np.sum` of it is a
+    reduction too; `np.mean((x[i] - mu) ** 2)` reads `**` of a tensor elementwise (both were
+    refused: a probe's ports)."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(A: f32["N", "M"]) -> tuple[f32, f32["N"], f32]:
+    cs = A.sum(axis=0)
+    var = np.zeros((N,), dtype=np.float32)
+    for i in range(N):
+        mu = np.mean(A[i])
+        var[i] = np.mean((A[i] - mu) ** 2)
+    return np.sum(cs), var, np.max(np.min(A, axis=1))
+''')
+    A = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    want = (A.sum(axis=0).sum(), A.var(axis=1), A.min(axis=1).max())
+    plan = eqsat.optimize(prog, {"N": 3, "M": 4})
+    for got, w in zip(plan.run(A), want):
+        np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,74 @@
+"""Expressions rewritten into names that statements just before their statement compute
+(`Hoisting`): the base of desugar's sums and reductions and of the slices' products
+(`eqsat/sections.py`)."""
+from __future__ import annotations
+
+import ast
+import copy
+
+
+class Hoisting(ast.NodeTransformer):
+    """Rewrites expressions into names computed by statements just before the statement
+    that holds them (an `if`'s test: before the `if`)."""
+
+    def __init__(self):
+        self.count = 0
+        self.pending: list = []  # statements computing what the current statement reads
+
+    guards: list = []  # conditions under which the expression being visited is evaluated
+
+    def visit_IfExp(self, n):
+        """`a if c else b`: Python evaluates `a` only where c holds, `b` where it fails, so
+        what they hoist runs under that condition (a sum over `x[i - 1]` guarded by i > 0)."""
+        n.test = self.visit(n.test)
+        n.body = self.guarded(n.test, n.body)
+        n.orelse = self.guarded(ast.UnaryOp(op=ast.Not(), operand=n.test), n.orelse)
+        return n
+
+    def visit_BoolOp(self, n):
+        """`a and b` evaluates b only where a holds; `a or b` where it fails."""
+        out = []
+        for k, v in enumerate(n.values):
+            if k == 0:
+                out.append(self.visit(v))
+                continue
+            before = out[0] if k == 1 else ast.BoolOp(op=n.op, values=list(out))
+            cond = before if isinstance(n.op, ast.And) else ast.UnaryOp(op=ast.Not(), operand=before)
+            out.append(self.guarded(cond, v))
+        n.values = out
+        return n
+
+    def guarded(self, cond, e):
+        self.guards = self.guards + [copy.deepcopy(cond)]
+        try:
+            return self.visit(e)
+        finally:
+            self.guards = self.guards[:-1]
+
+    def place(self, stmts: list, at, init: int = 1) -> None:
+        """Hoist `stmts` before the current statement; past the first `init` of them (what
+        binds the result), under the current guards."""
+        if self.guards and len(stmts) > init:
+            test = self.guards[0] if len(self.guards) == 1 else ast.BoolOp(op=ast.And(), values=list(self.guards))
+            stmts = stmts[:init] + [ast.If(test=copy.deepcopy(test), body=stmts[init:], orelse=[])]
+        for st in stmts:
+            ast.copy_location(st, at)
+            for sub in ast.walk(st):
+                if not hasattr(sub, "lineno"):
+                    ast.copy_location(sub, at)
+        self.pending += stmts
+
+    def block(self, stmts: list) -> list:
+        out = []
+        for s in stmts:
+            if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.If)):
+                if isinstance(s, ast.If):
+                    s.test = self.visit(s.test)
+                else:
+                    s = self.visit(s)
+                pending, self.pending = self.pending, []
+                out += self.block(pending)  # (a sum inside a sum's term: computed in its loop)
+            if isinstance(s, (ast.If, ast.For)):
+                s.body, s.orelse = self.block(s.body), self.block(s.orelse)
+            out.append(s)
+        return out

@@ -1,0 +1,885 @@
+"""Numpy's basic slices, `a[:, k]`, `a[1:-1]`, `x[:i]`, `a[::2]`, `a.T[k]` (array sections),
+rewritten into the language's forms before the front end reads them (a part of
+`eqsat/desugar.py`'s pass):
+
+- a store into a section, `q[:, k] = a[:, k] / nrm` or `a[1:-1] += e`, is a loop nest over
+  the section's axes storing each element (numpy's right-aligned broadcasting: a scalar, or
+  a value of the section's trailing axes); where the value reads the memory it writes other
+  than at the element stored (`a[1:] = a[:-1]`), the value is computed into a new buffer
+  first, as numpy computes the right-hand side before storing;
+- `y = e` where `e` is a tensor expression over sections is `y = zeros(shape)` and the loop
+  nest storing each element of `e`; `y = a[:, k]` alone is a view in numpy: taken as a copy
+  only where neither `y` nor the memory it views is written anywhere in the function
+  (else left for the front end to refuse, with the reason);
+- `u @ v` over sections is the sum of products (a dot product, a row of a matrix-vector
+  product: an accumulator loop where its element is needed); other tensor expressions over
+  sections are computed into a new buffer just before the statement that reads them;
+- `np.sum(e)`, `np.max(e)`, ... of such an expression index it element by element
+  (`desugar._Reductions`, through `element`).
+
+A bound is an integer expression; a negative constant counts from the end (`a[:-1]` is
+`a[:N - 1]`). numpy also counts a bound from the end where an expression is negative
+(`x[:i - 1]` at i = 0 is all of x but its last element), and clamps a bound past the end:
+so `check_bounds` proves every other bound non-negative from the ranges of the loops
+around it, or adds the size condition that makes it so as an `assert` at the top of the
+function (checked when the sizes are known), or marks the slice refused; a bound past the
+end reads outside its tensor, which `eqsat/bounds.py` refuses at the sizes. A step is a
+positive integer constant, or -1 over a whole axis (`a[::-1]`).
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+from . import lang
+from .hoisting import Hoisting
+
+SEC = "eqsat_sec"  # prefix of this pass's names
+
+
+class NotElementwise(Exception):
+    """The expression cannot be read element by element here (left as written)."""
+
+
+# ---------------------------------------------------------------------- affine bounds
+
+
+def affine(e, atoms: dict | None = None) -> dict | None:
+    """`e` (integer syntax) as {name: coefficient, "": constant}; a non-affine part whose
+    names are all in `atoms`' keys ... is kept whole under its source text (when `atoms` is
+    given: then atoms[text] = the node). None where `e` is not of that form."""
+    if isinstance(e, ast.Constant) and type(e.value) is int:
+        return {"": e.value}
+    if isinstance(e, ast.Name):
+        return {e.id: 1}
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        a = affine(e.operand, atoms)
+        return None if a is None else ({k: -v for k, v in a.items()} if isinstance(e.op, ast.USub) else a)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
+        a, b = affine(e.left, atoms), affine(e.right, atoms)
+        if a is None or b is None:
+            return None
+        s = -1 if isinstance(e.op, ast.Sub) else 1
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = out.get(k, 0) + s * v
+        return {k: v for k, v in out.items() if v or k == ""}
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult):
+        a, b = affine(e.left, atoms), affine(e.right, atoms)
+        if a is not None and b is not None:
+            for x, y in ((a, b), (b, a)):
+                if set(x) <= {""}:
+                    c = x.get("", 0)
+                    return {k: c * v for k, v in y.items() if c * v or k == ""}
+    if atoms is not None:
+        text = "(" + ast.unparse(e) + ")"
+        atoms[text] = e
+        return {text: 1}
+    return None
+
+
+def build(a: dict, atoms: dict | None = None):
+    """The syntax of affine form `a` (names in order, the constant last)."""
+    out = None
+    for k in sorted(x for x in a if x != ""):
+        c = a[k]
+        if not c:
+            continue
+        term = copy.deepcopy(atoms[k]) if atoms and k in atoms else ast.Name(id=k, ctx=ast.Load())
+        mag = abs(c)
+        if mag != 1:
+            term = ast.BinOp(left=ast.Constant(mag), op=ast.Mult(), right=term)
+        if out is None:
+            out = term if c > 0 else ast.UnaryOp(op=ast.USub(), operand=term)
+        else:
+            out = ast.BinOp(left=out, op=ast.Add() if c > 0 else ast.Sub(), right=term)
+    c = a.get("", 0)
+    if out is None:
+        return ast.Constant(c)
+    if c:
+        out = ast.BinOp(left=out, op=ast.Add() if c > 0 else ast.Sub(), right=ast.Constant(abs(c)))
+    return out
+
+
+def canonical(e):
+    """`e` rebuilt from its affine form, its other parts (`N // 2`) kept whole, so `N - 1 - 1`
+    and `N - 2` read the same, and `N // 2 * 2 - N // 2` and `N // 2`."""
+    return _combine(e, None, 0)
+
+
+def _combine(x, y, sign: int):
+    """`x + sign * y` (y None: x alone), canonical."""
+    atoms: dict = {}
+    a = affine(x, atoms)
+    out = dict(a)
+    if y is not None:
+        for k, v in affine(y, atoms).items():
+            out[k] = out.get(k, 0) + sign * v
+    return build({k: v for k, v in out.items() if v or k == ""}, atoms)
+
+
+def _minus(hi, lo):
+    return _combine(hi, lo, -1)
+
+
+def _plus(a, b):
+    return _combine(a, b, 1)
+
+
+def _negative_constant(e):
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) and \
+            type(e.operand.value) is int and e.operand.value > 0:
+        return -e.operand.value
+    if isinstance(e, ast.Constant) and type(e.value) is int and e.value < 0:
+        return e.value
+    return None
+
+
+def _step(s: ast.Slice):
+    """A slice's step: a positive int, -1, or None where unsupported."""
+    if s.step is None:
+        return 1
+    v = s.step
+    if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub) and isinstance(v.operand, ast.Constant) and \
+            v.operand.value == 1 and type(v.operand.value) is int:
+        return -1
+    if isinstance(v, ast.Constant) and type(v.value) is int and v.value >= 1:
+        return v.value
+    return None
+
+
+def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
+    """Before the other rewrites: every slice bound that is neither absent nor a negative
+    constant is proved non-negative (module docstring), given the loops around it; where
+    that needs a condition on sizes, `assert cond` is added at the top of the function;
+    where it cannot be told, the subscript is marked (`eqsat_why`) and left as written."""
+    single = {}  # names bound once, to their value (an integer local: `n = N - 1`)
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and \
+                stores.get(n.targets[0].id) == 1:
+            single[n.targets[0].id] = n.value
+    asserts: dict = {}
+
+    def minimum(e, loops: dict, depth=0):
+        """The least value of integer expression `e` as an affine form over sizes and size
+        expressions, or None where it cannot be told."""
+        atoms: dict = {}
+        a = affine(e, atoms)
+        if a is None or depth > 8:
+            return None, atoms
+        for _ in range(64):
+            var = next((k for k in a if k != "" and k not in atoms and k not in sizes), None)
+            if var is None:
+                for node in atoms.values():  # (opaque parts: of sizes only, or a tensor's extent)
+                    if not _shape_read(node) and any(isinstance(x, ast.Name) and x.id not in sizes
+                                                     for x in ast.walk(node)):
+                        return None, atoms
+                return a, atoms
+            c = a.pop(var)
+            if var in loops:
+                lo, hi = loops[var]
+                bound = lo if c > 0 else hi
+            elif var in single:
+                bound = single[var]
+            else:
+                return None, atoms
+            if bound is None:
+                return None, atoms
+            b = affine(bound, atoms)
+            if b is None:
+                return None, atoms
+            for k, v in b.items():
+                a[k] = a.get(k, 0) + c * v
+        return None, atoms
+
+    def visit(stmts, loops):
+        for s in stmts:
+            if isinstance(s, ast.For):
+                inner = dict(loops)
+                if isinstance(s.target, ast.Name):
+                    inner[s.target.id] = _range_of(s.iter)
+                visit_exprs(s.iter, loops)
+                visit(s.body, inner)
+                visit(s.orelse, loops)
+            elif isinstance(s, (ast.If, ast.While)):
+                visit_exprs(s.test, loops)
+                visit(s.body, loops)
+                visit(s.orelse, loops)
+            else:
+                visit_exprs(s, loops)
+
+    def visit_exprs(node, loops):
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.Subscript):
+                continue
+            for el in _elts(sub.slice):
+                if not isinstance(el, ast.Slice):
+                    continue
+                step = _step(el)
+                if step is None:
+                    sub.eqsat_why = "a slice's step is a positive integer constant, or -1 over a whole axis"
+                    continue
+                if step == -1 and (el.lower is not None or el.upper is not None):
+                    sub.eqsat_why = "a step of -1 is taken over a whole axis only (`a[::-1]`)"
+                    continue
+                for b in (el.lower, el.upper):
+                    if b is None or _negative_constant(b) is not None:
+                        continue
+                    low, atoms = minimum(b, loops)
+                    if low is None:
+                        sub.eqsat_why = (f"the slice bound `{ast.unparse(b)}` may be negative, where numpy counts "
+                                         f"from the end; bound it by loop variables and sizes")
+                        continue
+                    if set(low) <= {""}:
+                        if low.get("", 0) < 0:
+                            sub.eqsat_why = (f"the slice bound `{ast.unparse(b)}` can be {low.get('', 0)}, where "
+                                             f"numpy counts from the end")
+                        continue
+                    cond = ast.Compare(left=build(low, atoms), ops=[ast.GtE()], comparators=[ast.Constant(0)])
+                    text = ast.unparse(cond)
+                    if text not in asserts:
+                        msg = ast.Constant(f"the slice bound `{ast.unparse(b)}` must not be negative: numpy "
+                                           f"counts a negative bound from the end")
+                        asserts[text] = ast.copy_location(ast.Assert(test=cond, msg=msg), b)
+
+    visit(fdef.body, {})
+    if asserts:
+        at = 1 if fdef.body and isinstance(fdef.body[0], ast.Expr) and \
+            isinstance(getattr(fdef.body[0], "value", None), ast.Constant) and \
+            isinstance(fdef.body[0].value.value, str) else 0
+        fdef.body[at:at] = list(asserts.values())
+        for a in asserts.values():
+            for sub in ast.walk(a):
+                ast.copy_location(sub, a)
+
+
+def _shape_read(node) -> bool:
+    """`x.shape[k]` or `len(x)`: a size."""
+    return (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape") \
+        or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len")
+
+
+def _range_of(it):
+    """(least, greatest) value of a loop variable over `it` (syntax, either None where not
+    told): range(n), range(a, b), range(a, b, c) with a constant c, reversed(range(...))."""
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and not it.keywords):
+        return None, None
+    if it.func.id == "reversed" and len(it.args) == 1:
+        return _range_of(it.args[0])
+    if it.func.id != "range" or not 1 <= len(it.args) <= 3:
+        return None, None
+    one = ast.Constant(1)
+    if len(it.args) == 1:
+        return ast.Constant(0), ast.BinOp(left=it.args[0], op=ast.Sub(), right=one)
+    lo, hi = it.args[0], it.args[1]
+    step = 1
+    if len(it.args) == 3:
+        s = it.args[2]
+        step = -s.operand.value if isinstance(s, ast.UnaryOp) and isinstance(s.op, ast.USub) and \
+            isinstance(s.operand, ast.Constant) and type(s.operand.value) is int else \
+            (s.value if isinstance(s, ast.Constant) and type(s.value) is int else None)
+    if step is None or step == 0:
+        return None, None
+    if step > 0:
+        return lo, ast.BinOp(left=hi, op=ast.Sub(), right=one)
+    return ast.BinOp(left=hi, op=ast.Add(), right=one), lo
+
+
+def _elts(s) -> list:
+    return list(s.elts) if isinstance(s, ast.Tuple) else [s]
+
+
+# ---------------------------------------------------------------------- sections
+
+
+class Section:
+    """A subscript read as a section of a named tensor: per axis of the tensor, ("at", index)
+    or ("range", start, step, extent) (step -1: from the end)."""
+
+    def __init__(self, base: str, axes: list, f32: bool):
+        self.base, self.axes, self.f32 = base, axes, f32
+
+    @property
+    def dims(self) -> list:
+        return [a[3] for a in self.axes if a[0] == "range"]
+
+    def at(self, use: list, ctx=None):
+        """The element at `use` (one index expression per axis of the section)."""
+        it = iter(use)
+        idx = []
+        for a in self.axes:
+            if a[0] == "at":
+                idx.append(copy.deepcopy(a[1]))
+                continue
+            _, start, step, extent = a
+            u = copy.deepcopy(next(it))
+            if step == -1:  # start is the axis' extent
+                idx.append(canonical(ast.BinOp(left=ast.BinOp(left=copy.deepcopy(start), op=ast.Sub(),
+                                                              right=ast.Constant(1)), op=ast.Sub(), right=u)))
+                continue
+            if step != 1:
+                u = ast.BinOp(left=ast.Constant(step), op=ast.Mult(), right=u)
+            idx.append(_plus(start, u) if not (isinstance(start, ast.Constant) and start.value == 0) else u)
+        sl = idx[0] if len(idx) == 1 else ast.Tuple(elts=idx, ctx=ast.Load())
+        return ast.Subscript(value=ast.Name(id=self.base, ctx=ast.Load()), slice=sl, ctx=ctx or ast.Load())
+
+
+def parse(sub, env):
+    """`sub` (a subscript) as a `Section`, or None: a subscript with a slice (or an
+    incomplete index of a transposed view, `t[k]` where `t = a.T`) of a named tensor of known
+    shape, every slice of a supported form (`check_bounds` passed it)."""
+    if not isinstance(sub, ast.Subscript) or getattr(sub, "eqsat_why", None):
+        return None
+    v, elts = sub.value, _elts(sub.slice)
+    if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and \
+            not any(isinstance(x, ast.Slice) for x in _elts(v.slice)) and not getattr(v, "eqsat_why", None):
+        elts = _elts(v.slice) + elts  # (`A[i][1:]`)
+        v = v.value
+    transposed = False
+    if isinstance(v, ast.Attribute) and v.attr == "T" and isinstance(v.value, ast.Name):
+        v, transposed = v.value, True
+    elif isinstance(v, ast.Name) and v.id in env.transposed_views():
+        v, transposed = env.transposed_views()[v.id], True
+    if not isinstance(v, ast.Name) or v.id not in env.shapes:
+        return None
+    if any(isinstance(x, ast.Starred) or (isinstance(x, ast.Constant) and (x.value is Ellipsis or x.value is None))
+           for x in elts):
+        return None  # (`a[..., 0]`, `a[:, None]`: not read here)
+    dims, f32 = env.shapes[v.id]
+    rank = len(dims)
+    if len(elts) > rank or not (any(isinstance(x, ast.Slice) for x in elts) or (transposed and len(elts) < rank)):
+        return None
+    elts = elts + [ast.Slice(lower=None, upper=None, step=None) for _ in range(rank - len(elts))]
+    if transposed:
+        elts = list(reversed(elts))
+    axes = []
+    for d, x in enumerate(elts):
+        D = dims[d]
+        if not isinstance(x, ast.Slice):
+            k = _negative_constant(x)
+            axes.append(("at", canonical(ast.BinOp(left=copy.deepcopy(D), op=ast.Add(), right=ast.Constant(k)))
+                         if k is not None else x))
+            continue
+        step = _step(x)
+        if step is None or (step == -1 and (x.lower is not None or x.upper is not None)):
+            return None
+
+        def bound(b, default):
+            if b is None:
+                return copy.deepcopy(default)
+            k = _negative_constant(b)
+            return canonical(ast.BinOp(left=copy.deepcopy(D), op=ast.Add(), right=ast.Constant(k))) \
+                if k is not None else canonical(b)
+
+        if step == -1:
+            axes.append(("range", copy.deepcopy(D), -1, canonical(D)))
+            continue
+        lo, hi = bound(x.lower, ast.Constant(0)), bound(x.upper, D)
+        extent = _minus(hi, lo)
+        if step > 1:
+            extent = ast.BinOp(left=_plus(extent, ast.Constant(step - 1)), op=ast.FloorDiv(),
+                               right=ast.Constant(step))
+        axes.append(("range", lo, step, extent))
+    if transposed:  # (the section's axes are the view's: the tensor's range axes reversed)
+        n = sum(a[0] == "range" for a in axes)
+        return _Reordered(v.id, axes, f32, list(reversed(range(n))))
+    return Section(v.id, axes, f32)
+
+
+class _Reordered(Section):
+    """A section of a transposed view: its axes are the tensor's in another order."""
+
+    def __init__(self, base, axes, f32, order):
+        super().__init__(base, axes, f32)
+        self.order = order  # section axis k is the tensor's range axis order[k]
+
+    @property
+    def dims(self) -> list:
+        ranges = [a[3] for a in self.axes if a[0] == "range"]
+        return [ranges[self.order[k]] for k in range(len(ranges))]
+
+    def at(self, use: list, ctx=None):
+        ordered = [None] * len(use)
+        for k, u in enumerate(use):
+            ordered[self.order[k]] = u
+        return super().at(ordered, ctx)
+
+
+def contains_section(e, env) -> bool:
+    """Whether `e` reads a section, or np.outer (both read element by element here)."""
+    return any((isinstance(x, ast.Subscript) and parse(x, env) is not None) or _outer(x, env) for x in ast.walk(e))
+
+
+def _outer(e, env) -> bool:
+    import numpy as np
+
+    return isinstance(e, ast.Call) and len(e.args) == 2 and not e.keywords and env.callee(e.func) is np.outer
+
+
+def same_dims(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(ast.dump(canonical(x)) == ast.dump(canonical(y)) for x, y in zip(a, b))
+
+
+def _elementwise_fn(env, f) -> bool:
+    from .desugar import library_name
+
+    if isinstance(f, ast.Name):
+        if library_name(f.id) in lang.UNARY or library_name(f.id) in lang.BINARY:
+            return True
+        obj = env.resolve(f.id)
+        return any(obj is g for g in (*lang.UNARY.values(), *lang.BINARY.values()))
+    return False
+
+
+_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+
+
+class Elements:
+    """Fresh names, and `element`: an expression's element at given indices."""
+
+    def __init__(self, env):
+        self.env = env
+        self.count = 0
+
+    def fresh(self, what: str) -> str:
+        self.count += 1
+        return f"{SEC}{self.count}_{what}"
+
+    def element(self, e, use: list, pre: list, dims: list | None = None):
+        """The element of tensor expression `e` at `use` (index syntax, right-aligned: numpy's
+        broadcasting over axes of the same extent), with statements that must run just
+        before it appended to `pre`. `dims`, where given, are the extents of `use`'s axes:
+        each operand's must be the same as the trailing ones (else numpy raises). Raises
+        NotElementwise."""
+        from .desugar import SCALAR
+
+        env = self.env
+        if isinstance(e, ast.BinOp) and isinstance(e.op, _OPS):  # (its shape: its operands')
+            return ast.BinOp(left=self.element(e.left, use, pre, dims), op=e.op,
+                             right=self.element(e.right, use, pre, dims))
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            return ast.UnaryOp(op=e.op, operand=self.element(e.operand, use, pre, dims))
+        if isinstance(e, ast.Call) and not e.keywords and _elementwise_fn(env, e.func):
+            return ast.Call(func=copy.deepcopy(e.func), args=[self.element(a, use, pre, dims) for a in e.args],
+                            keywords=[])
+        got = env.value_shape(e)
+        if got is SCALAR:
+            return copy.deepcopy(e)
+        if got is None or len(got[0]) > len(use):
+            raise NotElementwise
+        rank = len(got[0])
+        if dims is not None and not same_dims(got[0], dims[len(dims) - rank:]):
+            raise NotElementwise
+        use = use[len(use) - rank:]
+        sec = parse(e, env) if isinstance(e, ast.Subscript) else None
+        if sec is not None:
+            return sec.at(use)
+        if isinstance(e, ast.Name):
+            sl = use[0] if rank == 1 else ast.Tuple(elts=[copy.deepcopy(u) for u in use], ctx=ast.Load())
+            return ast.Subscript(value=copy.deepcopy(e), slice=copy.deepcopy(sl), ctx=ast.Load())
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name) and \
+                not any(isinstance(x, ast.Slice) for x in ast.walk(e.slice)):
+            elts = _elts(e.slice) + [copy.deepcopy(u) for u in use]  # a row: `x[i]`
+            return ast.Subscript(value=copy.deepcopy(e.value), slice=ast.Tuple(elts=elts, ctx=ast.Load()),
+                                 ctx=ast.Load())
+        if isinstance(e, ast.Attribute) and e.attr == "T":
+            return self.element(e.value, list(reversed(use)), pre, list(reversed(got[0])))
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):
+            return self.product(e, use, pre)
+        if _outer(e, env):  # np.outer(u, v)[i, j] = u[i] * v[j] (of vectors)
+            return ast.BinOp(left=self.element(e.args[0], use[:1], pre, got[0][:1]), op=ast.Mult(),
+                             right=self.element(e.args[1], use[1:], pre, got[0][1:]))
+        raise NotElementwise
+
+    def product(self, e, use: list, pre: list):
+        """Element `use` of `a @ b` (one or two axes each): an accumulator over the shared axis."""
+        from .desugar import SCALAR
+
+        a, b = self.env.value_shape(e.left), self.env.value_shape(e.right)
+        if a is None or b is None or a is SCALAR or b is SCALAR or not 1 <= len(a[0]) <= 2 or \
+                not 1 <= len(b[0]) <= 2 or not same_dims([a[0][-1]], [b[0][0]]):
+            raise NotElementwise
+        ra = len(a[0]) - 1
+        k = self.fresh("k")
+        acc = self.fresh("dot")
+        kv = ast.Name(id=k, ctx=ast.Load())
+        inner: list = []
+        x = self.element(e.left, list(use[:ra]) + [kv], inner, a[0])
+        y = self.element(e.right, [kv] + list(use[ra:]), inner, b[0])
+        step = ast.AugAssign(target=ast.Name(id=acc, ctx=ast.Store()), op=ast.Add(),
+                             value=ast.BinOp(left=x, op=ast.Mult(), right=y))
+        loop = ast.For(target=ast.Name(id=k, ctx=ast.Store()),
+                       iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(a[0][-1])],
+                                     keywords=[]),
+                       body=inner + [step], orelse=[])
+        pre += [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.Constant(0.0)), loop]
+        return ast.Name(id=acc, ctx=ast.Load())
+
+    def loops(self, dims: list, body_of):
+        """A loop nest over `dims` (fresh variables); `body_of(index names) -> statements`."""
+        names = [self.fresh("i") for _ in dims]
+        body = body_of([ast.Name(id=v, ctx=ast.Load()) for v in names])
+        for v, d in reversed(list(zip(names, dims))):
+            body = [ast.For(target=ast.Name(id=v, ctx=ast.Store()),
+                            iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(d)],
+                                          keywords=[]), body=body, orelse=[])]
+        return body
+
+    def compute(self, name: str, e, dims: list):
+        """`name = zeros(dims)` and the loops storing each element of `e` into it."""
+        from .desugar import LIB
+
+        shape = ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())
+        alloc = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
+                           value=ast.Call(func=ast.Name(id=LIB + "zeros", ctx=ast.Load()), args=[shape], keywords=[]))
+
+        def body(idx):
+            pre: list = []
+            val = self.element(e, idx, pre, dims)
+            sl = idx[0] if len(idx) == 1 else ast.Tuple(elts=idx, ctx=ast.Load())
+            return pre + [ast.Assign(targets=[ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()),
+                                                            slice=copy.deepcopy(sl), ctx=ast.Store())], value=val)]
+
+        return [alloc] + self.loops(dims, body)
+
+
+# ---------------------------------------------------------------------- statements
+
+
+def _root(v):
+    """The name whose memory `v` is a view of (`x`, `x.T`, `x[i]`, `x[1:]`, transpose(x, p)), else None."""
+    from .desugar import LIB
+
+    while True:
+        if isinstance(v, ast.Name):
+            return v.id
+        if isinstance(v, ast.Attribute) and v.attr == "T":
+            v = v.value
+        elif isinstance(v, ast.Subscript):
+            v = v.value
+        elif isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == LIB + "transpose" and v.args:
+            v = v.args[0]
+        else:
+            return None
+
+
+def _axes_of(sub, env):
+    """Per axis of the tensor `sub` names (not a view), the indices it reads: ("at", e) or
+    ("range", lo, step, extent); None where not told."""
+    if isinstance(sub.value, ast.Name) and sub.value.id in env.transposed_views():
+        return None
+    sec = parse(sub, env)
+    if sec is not None:
+        return None if isinstance(sec, _Reordered) else sec.axes
+    if not isinstance(sub.value, ast.Name) or any(isinstance(x, ast.Slice) for x in ast.walk(sub.slice)):
+        return None
+    return [("at", x) for x in _elts(sub.slice)]
+
+
+def _const(e):
+    """The integer `e` is, or None."""
+    a = affine(e)
+    return a.get("", 0) if a is not None and set(a) <= {""} else None
+
+
+def _apart(a, b) -> bool:
+    """Whether two axes' index sets (`_axes_of`) are provably disjoint."""
+    def span(x):  # (lo, hi) of a step-1 range, or the index twice
+        if x[0] == "at":
+            return x[1], _plus(x[1], ast.Constant(1))
+        return (x[1], _plus(x[1], x[3])) if x[2] == 1 else (None, None)
+
+    (lo1, hi1), (lo2, hi2) = span(a), span(b)
+    if lo1 is None or lo2 is None:
+        return False
+    c1, c2 = _const(_minus(hi1, lo2)), _const(_minus(hi2, lo1))
+    return (c1 is not None and c1 <= 0) or (c2 is not None and c2 <= 0)
+
+
+class Scalarize(Hoisting):
+    """The statements of the module docstring, in a function's body (`block`)."""
+
+    def __init__(self, env, fdef: ast.FunctionDef):
+        super().__init__()
+        self.env, self.el = env, env.elements
+        # names whose memory is written: stored into (`x[...] = `), or updated (`x += `)
+        self.written: set = set()
+        # name -> names sharing memory with it (bound to a view of it, or it to theirs)
+        links: dict = {}
+        for n in ast.walk(fdef):
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    if isinstance(t, ast.Subscript) or isinstance(n, ast.AugAssign):
+                        r = _root(t)
+                        if r is not None:
+                            self.written.add(r)
+                    elif isinstance(t, ast.Name) and n.value is not None:
+                        r = _root(n.value)
+                        if r is not None:
+                            links.setdefault(t.id, set()).add(r)
+                            links.setdefault(r, set()).add(t.id)
+        self.links = links
+        self.order: dict = {}  # statement -> its place in the function, in order
+        self.loops_of: dict = {}  # statement -> the loops around it
+        self._statements: list = []
+        self._number(fdef.body, ())
+
+    def _number(self, stmts, loops):
+        for s in stmts:
+            self.order[id(s)] = len(self.order)
+            self.loops_of[id(s)] = loops
+            self._statements.append(s)
+            for field in ("body", "orelse"):
+                inner = getattr(s, field, None)
+                if isinstance(inner, list):
+                    self._number(inner, loops + ((s,) if isinstance(s, ast.For) else ()))
+
+    def shared(self, name: str) -> set:
+        """`name` and every name that may share its memory."""
+        out, todo = {name}, [name]
+        while todo:
+            for m in self.links.get(todo.pop(), ()):
+                if m not in out:
+                    out.add(m)
+                    todo.append(m)
+        return out
+
+    # ------------------------------------------------------------------ blocks
+    def block(self, stmts: list) -> list:
+        out = []
+        for s in stmts:
+            if isinstance(s, ast.For):
+                s.body, s.orelse = self.block(s.body), self.block(s.orelse)
+                out.append(s)
+                continue
+            if isinstance(s, ast.If):
+                s.test = self.visit(s.test)
+                out += self.take()
+                s.body, s.orelse = self.block(s.body), self.block(s.orelse)
+                out.append(s)
+                continue
+            new = self.statement(s)
+            if new is None:
+                if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)):
+                    s = self.visit(s)
+                new = [s]
+            else:
+                for st in new:
+                    for sub in ast.walk(st):
+                        ast.copy_location(sub, s)
+            out += self.take() + new
+        return out
+
+    def take(self) -> list:
+        pending, self.pending = self.pending, []
+        return pending
+
+    def statement(self, s):
+        """`s` rewritten into statements, or None (then its expressions are visited)."""
+        if isinstance(s, ast.Assign) and len(s.targets) == 1:
+            target, value, op = s.targets[0], s.value, None
+        elif isinstance(s, ast.AugAssign):
+            target, value, op = s.target, s.value, s.op
+        else:
+            return None
+        if isinstance(target, ast.Subscript):
+            sec = parse(target, self.env)
+            return None if sec is None else self.store(s, sec, target, value, op)
+        if isinstance(target, ast.Name) and op is None and contains_section(value, self.env):
+            return self.bind(s, target.id, value)
+        return None
+
+    def store(self, s, sec: Section, target, value, op):
+        """`x[section] (op)= value`: a loop nest over the section."""
+        dims = sec.dims
+        got = self.env.value_shape(value)  # (None where it broadcasts: `A[1:] + b`)
+        el = self.el
+        if self.keeps_matmul(value):  # the product into a buffer first (`keeps_matmul`)
+            tmp = el.fresh("mm")
+            assign = self.visit(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=value))
+            self.place([assign], s, init=1)
+            self.env.shapes[tmp] = got
+            value = ast.Name(id=tmp, ctx=ast.Load())
+
+        def put(idx, val):
+            t = sec.at(idx, ast.Store())
+            if op is None:
+                return ast.Assign(targets=[t], value=val)
+            return ast.AugAssign(target=t, op=op, value=val)
+
+        try:
+            if not self.reads_memory(value, sec.base, target):
+                def direct(idx):
+                    pre: list = []
+                    val = el.element(value, idx, pre, dims)
+                    return pre + [put(idx, val)]
+
+                return el.loops(dims, direct)
+            # numpy computes the value before it stores any of it: into a buffer of the
+            # tensor's own shape, at the elements the section names (its shape is known and
+            # never negative; the section's may depend on a loop or be empty)
+            tmp = el.fresh("val")
+            from .desugar import LIB
+
+            shape = ast.Tuple(elts=[copy.deepcopy(d) for d in self.env.shapes[sec.base][0]], ctx=ast.Load())
+            alloc = ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())],
+                               value=ast.Call(func=ast.Name(id=LIB + "zeros", ctx=ast.Load()), args=[shape],
+                                              keywords=[]))
+
+            def at_tmp(idx, ctx=None):
+                t = sec.at(idx, ctx)
+                t.value = ast.Name(id=tmp, ctx=ast.Load())
+                return t
+
+            def fill(idx):
+                pre: list = []
+                val = el.element(value, idx, pre, dims)
+                return pre + [ast.Assign(targets=[at_tmp(idx, ast.Store())], value=val)]
+
+            return [alloc] + el.loops(dims, fill) + el.loops(dims, lambda idx: [put(idx, at_tmp(idx))])
+        except NotElementwise:
+            return None
+
+    def reads_memory(self, value, base: str, target) -> bool:
+        """Whether `value` may read memory `base` shares other than the element `target`
+        stores: reads of the same section, or of elements no store of it writes (apart on
+        some axis, `_apart`), do not count."""
+        names = self.shared(base)
+        same = ast.dump(target.slice)
+        wrote = _axes_of(target, self.env)
+
+        def reads(e) -> bool:
+            if isinstance(e, ast.Subscript) and _root(e) == base:
+                if ast.dump(e.slice) == same and ast.dump(e.value) == ast.dump(target.value):
+                    return False  # (the element itself, before it is stored)
+                got = _axes_of(e, self.env)
+                if wrote is not None and got is not None and any(_apart(a, b) for a, b in zip(wrote, got)):
+                    return any(reads(c) for c in ast.iter_child_nodes(e.slice))  # (its indices still count)
+            if isinstance(e, ast.Name):
+                return e.id in names
+            return any(reads(c) for c in ast.iter_child_nodes(e))
+
+        return reads(value)
+
+    def bind(self, s, name: str, value):
+        """`name = value` over sections: a new buffer holding every element of `value`."""
+        from .desugar import SCALAR
+
+        got = self.env.value_shape(value)
+        if got is None or got is SCALAR or not got[0] or not got[1]:
+            return None
+        if any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(value)):
+            return None  # (`y = y[1:]`: left as written)
+        if self.keeps_matmul(value):
+            return None  # (its sections copied, `@` kept: `visit_BinOp`)
+        sec = parse(value, self.env) if isinstance(value, ast.Subscript) else None
+        if sec is not None:  # `y = a[:, k]` is a view in numpy: a copy only where nothing tells them apart
+            why = self.view_differs(s, name, sec.base)
+            if why:
+                value.eqsat_why = (f"`{name} = {ast.unparse(value)}` is a view of the memory of {sec.base!r} in numpy, "
+                                   f"and {why}; write `{name} = {ast.unparse(value)}.copy()`, or index "
+                                   f"{sec.base!r} where {name!r} is read")
+                return None
+        try:
+            return self.el.compute(name, value, got[0])
+        except NotElementwise:
+            return None
+
+    def view_differs(self, s, name: str, base: str) -> str | None:
+        """Why a copy bound by `s` could read differently from the view numpy binds, or None:
+        `name` must be bound once and never written, and the memory it views not written
+        after `s` (nor before it in a loop around it where `name` is read before `s`)."""
+        if self.env.stores.get(name, 0) != 1 or name in self.written:
+            return f"{name!r} is written or bound again"
+        mem = self.shared(base)
+        at = self.order.get(id(s))
+        if at is None:
+            return "it is not a statement of the function as written"
+        late = [st for st, k in self._stores(mem) if k > at]
+        if late:
+            return "that memory is written after it"
+        for loop in self.loops_of.get(id(s), ()):
+            for sub in ast.walk(loop):
+                if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Load) and \
+                        self._before(sub, s):
+                    return f"a later iteration of the loop at line {loop.lineno} reads it first"
+        return None
+
+    def _stores(self, mem: set):
+        """(statement, place) of the statements writing memory `mem`."""
+        out = []
+        for st in self._statements:
+            ts = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(
+                st, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in ts:
+                if (isinstance(t, ast.Subscript) or isinstance(st, ast.AugAssign)) and _root(t) in mem:
+                    out.append((st, self.order[id(st)]))
+        return out
+
+    def _before(self, node, s) -> bool:
+        return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0)) < (s.lineno, s.col_offset)
+
+    # ------------------------------------------------------------------ expressions
+    def keeps_matmul(self, e) -> bool:
+        """Whether `e` is a product of a matrix (`A[:, 1:] @ B`, not `u @ v`) whose sections
+        no loop moves: they are copied into buffers first, so that the product stays one
+        library call (read element by element, it is an accumulator loop at shifted
+        indices, which is no matmul)."""
+        from .desugar import SCALAR
+
+        if not (isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult)):
+            return False
+        got = self.env.value_shape(e)
+        if got is None or got is SCALAR or not got[0] or not got[1]:
+            return False
+        for x in ast.walk(e):  # (a section a loop moves: read element by element, the loop
+            # and the product are then one nest, which is the matmul: `C[:, j] = A @ B[:, j]`)
+            if isinstance(x, ast.Subscript) and parse(x, self.env) is not None and \
+                    any(isinstance(y, ast.Name) and y.id in self.env.loopvars for y in ast.walk(x)):
+                return False
+        return True
+
+    def visit_BinOp(self, n):
+        if isinstance(n.op, ast.MatMult) and contains_section(n, self.env):
+            from .desugar import SCALAR
+
+            got = self.env.value_shape(n)
+            try:
+                if got is not None and got is not SCALAR and not got[0]:  # `u @ v`: a number
+                    pre: list = []
+                    out = self.el.product(n, [], pre)
+                    self.place(pre, n, init=1)
+                    return out
+                if self.keeps_matmul(n):
+                    return self.generic_visit(n)  # (its sections copied, the product kept)
+                if got is not None and got is not SCALAR and got[1]:
+                    return self.materialize(n, got[0])
+            except NotElementwise:
+                pass
+        return self.generic_visit(n)
+
+    def visit_Call(self, n):
+        if _outer(n, self.env):
+            got = self.env.value_shape(n)
+            if got is not None and got[1] and len(got[0]) == 2:
+                try:
+                    return self.materialize(n, got[0])
+                except NotElementwise:
+                    pass
+        return self.generic_visit(n)
+
+    def visit_Subscript(self, n):
+        if isinstance(n.ctx, ast.Load):
+            sec = parse(n, self.env)
+            if sec is not None and sec.f32:
+                try:
+                    return self.materialize(n, sec.dims)
+                except NotElementwise:
+                    pass
+        return self.generic_visit(n)
+
+    def materialize(self, e, dims: list):
+        """`e` computed into a new buffer just before the statement (under its guards)."""
+        tmp = self.el.fresh("t")
+        self.place(self.el.compute(tmp, e, dims), e, init=1)
+        return ast.Name(id=tmp, ctx=ast.Load())

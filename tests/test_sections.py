@@ -1,0 +1,308 @@
+"""numpy's basic slices (`eqsat/sections.py`): `a[:, k]`, `a[1:-1]`, `x[:i]`, `a[::2]`,
+`a[::-1]`, `a.T[k]`, stores into them, `np.dot`/`@` and `np.outer` over them, reductions of
+them. Each program is also run as plain Python with numpy (the same source, undecorated),
+which is the truth here: plan and reference are both compared with it, at several sizes
+(edge sizes included), on both backends."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat
+from eqsat import lang
+from conftest import rel_err
+
+PRELUDE = "import numpy as np\n"
+
+PROGRAMS = {
+    # Gram-Schmidt the numpy way: columns, a dot product of columns, a column update
+    "gram_schmidt": ('''
+@program
+def p(a: f32["M", "N"]) -> tuple[f32["M", "N"], f32["N", "N"]]:
+    q = np.zeros((M, N), dtype=np.float32)
+    r = np.zeros((N, N), dtype=np.float32)
+    for k in range(N):
+        nrm = np.sqrt(np.sum(a[:, k] * a[:, k]))
+        r[k, k] = nrm
+        q[:, k] = a[:, k] / nrm
+        for j in range(k + 1, N):
+            r[k, j] = np.dot(q[:, k], a[:, j])
+            a[:, j] = a[:, j] - q[:, k] * r[k, j]
+    return q, r
+''', "spd"),
+    # LU without pivoting: a column scaled by an element outside it, a rank-1 update by np.outer
+    "lu": ('''
+@program
+def p(A: f32["N", "N"]) -> f32["N", "N"]:
+    for k in range(N):
+        A[k+1:, k] = A[k+1:, k] / A[k, k]
+        A[k+1:, k+1:] -= np.outer(A[k+1:, k], A[k, k+1:])
+    return A
+''', "spd"),
+    "cholesky": ('''
+@program
+def p(A: f32["N", "N"]) -> f32["N", "N"]:
+    L = np.zeros((N, N), dtype=np.float32)
+    for j in range(N):
+        L[j, j] = np.sqrt(A[j, j] - np.dot(L[j, :j], L[j, :j]))
+        for i in range(j + 1, N):
+            L[i, j] = (A[i, j] - np.dot(L[i, :j], L[j, :j])) / L[j, j]
+    return L
+''', "spd"),
+    "forward_substitution": ('''
+@program
+def p(L: f32["N", "N"], b: f32["N"]) -> f32["N"]:
+    x = np.zeros((N,), dtype=np.float32)
+    for i in range(N):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+    return x
+''', "spd"),
+    # shifted slices: reads of the memory being stored go through a new buffer (numpy's order)
+    "stencils": ('''
+@program
+def p(a: f32["N"], g: f32["N", "N"]) -> tuple[f32["N"], f32["N"], f32["N", "N"]]:
+    b = np.zeros((N,), dtype=np.float32)
+    b[1:-1] = (a[:-2] + a[1:-1] + a[2:]) / 3.0
+    a[1:] = a[:-1] * 2.0
+    for t in range(2):
+        g[1:-1, 1:-1] = 0.25 * (g[:-2, 1:-1] + g[2:, 1:-1] + g[1:-1, :-2] + g[1:-1, 2:])
+    return b, a, g
+''', None),
+    "steps_and_reversal": ('''
+@program
+def p(a: f32["N"]) -> tuple[f32["N"], f32["N"], f32["N"]]:
+    b = np.zeros((N,), dtype=np.float32)
+    b[::2] = a[::2] * 2.0
+    b[1::3] += 1.0
+    r = a[::-1] + 0.0
+    a[:] = a[::-1]
+    return b, r, a
+''', None),
+    "reductions_of_slices": ('''
+@program
+def p(x: f32["N"], A: f32["M", "N"]) -> tuple[f32["N"], f32["N"], f32["N"], f32]:
+    pre = np.zeros((N,), dtype=np.float32)
+    for i in range(N):
+        pre[i] = np.sum(x[:i + 1])
+    cmax = np.zeros((N,), dtype=np.float32)
+    for j in range(N):
+        cmax[j] = np.max(A[:, j])
+    return pre, cmax, np.sum(A[1:, :], axis=0), np.mean(x[1:] - x[:-1])
+''', None),
+    "products_of_slices": ('''
+@program
+def p(A: f32["M", "N"], B: f32["N", "M"], x: f32["M"]) -> tuple[f32["M", "M"], f32["N"], f32["M"]]:
+    C = np.zeros((M, M), dtype=np.float32)
+    for j in range(M):
+        C[:, j] = A @ B[:, j]
+    y = np.zeros((N,), dtype=np.float32)
+    for j in range(N):
+        y[j] = np.dot(A[:, j], x)
+    z = A[1:, :] @ B[:, 0]
+    w = np.zeros((M,), dtype=np.float32)
+    w[1:] = z
+    return C, y, w
+''', None),
+    "views_as_copies": ('''
+@program
+def p(a: f32["M", "N"], b: f32["M", "N"]) -> tuple[f32["M"], f32["N"], f32["M"], f32["M", "N"]]:
+    c = a[:, 2]
+    t = a.T
+    r = t[1] * 3.0
+    e = np.outer(b[:, 0], b[0, :]) + 1.0
+    s = b[:, 1].copy()
+    b[0, 1] = 7.0
+    return c * 2.0, a[1, :] * 2.0 + a[0], r + s, e
+''', None),
+    "conditions_and_guards": ('''
+@program
+def p(a: f32["N"]) -> f32["N"]:
+    out = np.zeros((N,), dtype=np.float32)
+    for i in range(N):
+        out[i] = np.sum(a[:i]) if i > 0 else a[0]
+    for i in range(1, N):
+        if np.dot(a[:i], a[:i]) > 1.0:
+            out[i] += np.sum(a[i - 1:i + 1])
+    return out
+''', None),
+    # ping-pong buffers over slices: every binding of a and b has one shape
+    "ping_pong_and_shifts": ('''
+@program
+def p(a: f32["N"], c: f32["N"]) -> tuple[f32["N"], f32["N"]]:
+    b = np.zeros((N,), dtype=np.float32)
+    for t in range(5):
+        b[1:-1] = 0.5 * (a[:-2] + a[2:])
+        a, b = b, a
+    c[1:] += c[:-1]
+    for i in range(1, N):
+        c[i:] += c[i - 1]
+    return a, c
+''', None),
+    "views_of_rows_and_transposes": ('''
+@program
+def p(A: f32["M", "N"], B: f32["M", "N"], b: f32["N"]) -> tuple[f32["M", "N"], f32["M", "N"]]:
+    for i in range(M):
+        r = A[i]
+        r[1:] = r[1:] - r[:-1]
+    A[1:, :] = A[1:, :] + b
+    t = B.T
+    t[0] = 1.0
+    t[1, 1:] = t[1, :-1] * 2.0
+    return A, B
+''', None),
+    "products_kept_whole": ('''
+@program
+def p(A: f32["M", "N"], B: f32["N", "M"], v: f32["M"]) -> tuple[f32["M", "M"], f32["M", "N"]]:
+    C = A[:, 1:] @ B[1:, :]
+    w = v @ A
+    A -= 2.0 * np.outer(v, w)
+    return C, A
+''', None),
+}
+
+SIZES = [{"M": 5, "N": 4}, {"M": 3, "N": 3}, {"M": 1, "N": 2}, {"M": 2, "N": 1}]
+
+
+def _truth(src: str, dims: dict, args: list):
+    """The program run as plain Python with numpy: its source, undecorated."""
+    g = {"np": np, "zeros": lang.zeros, "empty": lang.empty, "f32": lang.f32, **dims}
+    exec(compile(PRELUDE + src.replace("@program\n", ""), "<truth>", "exec"), g)
+    return g["p"](*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+
+
+def _args(prog, dims, how, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in prog.params:
+        shape = tuple(dims[d] for d in p.shape)
+        a = rng.standard_normal(shape).astype(np.float32)
+        if how == "spd" and len(shape) == 2 and shape[0] == shape[1]:
+            a = (a @ a.T + 2.0 * shape[0] * np.eye(shape[0])).astype(np.float32)
+        out.append(a)
+    return out
+
+
+def _close(got, want) -> bool:
+    """Within 1e-4 relative error, NaN where numpy has NaN (a rank-deficient Gram-Schmidt)."""
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want):
+        g, w = np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64)
+        if g.shape != w.shape or not np.array_equal(np.isnan(g), np.isnan(w)):
+            return False
+        ok = ~np.isnan(w)
+        if rel_err(np.where(ok, g, 0.0), np.where(ok, w, 0.0)) >= 1e-4:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_a_program_with_slices_computes_what_numpy_does(tmp_program, name):
+    src, how = PROGRAMS[name]
+    prog = tmp_program(PRELUDE + src)
+    ran = 0
+    for k, dims in enumerate(SIZES):
+        dims = {d: v for d, v in dims.items() if any(d in (p.shape or ()) for p in prog.params)}
+        args = _args(prog, dims, how, seed=k)
+        try:
+            want = _truth(src, dims, args)
+        except (IndexError, ValueError):
+            continue  # (numpy itself refuses the program at these sizes)
+        with np.errstate(all="ignore"):
+            ref = eqsat.reference(prog, *[a.copy() for a in args])
+            assert _close(ref, want), f"reference at {dims}"
+            plan = eqsat.optimize(prog, dims, target="cpu")
+            for backend in ("numpy", "triton") if k == 0 else ("numpy",):
+                got = plan.run(*[a.copy() for a in args], backend=backend)
+                assert _close(got, want), f"{backend} at {dims}: {plan}"
+        ran += 1
+    assert ran >= 2
+
+
+@pytest.mark.parametrize("name,matmuls", [("products_of_slices", 2), ("products_kept_whole", 2)])
+def test_a_product_of_slices_is_a_matmul(tmp_program, name, matmuls):
+    """A loop over `C[:, j] = A @ B[:, j]` is one matmul nest; `A[:, 1:] @ B[1:, :]` the
+    library call on copies of the sections."""
+    prog = tmp_program(PRELUDE + PROGRAMS[name][0])
+    plan = eqsat.optimize(prog, {"M": 64, "N": 48}, target="h100")
+    assert sum(k.kind == "matmul" for k in plan.kernels) >= matmuls, plan
+
+
+def test_lu_with_slices_runs_compiled(tmp_program, monkeypatch):
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    src, how = PROGRAMS["lu"]
+    prog = tmp_program(PRELUDE + src)
+    dims = {"N": 7}
+    args = _args(prog, dims, how, seed=3)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    assert _close(plan.run(*[a.copy() for a in args]), _truth(src, dims, args))
+
+
+@pytest.mark.parametrize("src,phrase", [
+    # numpy binds a view: a write after it shows through
+    ('''
+@program
+def p(a: f32["M", "N"]) -> f32["M"]:
+    c = a[:, 0]
+    a[0, 0] = 5.0
+    return c * 1.0
+''', r"`c = a\[:, 0\]` is a view of the memory of 'a' in numpy, and that memory is written after it"),
+    # at i = 0 numpy reads x[:-1]
+    ('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = np.zeros((N,), dtype=np.float32)
+    for i in range(N):
+        out[i] = np.sum(x[:i - 1])
+    return out
+''', r"`x\[:i - 1\]`: the slice bound `i - 1` can be -1, where numpy counts from the end"),
+    ('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = np.zeros((N,), dtype=np.float32)
+    for i in range(N):
+        k = i * i - 3
+        out[i] = np.sum(x[k:])
+    return out
+''', r"the slice bound `k` may be negative"),
+    ('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = np.zeros((N,), dtype=np.float32)
+    out[::2] = x[1::-2]
+    return out
+''', r"a slice's step is a positive integer constant, or -1 over a whole axis"),
+])
+def test_a_slice_numpy_reads_otherwise_is_refused(tmp_program, src, phrase):
+    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: .*" + phrase):
+        tmp_program(PRELUDE + src)
+
+
+def test_a_bound_that_needs_a_size_is_asserted(tmp_program):
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = np.zeros((N,), dtype=np.float32)
+    out[:N - 4] = x[4:]
+    return out
+''')
+    args = _args(prog, {"N": 7}, None, 0)
+    plan = eqsat.optimize(prog, {"N": 7})
+    want = args[0].copy()
+    want[:3] = args[0][4:]
+    want[3:] = 0.0
+    np.testing.assert_array_equal(plan.run(*args), want)
+    with pytest.raises(eqsat.ArgumentError, match=r"the program asserts `N - 4 >= 0`, false at N=3"):
+        eqsat.optimize(prog, {"N": 3})
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["N"], k: int) -> f32["N"]:
+    out = np.zeros((N,), dtype=np.float32)
+    out[k:] = x[k:]
+    return out
+''')
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(eqsat.optimize(prog, {"N": 5, "k": 2}).run(x, 2), [0, 0, 2, 3, 4])
+    with pytest.raises(eqsat.ArgumentError, match=r"the program asserts `k >= 0`, false at k=-1"):
+        eqsat.optimize(prog, {"N": 5, "k": -1})
