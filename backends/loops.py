@@ -411,7 +411,10 @@ def _source(plan, nest):
     # what it returns: with parallel loops, a name nothing reads afterwards is private to
     # them (`parallel.parallel_loops`), and numba refuses to return a loop-private name (a
     # per-channel `scale` of a batchnorm made the nest run interpreted): a zero stands in
-    outs = "".join(f"{o if not par or o in live else _zero(plan, o)}, "
+    # The same for eqsat's own temporaries nothing reads afterwards: the front end's for a
+    # tuple assignment is no name of the source the nest runs, and a ping-pong copy's may be
+    # bound on a branch only (numba then cannot type it: the nest ran interpreted)
+    outs = "".join(f"{o if o in live or not (par or o.startswith('eqsat_')) else _zero(plan, o)}, "
                    for o in nest.outputs if o not in in_place(nest))
     tree = marked if par else copy.deepcopy(node)
     _overlap_safe(tree, plan.lowered.tensor_shapes, nest.views)

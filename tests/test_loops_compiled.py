@@ -297,3 +297,40 @@ def test_a_python_number_entering_a_nest_stays_one(tmp_program, monkeypatch, pol
         assert any(k.kind == "loop" for k in plan.kernels)
         for backend in ("numpy", "triton"):
             np.testing.assert_array_equal(np.asarray(plan.run(y, backend=backend)), want)
+
+
+@pytest.mark.parametrize("src,dims,args", [
+    # a tuple assignment's temporary is no name of the source the nest runs
+    ('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    a, b = 0.0, 1.0
+    for i in range(N):
+        a, b = b, a + b * x[i]
+        y[i] = a
+    return y
+''', {"N": 10}, lambda rng: [rng.standard_normal(10).astype(np.float32)]),
+    # ping-pong at T = 0: the exchange's temporary is bound on a branch that does not run
+    ('''
+@program
+def p(u0: f32["N"], T: int) -> f32["N"]:
+    a = u0.copy()
+    b = u0.copy()
+    for t in range(T):
+        for i in range(1, N - 1):
+            b[i] = a[i] + 0.25 * (a[i - 1] - 2.0 * a[i] + a[i + 1])
+        a, b = b, a
+    return a
+''', {"N": 5, "T": 0}, lambda rng: [rng.standard_normal(5).astype(np.float32), 0]),
+], ids=["tuple_assignment", "ping_pong_t0"])
+def test_eqsat_temporaries_nothing_reads_do_not_stop_compiling(tmp_program, monkeypatch, src, dims, args):
+    """Found by a probe: both nests ran interpreted (numba could not type the temporary the
+    nest returned); the answers were right."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    prog = tmp_program(src)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    xs = args(np.random.default_rng(0))
+    np.testing.assert_allclose(plan.run(*xs), eqsat.reference(prog, *xs), rtol=1e-6)
+    assert plan.loop_runners and all(how == "compiled (numba)" for _, how in plan.loop_runners.values()), \
+        plan.loop_runners

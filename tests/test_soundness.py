@@ -14,6 +14,49 @@ from conftest import random_args, rel_err
 D = {"M": 4, "N": 5, "K": 3, "B": 2}
 
 WRONG = {
+    # found by a generator (probe L, 2026-11-26): a tuple assignment's temporary in a time
+    # loop kept as written, which the nest's source did not bind (the plan returned None)
+    "rebound_tuple_in_time_loop": '''
+@program
+def p(b: f32["N", "N"], c: f32["N", "N"]) -> f32["N", "N"]:
+    for t5 in range(2):
+        c = c * 2.0
+    for t8 in range(2):
+        for i9 in range(1, N):
+            for i10 in range(N):
+                b[i9, i10] = b[i9 - 1, i10]
+        b, c = c + b, b - c
+    return c
+''',
+    # the same, read by a later nest (it was handed a 0-d array)
+    "rebound_tuple_read_after_the_loop": '''
+import numpy as np
+
+@program
+def p(b: f32["N", "N"], c: f32["N"]) -> tuple[f32["N", "N"], f32["N"]]:
+    for t3 in range(3):
+        for i4 in range(N):
+            acc7 = c[i4]
+            for k6 in range(N):
+                acc7 -= b[i4, k6] * c[k6] * 0.5
+            c[i4] = acc7 / (1.0 + abs(b[i4, i4]))
+        B8 = np.zeros((N, N), dtype=np.float32)
+        b, B8 = relu(B8), np.tanh(b + B8)
+    for i15 in range(N - 2, -1, -1):
+        b[i15] = relu(b[i15 + 1]) * 0.5 + B8[i15]
+    return b, c
+''',
+    # a name bound to a view of its own memory, written by a kept nest (transposed twice)
+    "rebound_to_its_own_transpose": '''
+@program
+def p(a: f32["N", "N"]) -> f32["N", "N"]:
+    B1 = zeros((N, N))
+    B1 = B1.T
+    for i6 in range(1, N):
+        for i7 in range(N):
+            B1[i6, i7] = B1[i6 - 1, i7] + a[i6, i7]
+    return B1
+''',
     # 1. a scalar carried from one iteration to the next
     "carried_scalar": '''
 @program
@@ -815,3 +858,18 @@ def p(x: f32["N"], y: f32["N"], z: f32["N"]) -> f32["N"]:
         plan = eqsat.optimize(prog, {"N": 7}, target=target)
         for backend in ("numpy", "triton"):
             assert np.array_equal(plan.run(x, y, z, backend=backend), want, equal_nan=True), (target, backend)
+
+
+def test_a_view_of_its_own_memory_in_a_loop_is_refused(tmp_program):
+    """`X = X.T` at the top of the function is renamed (desugar); under an `if` it is refused
+    rather than run with the view and its memory under one name."""
+    with pytest.raises(eqsat.ProgramError, match=r"'x' is bound to a view of its own memory"):
+        tmp_program('''
+@program
+def p(a: f32["N", "N"]) -> f32["N", "N"]:
+    x = a + 0.0
+    if N > 2:
+        x = x.T
+    x[0, 1] = 2.0
+    return x
+''')
