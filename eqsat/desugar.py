@@ -119,6 +119,7 @@ class _Env(ast.NodeTransformer):
         self.resolve = lambda name: None if name in own else resolve(name)
         self.scalars = {p.name for p in params if p.shape is None}  # (`_record_scalar`)
         self.int_locals: set = set()  # names bound once to an integer expression
+        self.size_locals: dict = {}  # those of them bound to an expression of sizes: name -> it
         self.not_scalars: set = set()
         self.sizes = sizes
         self.stores = stores
@@ -174,7 +175,8 @@ class _Env(ast.NodeTransformer):
             vs = values.get(name, [])  # (a parameter only updated, `A -= e`, has none)
             if name in self.shapes or self.stores.get(name, 0) < 1 or (name not in declared and len(vs) < 2):
                 continue
-            seed = declared.get(name) or next((a for a in map(self._allocated, vs) if a is not None), None)
+            seed = declared.get(name) or next((a for a in map(self._allocated, vs) if a is not None), None) or \
+                next((g for g in map(self.value_shape, vs) if g is not None and g is not SCALAR and g[1]), None)
             if seed is not None and all(v is not None for v in vs):
                 seeds[name] = seed
         self.shapes.update(seeds)
@@ -255,7 +257,8 @@ class _Env(ast.NodeTransformer):
             if a is None or b is None or a is SCALAR or b is SCALAR or not 1 <= len(a[0]) <= 2 or \
                     not 1 <= len(b[0]) <= 2:
                 return None
-            return (a[0][:-1] + b[0][1:], a[1] and b[1])
+            dims = a[0][:-1] + b[0][1:]
+            return (dims, a[1] and b[1]) if dims else SCALAR  # (`u @ v`: a number)
         if isinstance(e, ast.Attribute) and e.attr == "T":
             a = self.value_shape(e.value)
             return None if a is None or a is SCALAR else (list(reversed(a[0])), a[1])
@@ -272,7 +275,9 @@ class _Env(ast.NodeTransformer):
                 return self.value_shape(e.args[0])
             if canon in lang.BINARY and len(e.args) == 2:
                 return _same(self.value_shape(e.args[0]), self.value_shape(e.args[1]))
-            if self.callee(e.func) is np.outer and len(e.args) == 2:  # (of vectors: eqsat/sections.py)
+            if self.callee(e.func) is np.flip and len(e.args) == 1:  # (every axis: eqsat/sections.py)
+                return self.value_shape(e.args[0])
+            if sections.outer_of(e, self) is not None:  # (of vectors: eqsat/sections.py)
                 a, b = self.value_shape(e.args[0]), self.value_shape(e.args[1])
                 if a is None or b is None or a is SCALAR or b is SCALAR or len(a[0]) != 1 or len(b[0]) != 1:
                     return None
@@ -292,17 +297,20 @@ class _Env(ast.NodeTransformer):
             x, axis = f.value, e.args[0] if e.args else kws.pop("axis", None)
         else:
             return None
+        keep = _keepdims(kws)
         got = self.value_shape(x)
-        if kws or got is None or got is SCALAR:
+        if kws or keep is None or got is None or got is SCALAR:
             return None
         if axis is None:
-            return SCALAR
+            return ([ast.Constant(1) for _ in got[0]], True) if keep and got[1] else None if keep else SCALAR
         if not got[1]:
             return None
         a = _number(axis)
         if type(a) is not int or not -len(got[0]) <= a < len(got[0]):
             return None
         a %= len(got[0])
+        if keep:
+            return (got[0][:a] + [ast.Constant(1)] + got[0][a + 1:], True)
         rest = got[0][:a] + got[0][a + 1:]
         return (rest, True) if rest else SCALAR
 
@@ -350,6 +358,9 @@ class _Env(ast.NodeTransformer):
         if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and self.stores.get(n.targets[0].id) == 1 \
                 and self.is_int(n.value):
             self.int_locals.add(n.targets[0].id)  # (`n = len(x)`: an integer, as `float(n)` needs)
+            if all(isinstance(x, ast.Name) and x.id in self.sizes for x in ast.walk(n.value)
+                   if isinstance(x, ast.Name)):
+                self.size_locals[n.targets[0].id] = n.value  # (`k = N - 3`: the same number everywhere)
         v = n.value
         if isinstance(v, ast.Call) and self.callee(v.func) in (np.zeros, np.empty, np.ones, np.full) and v.args:
             if isinstance(v.args[0], ast.List):  # `np.zeros([M, N])`
@@ -569,6 +580,8 @@ class _Env(ast.NodeTransformer):
     def visit_Attribute(self, n):
         if isinstance(n.value, ast.Name) and isinstance(n.ctx, ast.Load):
             mod = self.resolve(n.value.id)
+            if mod is np and n.attr == "newaxis":
+                return ast.copy_location(ast.Constant(None), n)
             if (mod, n.attr) in _NUMBERS and isinstance(getattr(mod, n.attr, None), float):
                 return ast.copy_location(ast.Constant(getattr(mod, n.attr)), n)
         self.generic_visit(n)
@@ -581,6 +594,12 @@ class _Env(ast.NodeTransformer):
     def visit_Call(self, n):
         # (`X.shape` inside is rewritten after this call's own forms are seen)
         obj = self.callee(n.func)
+        for k in n.keywords:  # `dtype=x.dtype` of a float32 tensor x
+            v = k.value
+            if k.arg == "dtype" and isinstance(v, ast.Attribute) and v.attr == "dtype":
+                got = self.value_shape(v.value)
+                if got is not None and got is not SCALAR and got[1]:
+                    k.value = ast.copy_location(ast.Constant("float32"), v)
         if obj is builtins.len and len(n.args) == 1 and self.shape(n.args[0]) is not None:
             dims = self.shape(n.args[0])[0]
             if dims:
@@ -607,9 +626,10 @@ class _Env(ast.NodeTransformer):
             return ast.copy_location(ast.Attribute(value=n.args[0], attr="T", ctx=ast.Load()), n)
         copied = n.args[0] if obj is np.copy and len(n.args) == 1 else \
             n.func.value if isinstance(n.func, ast.Attribute) and n.func.attr == "copy" and not n.args else None
-        if copied is not None and not n.keywords and self.shape(copied) is not None and self.shape(copied)[1]:
+        got = self.value_shape(copied) if copied is not None and not n.keywords else None
+        if got is not None and got is not SCALAR and got[1]:  # (of a view too: `np.flip(a).copy()`)
             out = ast.copy_location(ast.BinOp(left=copied, op=ast.Mult(), right=ast.Constant(1.0)), n)
-            out.eqsat_shape = self.shape(copied)  # (`y = x.copy()`: y's shape is x's)
+            out.eqsat_shape = got  # (`y = x.copy()`: y's shape is x's)
             return out
         if n.keywords:
             return n
@@ -655,15 +675,26 @@ SCALAR = "scalar"  # (`_Env.value_shape` of a number)
 
 
 def _same(a, b):
-    """The shape of an elementwise operation over values of shapes `a` and `b`."""
+    """The shape of an elementwise operation over values of shapes `a` and `b`: numpy's
+    broadcasting, axes aligned from the right, an axis of literal extent 1 (or a missing
+    one) taking the other's; None where the extents are not told to agree."""
     if a is None or b is None:
         return None
     if a is SCALAR:
         return b
     if b is SCALAR:
         return a
-    dump = [ast.dump(ast.Tuple(elts=list(x[0]), ctx=ast.Load())) for x in (a, b)]
-    return (a[0], a[1] and b[1]) if dump[0] == dump[1] else None
+    out = sections.broadcast(a[0], b[0])
+    return None if out is None else (out, a[1] and b[1])
+
+
+def _keepdims(kws: dict):
+    """A reduction's `keepdims=` (popped from `kws`): True, False, or None where it is not a
+    constant."""
+    v = kws.pop("keepdims", None)
+    if v is None:
+        return False
+    return v.value if isinstance(v, ast.Constant) and type(v.value) is bool else None
 
 
 def _same_shape(a, b) -> bool:
@@ -926,7 +957,8 @@ class _Reductions(_Hoisting):
         elif isinstance(f, ast.Attribute) and f.attr in _METHODS and len(n.args) <= 1 and obj is None:
             kind, x = _METHODS[f.attr], f.value
             axis = n.args[0] if n.args else kws.pop("axis", None)
-        if kind is None or kws:
+        keepdims = _keepdims(kws)
+        if kind is None or kws or keepdims is None:
             return n
         got = self.env.value_shape(x)
         if got is None or got is SCALAR or not got[1]:
@@ -952,7 +984,34 @@ class _Reductions(_Hoisting):
             axis = a % len(dims)
             if len(dims) == 1:
                 axis = None
-        return self.reduce(n, kind, x, lead, dims, axis, elem_of)
+        out = self.reduce(n, kind, x, lead, dims, axis, elem_of)
+        return self.kept(n, out, dims, axis) if keepdims else out
+
+    def kept(self, n, acc, dims: list, axis):
+        """`keepdims=True`: the reduction `acc` copied into a tensor with an axis of one
+        element where the reduced axis was (every axis where none was given)."""
+        name = f"eqsat_red{self.count}_kept"
+        self.count += 1
+        shape = [ast.Constant(1) if axis is None or d == axis else copy.deepcopy(dims[d]) for d in range(len(dims))]
+        self.env.shapes[name] = (shape, True)
+        idx = [f"{name}_{d}" for d in range(len(dims))]
+        full = [ast.Constant(0) if axis is None or d == axis else ast.Name(id=idx[d], ctx=ast.Load())
+                for d in range(len(dims))]
+        part = [ast.Name(id=idx[d], ctx=ast.Load()) for d in range(len(dims)) if axis is not None and d != axis]
+        src = acc if not part else ast.Subscript(value=acc, slice=part[0] if len(part) == 1 else ast.Tuple(
+            elts=part, ctx=ast.Load()), ctx=ast.Load())
+        body = [ast.Assign(targets=[ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=ast.Tuple(
+            elts=full, ctx=ast.Load()), ctx=ast.Store())], value=src)]
+        for d in reversed(range(len(dims))):
+            if axis is not None and d != axis:
+                body = [ast.For(target=ast.Name(id=idx[d], ctx=ast.Store()), iter=ast.Call(
+                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
+                    body=body, orelse=[])]
+        alloc = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Call(
+            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()), args=[ast.Tuple(elts=shape, ctx=ast.Load())],
+            keywords=[]))
+        self.place([alloc] + body, n, init=1)
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
 
     def _elements_of(self, x, dims: list):
         """`idx -> x's element there` for an expression over slices that reads element by
@@ -1016,6 +1075,7 @@ class _Reductions(_Hoisting):
                 init = 2
         else:
             stmts.append(ast.Assign(targets=[name(acc, ast.Store())], value=ast.Constant(start)))
+            self.env.scalars.add(acc)  # (`a[1:] = a[1:] - np.sum(a)`: read element by element)
         stmts += loops(list(range(len(dims))), [ast.Assign(targets=[at(keep, ast.Store())], value=step)])
         if kind == "mean":
             count = copy.deepcopy(dims[axis]) if keep else _product([copy.deepcopy(d) for d in dims])

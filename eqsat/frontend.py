@@ -149,7 +149,7 @@ class _Parser:
         # Python's other spellings of the language's forms (`A[i][j]`, `x.shape[0]`, `np.exp`)
         sizes = {nm for nm, (kind, _) in self.sym.items() if kind == "dim"} | set(out_dims)
         desugar.rewrite(fdef, params, sizes, self.resolve_global)
-        refused = [x for x in ast.walk(fdef) if isinstance(x, ast.Subscript) and getattr(x, "eqsat_why", None)]
+        refused = [x for x in ast.walk(fdef) if getattr(x, "eqsat_why", None)]
         if refused:  # (a slice read otherwise than numpy reads it: the first, with why)
             x = min(refused, key=lambda x: (x.lineno, x.col_offset))
             raise self.err(x, f"`{ast.unparse(x)}`: {x.eqsat_why}")

@@ -167,8 +167,11 @@ def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
         a = affine(e, atoms)
         if a is None or depth > 8:
             return None, atoms
+        order = list(reversed(loops))  # (innermost loop first: its bounds name the outer ones)
         for _ in range(64):
-            var = next((k for k in a if k != "" and k not in atoms and k not in sizes), None)
+            free = [k for k in a if k != "" and k not in atoms and k not in sizes]
+            var = next((k for k in free if k not in loops), None) or \
+                next((k for k in order if k in free), None)
             if var is None:
                 for node in atoms.values():  # (opaque parts: of sizes only, or a tensor's extent)
                     if not _shape_read(node) and any(isinstance(x, ast.Name) and x.id not in sizes
@@ -294,14 +297,15 @@ def _elts(s) -> list:
 
 class Section:
     """A subscript read as a section of a named tensor: per axis of the tensor, ("at", index)
-    or ("range", start, step, extent) (step -1: from the end)."""
+    or ("range", start, step, extent) (step -1: from the end), and ("new",) where `None`
+    adds an axis of one element."""
 
     def __init__(self, base: str, axes: list, f32: bool):
         self.base, self.axes, self.f32 = base, axes, f32
 
     @property
     def dims(self) -> list:
-        return [a[3] for a in self.axes if a[0] == "range"]
+        return [a[3] if a[0] == "range" else ast.Constant(1) for a in self.axes if a[0] != "at"]
 
     def at(self, use: list, ctx=None):
         """The element at `use` (one index expression per axis of the section)."""
@@ -310,6 +314,9 @@ class Section:
         for a in self.axes:
             if a[0] == "at":
                 idx.append(copy.deepcopy(a[1]))
+                continue
+            if a[0] == "new":
+                next(it)
                 continue
             _, start, step, extent = a
             u = copy.deepcopy(next(it))
@@ -342,18 +349,27 @@ def parse(sub, env):
         v, transposed = env.transposed_views()[v.id], True
     if not isinstance(v, ast.Name) or v.id not in env.shapes:
         return None
-    if any(isinstance(x, ast.Starred) or (isinstance(x, ast.Constant) and (x.value is Ellipsis or x.value is None))
-           for x in elts):
-        return None  # (`a[..., 0]`, `a[:, None]`: not read here)
+    if any(isinstance(x, ast.Starred) or (isinstance(x, ast.Constant) and x.value is Ellipsis) for x in elts):
+        return None  # (`a[..., 0]`: not read here)
+    new = [isinstance(x, ast.Constant) and x.value is None for x in elts]  # `a[:, None]`: an axis of one
+    if transposed and any(new):
+        return None
     dims, f32 = env.shapes[v.id]
     rank = len(dims)
-    if len(elts) > rank or not (any(isinstance(x, ast.Slice) for x in elts) or (transposed and len(elts) < rank)):
+    taken = len(elts) - sum(new)
+    if taken > rank or not (any(isinstance(x, ast.Slice) for x in elts) or any(new) or
+                            (transposed and len(elts) < rank)):
         return None
-    elts = elts + [ast.Slice(lower=None, upper=None, step=None) for _ in range(rank - len(elts))]
+    elts = elts + [ast.Slice(lower=None, upper=None, step=None) for _ in range(rank - taken)]
     if transposed:
         elts = list(reversed(elts))
     axes = []
-    for d, x in enumerate(elts):
+    d = -1
+    for x in elts:
+        if isinstance(x, ast.Constant) and x.value is None:
+            axes.append(("new",))
+            continue
+        d += 1
         D = dims[d]
         if not isinstance(x, ast.Slice):
             k = _negative_constant(x)
@@ -368,8 +384,9 @@ def parse(sub, env):
             if b is None:
                 return copy.deepcopy(default)
             k = _negative_constant(b)
-            return canonical(ast.BinOp(left=copy.deepcopy(D), op=ast.Add(), right=ast.Constant(k))) \
-                if k is not None else canonical(b)
+            if k is not None:
+                return canonical(ast.BinOp(left=copy.deepcopy(D), op=ast.Add(), right=ast.Constant(k)))
+            return canonical(_SizeLocals(env.size_locals).visit(copy.deepcopy(b)))  # (`k = N - 3; x[:k]`)
 
         if step == -1:
             axes.append(("range", copy.deepcopy(D), -1, canonical(D)))
@@ -384,6 +401,17 @@ def parse(sub, env):
         n = sum(a[0] == "range" for a in axes)
         return _Reordered(v.id, axes, f32, list(reversed(range(n))))
     return Section(v.id, axes, f32)
+
+
+class _SizeLocals(ast.NodeTransformer):
+    """Names bound once to an expression of sizes, replaced by it."""
+
+    def __init__(self, values: dict):
+        self.values = values
+
+    def visit_Name(self, n):
+        v = self.values.get(n.id)
+        return ast.copy_location(copy.deepcopy(v), n) if v is not None and isinstance(n.ctx, ast.Load) else n
 
 
 class _Reordered(Section):
@@ -406,14 +434,60 @@ class _Reordered(Section):
 
 
 def contains_section(e, env) -> bool:
-    """Whether `e` reads a section, or np.outer (both read element by element here)."""
-    return any((isinstance(x, ast.Subscript) and parse(x, env) is not None) or _outer(x, env) for x in ast.walk(e))
+    """Whether `e` reads a section, an outer product or np.flip (read element by element here)."""
+    return any((isinstance(x, ast.Subscript) and parse(x, env) is not None) or outer_of(x, env) is not None or
+               _flip(x, env) for x in ast.walk(e))
 
 
-def _outer(e, env) -> bool:
+def _flip(e, env) -> bool:
     import numpy as np
 
-    return isinstance(e, ast.Call) and len(e.args) == 2 and not e.keywords and env.callee(e.func) is np.outer
+    return isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords and env.callee(e.func) is np.flip
+
+
+def outer_of(e, env):
+    """For `np.outer(u, v)` or `np.add.outer(u, v)` (multiply, subtract, divide, maximum,
+    minimum alike) of vectors: `(x, y) -> syntax of x (op) y`; else None."""
+    import numpy as np
+
+    from .desugar import LIB
+
+    if not (isinstance(e, ast.Call) and len(e.args) == 2 and not e.keywords):
+        return None
+    f = e.func
+    if env.callee(f) is np.outer:
+        return lambda x, y: ast.BinOp(left=x, op=ast.Mult(), right=y)
+    if isinstance(f, ast.Attribute) and f.attr == "outer":
+        uf = env.callee(f.value)
+        ops = {np.add: ast.Add, np.subtract: ast.Sub, np.multiply: ast.Mult, np.divide: ast.Div,
+               np.true_divide: ast.Div}
+        if uf in ops:
+            return lambda x, y, op=ops[uf]: ast.BinOp(left=x, op=op(), right=y)
+        if uf in (np.maximum, np.minimum):
+            name = LIB + ("maximum" if uf is np.maximum else "minimum")
+            return lambda x, y: ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[x, y], keywords=[])
+    return None
+
+
+def _one(d) -> bool:
+    return isinstance(d, ast.Constant) and d.value == 1 and type(d.value) is int
+
+
+def broadcast(a: list, b: list):
+    """numpy's broadcast of extents `a` and `b` (from the right; an extent of literal 1, or a
+    missing axis, takes the other), else None where they are not told to agree."""
+    n = max(len(a), len(b))
+    a = [ast.Constant(1)] * (n - len(a)) + list(a)
+    b = [ast.Constant(1)] * (n - len(b)) + list(b)
+    out = []
+    for x, y in zip(a, b):
+        if same_dims([x], [y]) or _one(y):
+            out.append(x)
+        elif _one(x):
+            out.append(y)
+        else:
+            return None
+    return out
 
 
 def same_dims(a: list, b: list) -> bool:
@@ -468,9 +542,12 @@ class Elements:
         if got is None or len(got[0]) > len(use):
             raise NotElementwise
         rank = len(got[0])
-        if dims is not None and not same_dims(got[0], dims[len(dims) - rank:]):
-            raise NotElementwise
         use = use[len(use) - rank:]
+        if dims is not None:  # (an axis of one element broadcast: its index is 0)
+            want = dims[len(dims) - rank:]
+            if any(not (same_dims([g], [w]) or _one(g)) for g, w in zip(got[0], want)):
+                raise NotElementwise
+            use = [u if same_dims([g], [w]) else ast.Constant(0) for g, w, u in zip(got[0], want, use)]
         sec = parse(e, env) if isinstance(e, ast.Subscript) else None
         if sec is not None:
             return sec.at(use)
@@ -486,9 +563,14 @@ class Elements:
             return self.element(e.value, list(reversed(use)), pre, list(reversed(got[0])))
         if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):
             return self.product(e, use, pre)
-        if _outer(e, env):  # np.outer(u, v)[i, j] = u[i] * v[j] (of vectors)
-            return ast.BinOp(left=self.element(e.args[0], use[:1], pre, got[0][:1]), op=ast.Mult(),
-                             right=self.element(e.args[1], use[1:], pre, got[0][1:]))
+        if _flip(e, env):  # np.flip(x) (every axis): x[d - 1 - i, ...]
+            back = [canonical(ast.BinOp(left=ast.BinOp(left=copy.deepcopy(d), op=ast.Sub(), right=ast.Constant(1)),
+                                        op=ast.Sub(), right=copy.deepcopy(u))) for d, u in zip(got[0], use)]
+            return self.element(e.args[0], back, pre, got[0])
+        combine = outer_of(e, env)
+        if combine is not None:  # np.outer(u, v)[i, j] = u[i] * v[j] (of vectors)
+            return combine(self.element(e.args[0], use[:1], pre, got[0][:1]),
+                           self.element(e.args[1], use[1:], pre, got[0][1:]))
         raise NotElementwise
 
     def product(self, e, use: list, pre: list):
@@ -513,6 +595,7 @@ class Elements:
                                      keywords=[]),
                        body=inner + [step], orelse=[])
         pre += [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.Constant(0.0)), loop]
+        self.env.scalars.add(acc)
         return ast.Name(id=acc, ctx=ast.Load())
 
     def loops(self, dims: list, body_of):
@@ -547,9 +630,8 @@ class Elements:
 
 
 def _root(v):
-    """The name whose memory `v` is a view of (`x`, `x.T`, `x[i]`, `x[1:]`, transpose(x, p)), else None."""
-    from .desugar import LIB
-
+    """The name whose memory `v` is a view of (`x`, `x.T`, `x[i]`, `x[1:]`, transpose(x, p),
+    np.flip(x)), else None."""
     while True:
         if isinstance(v, ast.Name):
             return v.id
@@ -557,7 +639,47 @@ def _root(v):
             v = v.value
         elif isinstance(v, ast.Subscript):
             v = v.value
-        elif isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == LIB + "transpose" and v.args:
+        elif _viewing_call(v):
+            v = v.args[0]
+        else:
+            return None
+
+
+def _viewing_call(v) -> bool:
+    """A call numpy answers with a view of its first operand: transpose (renamed by
+    desugar), flip (by name: a call of that name is taken as one, which errs on the safe side)."""
+    from .desugar import LIB
+
+    if not (isinstance(v, ast.Call) and v.args):
+        return False
+    f = v.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+    return name in (LIB + "transpose", "flip", "transpose")
+
+
+def _targets(t) -> list:
+    """The targets a (possibly tuple) target binds or stores into."""
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [x for e in t.elts for x in _targets(e)]
+    if isinstance(t, ast.Starred):
+        return _targets(t.value)
+    return [t]
+
+
+def _view_of(v, env):
+    """Where `v` is built of names, slices, `.T`, transposes and flips only (a view in numpy)
+    and holds a slice or a flip: the name whose memory it views; else None."""
+    seen = False
+    while True:
+        if isinstance(v, ast.Name):
+            return v.id if seen else None
+        if isinstance(v, ast.Attribute) and v.attr == "T":
+            v = v.value
+        elif isinstance(v, ast.Subscript):
+            seen = seen or parse(v, env) is not None
+            v = v.value
+        elif _viewing_call(v):
+            seen = True
             v = v.args[0]
         else:
             return None
@@ -570,7 +692,7 @@ def _axes_of(sub, env):
         return None
     sec = parse(sub, env)
     if sec is not None:
-        return None if isinstance(sec, _Reordered) else sec.axes
+        return None if isinstance(sec, _Reordered) else [a for a in sec.axes if a[0] != "new"]
     if not isinstance(sub.value, ast.Name) or any(isinstance(x, ast.Slice) for x in ast.walk(sub.slice)):
         return None
     return [("at", x) for x in _elts(sub.slice)]
@@ -608,14 +730,17 @@ class Scalarize(Hoisting):
         links: dict = {}
         for n in ast.walk(fdef):
             if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                whole = [x for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for x in _targets(t)]
+                # (a tuple's values each may be bound to any of its names: `a, b = b, a`)
+                values = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) else [n.value]
+                roots = {r for r in map(_root, values) if r is not None} if n.value is not None else set()
+                for t in whole:
                     if isinstance(t, ast.Subscript) or isinstance(n, ast.AugAssign):
                         r = _root(t)
                         if r is not None:
                             self.written.add(r)
-                    elif isinstance(t, ast.Name) and n.value is not None:
-                        r = _root(n.value)
-                        if r is not None:
+                    elif isinstance(t, ast.Name):
+                        for r in roots:
                             links.setdefault(t.id, set()).add(r)
                             links.setdefault(r, set()).add(t.id)
         self.links = links
@@ -658,6 +783,10 @@ class Scalarize(Hoisting):
                 s.body, s.orelse = self.block(s.body), self.block(s.orelse)
                 out.append(s)
                 continue
+            chained = self.chained(s)
+            if chained is not None:  # (each store on its own, in Python's order)
+                out += self.block(chained)
+                continue
             new = self.statement(s)
             if new is None:
                 if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)):
@@ -668,6 +797,23 @@ class Scalarize(Hoisting):
                     for sub in ast.walk(st):
                         ast.copy_location(sub, s)
             out += self.take() + new
+        return out
+
+    def chained(self, s):
+        """`x[...] = y[...] = e` with a slice among the targets (covariance's `cov[i:, i] =
+        cov[i, i:] = e`): one store per target, left to right, each of `e`, where `e` reads
+        no memory a target writes (else None: as written)."""
+        if not (isinstance(s, ast.Assign) and len(s.targets) > 1 and
+                all(isinstance(t, ast.Subscript) for t in s.targets) and
+                any(parse(t, self.env) is not None for t in s.targets)):
+            return None
+        for t in s.targets:
+            root = _root(t)
+            if root is None or any(isinstance(x, ast.Name) and x.id in self.shared(root) for x in ast.walk(s.value)):
+                return None
+        out = []
+        for t in s.targets:
+            out.append(ast.copy_location(ast.Assign(targets=[t], value=copy.deepcopy(s.value)), s))
         return out
 
     def take(self) -> list:
@@ -691,6 +837,13 @@ class Scalarize(Hoisting):
 
     def store(self, s, sec: Section, target, value, op):
         """`x[section] (op)= value`: a loop nest over the section."""
+        mark = len(self.pending)
+        out = self._store(s, sec, target, self.numbers_first(value, s), op)
+        if out is None:
+            del self.pending[mark:]  # (as written: nothing placed before it)
+        return out
+
+    def _store(self, s, sec: Section, target, value, op):
         dims = sec.dims
         got = self.env.value_shape(value)  # (None where it broadcasts: `A[1:] + b`)
         el = self.el
@@ -740,6 +893,24 @@ class Scalarize(Hoisting):
         except NotElementwise:
             return None
 
+    def numbers_first(self, value, s):
+        """`value` with its dot products over slices (`np.dot(a[1:], a[1:])`) computed before
+        the statement, as numpy computes them before it stores anything (read element by
+        element, they would be recomputed for every element, after some were stored)."""
+        from .desugar import SCALAR
+
+        class Dots(ast.NodeTransformer):
+            def visit_BinOp(inner, n):
+                if isinstance(n.op, ast.MatMult) and contains_section(n, self.env) and \
+                        self.env.value_shape(n) is SCALAR:
+                    pre: list = []
+                    out = self.el.product(n, [], pre)
+                    self.place(pre, s, init=1)
+                    return out
+                return inner.generic_visit(n)
+
+        return Dots().visit(copy.deepcopy(value))
+
     def reads_memory(self, value, base: str, target) -> bool:
         """Whether `value` may read memory `base` shares other than the element `target`
         stores: reads of the same section, or of elements no store of it writes (apart on
@@ -748,18 +919,23 @@ class Scalarize(Hoisting):
         same = ast.dump(target.slice)
         wrote = _axes_of(target, self.env)
 
-        def reads(e) -> bool:
+        def reads(e, pointwise: bool) -> bool:
+            """`pointwise`: `e`'s element is read at the element stored (only elementwise
+            operations above it: not under np.flip, `@`, np.outer, `.T`, a reduction)."""
             if isinstance(e, ast.Subscript) and _root(e) == base:
-                if ast.dump(e.slice) == same and ast.dump(e.value) == ast.dump(target.value):
+                if pointwise and ast.dump(e.slice) == same and ast.dump(e.value) == ast.dump(target.value):
                     return False  # (the element itself, before it is stored)
                 got = _axes_of(e, self.env)
                 if wrote is not None and got is not None and any(_apart(a, b) for a, b in zip(wrote, got)):
-                    return any(reads(c) for c in ast.iter_child_nodes(e.slice))  # (its indices still count)
+                    return any(reads(c, False) for c in ast.iter_child_nodes(e.slice))  # (its indices)
             if isinstance(e, ast.Name):
                 return e.id in names
-            return any(reads(c) for c in ast.iter_child_nodes(e))
+            keeps = pointwise and (
+                (isinstance(e, ast.BinOp) and isinstance(e.op, _OPS)) or isinstance(e, ast.UnaryOp) or
+                (isinstance(e, ast.Call) and _elementwise_fn(self.env, e.func)))
+            return any(reads(c, keeps) for c in ast.iter_child_nodes(e))
 
-        return reads(value)
+        return reads(value, True)
 
     def bind(self, s, name: str, value):
         """`name = value` over sections: a new buffer holding every element of `value`."""
@@ -772,13 +948,13 @@ class Scalarize(Hoisting):
             return None  # (`y = y[1:]`: left as written)
         if self.keeps_matmul(value):
             return None  # (its sections copied, `@` kept: `visit_BinOp`)
-        sec = parse(value, self.env) if isinstance(value, ast.Subscript) else None
-        if sec is not None:  # `y = a[:, k]` is a view in numpy: a copy only where nothing tells them apart
-            why = self.view_differs(s, name, sec.base)
+        base = _view_of(value, self.env)
+        if base is not None:  # `y = a[:, k]`, `y = np.flip(a)`: a view in numpy, a copy only
+            why = self.view_differs(s, name, base)  # where nothing tells them apart
             if why:
-                value.eqsat_why = (f"`{name} = {ast.unparse(value)}` is a view of the memory of {sec.base!r} in numpy, "
-                                   f"and {why}; write `{name} = {ast.unparse(value)}.copy()`, or index "
-                                   f"{sec.base!r} where {name!r} is read")
+                value.eqsat_why = (f"`{name} = {ast.unparse(value)}` is a view of the memory of {base!r} in numpy, "
+                                   f"and {why}; write `{name} = ({ast.unparse(value)}).copy()`, or index {base!r} "
+                                   f"where {name!r} is read")
                 return None
         try:
             return self.el.compute(name, value, got[0])
@@ -811,7 +987,7 @@ class Scalarize(Hoisting):
         for st in self._statements:
             ts = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(
                 st, (ast.AugAssign, ast.AnnAssign)) else []
-            for t in ts:
+            for t in (x for t in ts for x in _targets(t)):
                 if (isinstance(t, ast.Subscript) or isinstance(st, ast.AugAssign)) and _root(t) in mem:
                     out.append((st, self.order[id(st)]))
         return out
@@ -845,7 +1021,7 @@ class Scalarize(Hoisting):
 
             got = self.env.value_shape(n)
             try:
-                if got is not None and got is not SCALAR and not got[0]:  # `u @ v`: a number
+                if got is SCALAR:  # `u @ v`: a number
                     pre: list = []
                     out = self.el.product(n, [], pre)
                     self.place(pre, n, init=1)
@@ -859,9 +1035,13 @@ class Scalarize(Hoisting):
         return self.generic_visit(n)
 
     def visit_Call(self, n):
-        if _outer(n, self.env):
+        if getattr(n, "eqsat_why", None):
+            return n  # (refused: the front end says why)
+        if outer_of(n, self.env) is not None or _flip(n, self.env):
+            from .desugar import SCALAR
+
             got = self.env.value_shape(n)
-            if got is not None and got[1] and len(got[0]) == 2:
+            if got is not None and got is not SCALAR and got[1] and got[0]:
                 try:
                     return self.materialize(n, got[0])
                 except NotElementwise:

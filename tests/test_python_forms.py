@@ -520,3 +520,30 @@ def p(A: f32["N", "M"]) -> tuple[f32, f32["N"], f32]:
     plan = eqsat.optimize(prog, {"N": 3, "M": 4})
     for got, w in zip(plan.run(A), want):
         np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+
+
+def test_keepdims_and_broadcasting(tmp_program):
+    """`keepdims=True` reductions, and numpy's broadcasting of an axis of one element and of
+    a missing leading axis (softmax and layer norm as numpy users write them)."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["M", "N"], g: f32["N"], b: f32["N"]) -> tuple[f32["M", "N"], f32["M", "N"], f32["M", "N"], f32["M", "N"]]:
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    sm = e / np.sum(e, axis=-1, keepdims=True)
+    mu = np.mean(x, axis=1, keepdims=True)
+    var = np.mean((x - mu) ** 2, axis=1, keepdims=True)
+    ln = (x - mu) / np.sqrt(var + 1e-5) * g + b
+    return sm, ln, x / np.sum(x * x, axis=0, keepdims=True), x - np.mean(x, keepdims=True)
+''')
+    rng = np.random.default_rng(0)
+    for dims in ({"M": 5, "N": 7}, {"M": 1, "N": 3}):
+        x = rng.standard_normal((dims["M"], dims["N"])).astype(np.float32)
+        g, b = rng.standard_normal(dims["N"]).astype(np.float32), rng.standard_normal(dims["N"]).astype(np.float32)
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        mu = x.mean(axis=1, keepdims=True)
+        want = (e / e.sum(axis=-1, keepdims=True), (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=1, keepdims=True)
+                                                                        + 1e-5) * g + b,
+                x / (x * x).sum(axis=0, keepdims=True), x - x.mean(keepdims=True))
+        plan = eqsat.optimize(prog, dims)
+        for backend in ("numpy", "triton"):
+            assert close(plan.run(x, g, b, backend=backend), want), (backend, dims)
