@@ -571,9 +571,9 @@ class _Env(ast.NodeTransformer):
         got = self.shape(n.value)
         elts = _index_elts(n.slice)
         if got is not None and not _has_slice(n.slice) and len(elts) <= len(got[0]) and \
-                any(_negative(e) for e in elts):
-            elts = [ast.BinOp(left=copy.deepcopy(got[0][d]), op=ast.Sub(), right=ast.Constant(-_negative(e)))
-                    if _negative(e) else e for d, e in enumerate(elts)]
+                any(sections.negative_constant(e) for e in elts):
+            elts = [ast.BinOp(left=copy.deepcopy(got[0][d]), op=ast.Sub(), right=ast.Constant(-sections.negative_constant(e)))
+                    if sections.negative_constant(e) else e for d, e in enumerate(elts)]
             n.slice = elts[0] if len(elts) == 1 else ast.Tuple(elts=elts, ctx=ast.Load())
         return n
 
@@ -707,16 +707,6 @@ def _alias(obj) -> str | None:
         return ALIASES.get(obj)
     except TypeError:  # (an unhashable object)
         return None
-
-
-def _negative(e) -> int | None:
-    """The value of a negative integer constant index (`-1`), else None."""
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) and \
-            type(e.operand.value) is int and e.operand.value > 0:
-        return -e.operand.value
-    if isinstance(e, ast.Constant) and type(e.value) is int and e.value < 0:
-        return e.value
-    return None
 
 
 def _whole(e) -> bool:

@@ -126,7 +126,8 @@ def _plus(a, b):
     return _combine(a, b, 1)
 
 
-def _negative_constant(e):
+def negative_constant(e):
+    """The value of a negative integer constant (`-1`), else None."""
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) and \
             type(e.operand.value) is int and e.operand.value > 0:
         return -e.operand.value
@@ -226,7 +227,7 @@ def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
                     sub.eqsat_why = "a step of -1 is taken over a whole axis only (`a[::-1]`)"
                     continue
                 for b in (el.lower, el.upper):
-                    if b is None or _negative_constant(b) is not None:
+                    if b is None or negative_constant(b) is not None:
                         continue
                     low, atoms = minimum(b, loops)
                     if low is None:
@@ -372,7 +373,7 @@ def parse(sub, env):
         d += 1
         D = dims[d]
         if not isinstance(x, ast.Slice):
-            k = _negative_constant(x)
+            k = negative_constant(x)
             axes.append(("at", canonical(ast.BinOp(left=copy.deepcopy(D), op=ast.Add(), right=ast.Constant(k)))
                          if k is not None else x))
             continue
@@ -383,7 +384,7 @@ def parse(sub, env):
         def bound(b, default):
             if b is None:
                 return copy.deepcopy(default)
-            k = _negative_constant(b)
+            k = negative_constant(b)
             if k is not None:
                 return canonical(ast.BinOp(left=copy.deepcopy(D), op=ast.Add(), right=ast.Constant(k)))
             return canonical(_SizeLocals(env.size_locals).visit(copy.deepcopy(b)))  # (`k = N - 3; x[:k]`)
