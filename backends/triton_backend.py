@@ -206,6 +206,10 @@ def _fn(name: str, x: str) -> str:
         return f"tl.sqrt({x})"
     if name == "log":
         return f"tl.log({x})"
+    if name == "sin":
+        return f"tl.sin({x})"
+    if name == "cos":
+        return f"tl.cos({x})"
     if name == "abs":
         return f"tl.abs({x})"
     if name == "sigmoid":

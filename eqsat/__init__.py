@@ -6,14 +6,15 @@
 from .errors import ArgumentError, EqsatError, ProgramError
 from .frontend import program
 from .lang import (
-    bf16, empty, exp, f16, f32, gelu, log, maximum, minimum, relu, sigmoid, silu, sqrt, tanh, transpose, zeros,
+    bf16, cos, empty, exp, f16, f32, gelu, log, maximum, minimum, relu, sigmoid, silu, sin, sqrt, tanh, transpose,
+    zeros,
 )
 from .reference import reference
 
 __all__ = [
     "program", "reference", "optimize", "optimize_many", "Plan", "Kernel", "Limits",
     "f32", "f16", "bf16", "empty", "zeros", "transpose",
-    "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "maximum", "minimum",
+    "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "sin", "cos", "maximum", "minimum",
     "EqsatError", "ProgramError", "ArgumentError",
 ]
 

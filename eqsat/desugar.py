@@ -63,6 +63,7 @@ LIB = "eqsat_lib_"  # prefix of the names eqsat binds to the language's function
 # library functions that are the language's, by their object
 ALIASES = {np.transpose: "transpose", np.sqrt: "sqrt", np.exp: "exp", np.log: "log", np.tanh: "tanh", np.abs: "abs", np.fabs: "abs",
            np.maximum: "maximum", np.minimum: "minimum", math.sqrt: "sqrt", math.exp: "exp", math.log: "log",
+           np.sin: "sin", np.cos: "cos", math.sin: "sin", math.cos: "cos",
            math.tanh: "tanh", math.fabs: "abs"}
 _LIKE = {np.zeros_like: "zeros", np.empty_like: "empty"}
 _MATH = {f for f in ALIASES if getattr(math, getattr(f, "__name__", ""), None) is f}
@@ -97,7 +98,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             stores[n.id] = stores.get(n.id, 0) + 1
     _drop_parameter_copies(fdef, params, resolve, stores)
-    _rename_self_views(fdef, stores)
+    _rename_rebindings(fdef, stores, params)
     sections.check_bounds(fdef, sizes, stores)
     env = _Env(fdef, params, sizes, resolve, stores)
     fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
@@ -171,15 +172,18 @@ class _Env(ast.NodeTransformer):
                     if isinstance(y, ast.Name) and isinstance(y.ctx, ast.Store):
                         values.setdefault(y.id, []).append(None)
         seeds = {}
-        for name in set(values) | set(declared):
-            vs = values.get(name, [])  # (a parameter only updated, `A -= e`, has none)
-            if name in self.shapes or self.stores.get(name, 0) < 1 or (name not in declared and len(vs) < 2):
-                continue
-            seed = declared.get(name) or next((a for a in map(self._allocated, vs) if a is not None), None) or \
+        names = [n for n in sorted(set(values) | set(declared)) if n not in self.shapes and
+                 self.stores.get(n, 0) >= 1 and (n in declared or len(values.get(n, [])) >= 2) and
+                 all(v is not None for v in values.get(n, []))]  # (a parameter only updated, `A -= e`, has none)
+        for name in names:  # (parameters first: the others' seeds may read them)
+            if name in declared:
+                seeds[name] = self.shapes[name] = declared[name]
+        for name in names:
+            vs = values.get(name, [])
+            seed = seeds.get(name) or next((a for a in map(self._allocated, vs) if a is not None), None) or \
                 next((g for g in map(self.value_shape, vs) if g is not None and g is not SCALAR and g[1]), None)
-            if seed is not None and all(v is not None for v in vs):
-                seeds[name] = seed
-        self.shapes.update(seeds)
+            if seed is not None:
+                seeds[name] = self.shapes[name] = seed
         changed = True
         while changed:
             changed = False
@@ -266,6 +270,14 @@ class _Env(ast.NodeTransformer):
             got = self._reduced_shape(e)
             if got is not None:
                 return got
+            if sections.flips(e, self):  # (eqsat/sections.py)
+                got = self.value_shape(e.args[0])
+                return got if got is not SCALAR and got is not None and \
+                    sections.flip_axes(e, len(got[0])) is not None else None
+            if isinstance(e.func, ast.Attribute) and e.func.attr == "copy" and not e.args and not e.keywords and \
+                    self.callee(e.func) is None:
+                got = self.value_shape(e.func.value)  # (`x.copy()`)
+                return got if got is not SCALAR else None
         if isinstance(e, ast.Call) and not e.keywords:
             canon = library_name(e.func.id) if isinstance(e.func, ast.Name) else _alias(self.callee(e.func))
             if canon is None and isinstance(e.func, ast.Name):  # (`relu(x)`: the language's own)
@@ -275,8 +287,9 @@ class _Env(ast.NodeTransformer):
                 return self.value_shape(e.args[0])
             if canon in lang.BINARY and len(e.args) == 2:
                 return _same(self.value_shape(e.args[0]), self.value_shape(e.args[1]))
-            if self.callee(e.func) is np.flip and len(e.args) == 1:  # (every axis: eqsat/sections.py)
-                return self.value_shape(e.args[0])
+            if (self.callee(e.func) in _LIKE or self.callee(e.func) is np.copy) and len(e.args) == 1:
+                got = self.value_shape(e.args[0])  # (`np.zeros_like(x)`, `np.copy(x)`: x's shape)
+                return got if got is not SCALAR else None
             if sections.outer_of(e, self) is not None:  # (of vectors: eqsat/sections.py)
                 a, b = self.value_shape(e.args[0]), self.value_shape(e.args[1])
                 if a is None or b is None or a is SCALAR or b is SCALAR or len(a[0]) != 1 or len(b[0]) != 1:
@@ -285,6 +298,38 @@ class _Env(ast.NodeTransformer):
             if _REDUCTIONS.get(self.callee(e.func)) and len(e.args) == 1:
                 return SCALAR if self.value_shape(e.args[0]) is not None else None
         return None
+
+    def _variance(self, n):
+        """`np.var(x, axis=a)` (`np.std`, the methods) as numpy defines it: the mean of the
+        squared distance to the mean, `((x - x.mean(axis=a, keepdims=True)) ** 2).mean(axis=a)`
+        (std its square root), for `_Reductions`; ddof 0 only. Else None."""
+        obj, f = self.callee(n.func), n.func
+        if obj in (np.var, np.std) and len(n.args) in (1, 2):
+            x, rest, kind = n.args[0], n.args[1:], "var" if obj is np.var else "std"
+        elif isinstance(f, ast.Attribute) and f.attr in ("var", "std") and obj is None and len(n.args) <= 1:
+            x, rest, kind = f.value, n.args, f.attr
+        else:
+            return None
+        kws = {k.arg: k.value for k in n.keywords}
+        if "ddof" in kws and _number(kws.pop("ddof")) != 0:
+            return None
+        if set(kws) - {"axis", "keepdims"} or (rest and "axis" in kws):
+            return None
+        axis = rest[0] if rest else kws.get("axis")
+        got = self.value_shape(x)
+        if got is None or got is SCALAR or not got[1]:
+            return None
+
+        def mean(e, keep):
+            kw = ([ast.keyword(arg="axis", value=copy.deepcopy(axis))] if axis is not None else []) + \
+                ([ast.keyword(arg="keepdims", value=copy.deepcopy(keep))] if keep is not None else [])
+            return ast.Call(func=ast.Attribute(value=e, attr="mean", ctx=ast.Load()), args=[], keywords=kw)
+
+        dist = ast.BinOp(left=copy.deepcopy(x), op=ast.Sub(), right=mean(copy.deepcopy(x), ast.Constant(True)))
+        out = mean(ast.BinOp(left=dist, op=ast.Mult(), right=copy.deepcopy(dist)), kws.get("keepdims"))
+        if kind == "std":
+            out = ast.Call(func=ast.Name(id=LIB + "sqrt", ctx=ast.Load()), args=[out], keywords=[])
+        return ast.copy_location(out, n)
 
     def _reduced_shape(self, e):
         """The shape of `np.sum(x, axis=k)`, `x.max(axis=k)`, ... (`_Reductions` computes
@@ -301,17 +346,14 @@ class _Env(ast.NodeTransformer):
         got = self.value_shape(x)
         if kws or keep is None or got is None or got is SCALAR:
             return None
-        if axis is None:
-            return ([ast.Constant(1) for _ in got[0]], True) if keep and got[1] else None if keep else SCALAR
-        if not got[1]:
+        axes = _axes(axis, len(got[0]))
+        if axes is False or (not got[1] and (keep or axes is not None)):
             return None
-        a = _number(axis)
-        if type(a) is not int or not -len(got[0]) <= a < len(got[0]):
-            return None
-        a %= len(got[0])
+        if axes is None:
+            return ([ast.Constant(1) for _ in got[0]], True) if keep else SCALAR
         if keep:
-            return (got[0][:a] + [ast.Constant(1)] + got[0][a + 1:], True)
-        rest = got[0][:a] + got[0][a + 1:]
+            return ([ast.Constant(1) if d in axes else x for d, x in enumerate(got[0])], True)
+        rest = [x for d, x in enumerate(got[0]) if d not in axes]
         return (rest, True) if rest else SCALAR
 
     def is_int(self, e) -> bool:
@@ -370,6 +412,10 @@ class _Env(ast.NodeTransformer):
                 v.keywords = v.keywords + [ast.keyword(arg="dtype", value=v.args[k])]
                 v.args = v.args[:k]
         if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and isinstance(v, ast.Call) and \
+                self.callee(v.func) in (np.eye, np.identity) and len(v.args) == 1 and \
+                all(k.arg == "dtype" for k in v.keywords) and self.is_int(v.args[0]):
+            return self._identity(n, v)
+        if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and isinstance(v, ast.Call) and \
                 self.callee(v.func) in (np.ones, np.full) and \
                 len(v.args) == (1 if self.callee(v.func) is np.ones else 2):
             # `y = np.ones(shape)`: `y = zeros(shape)`, then the value stored everywhere (not
@@ -405,6 +451,23 @@ class _Env(ast.NodeTransformer):
             for sub in ast.walk(st):
                 ast.copy_location(sub, n)
         return stmts
+
+    def _identity(self, n, v):
+        """`y = np.eye(n)` (or np.identity): `y = zeros((n, n))` and a loop storing 1.0 on the
+        diagonal (float32: numpy's is float64 without a dtype; the language's buffers are f32)."""
+        name, size = n.targets[0].id, v.args[0]
+        n.value = ast.copy_location(ast.Call(func=ast.Name(id=LIB + "zeros", ctx=ast.Load()), args=[
+            ast.Tuple(elts=[copy.deepcopy(size), copy.deepcopy(size)], ctx=ast.Load())], keywords=[]), v)
+        self._record_buffer(n)
+        i = f"eqsat_eye_{name}_{n.lineno}"
+        loop = ast.For(target=ast.Name(id=i, ctx=ast.Store()), iter=ast.Call(
+            func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(size)], keywords=[]), body=[ast.Assign(
+                targets=[ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=ast.Tuple(
+                    elts=[ast.Name(id=i, ctx=ast.Load()), ast.Name(id=i, ctx=ast.Load())], ctx=ast.Load()),
+                    ctx=ast.Store())], value=ast.Constant(1.0))], orelse=[])
+        for sub in ast.walk(loop):
+            ast.copy_location(sub, n)
+        return [n, loop]
 
     def _record_scalar(self, n):
         """A local every assignment so far binds to a number is a scalar (`value_shape`)."""
@@ -593,6 +656,9 @@ class _Env(ast.NodeTransformer):
 
     def visit_Call(self, n):
         # (`X.shape` inside is rewritten after this call's own forms are seen)
+        spread = self._variance(n)
+        if spread is not None:
+            return self.visit(spread)
         obj = self.callee(n.func)
         for k in n.keywords:  # `dtype=x.dtype` of a float32 tensor x
             v = k.value
@@ -688,6 +754,21 @@ def _same(a, b):
     return None if out is None else (out, a[1] and b[1])
 
 
+def _axes(axis, rank: int):
+    """A reduction's `axis=` over `rank` axes: None (every axis), a frozenset of axes (an int,
+    or a tuple of them, negatives from the end), or False where it is not of that form."""
+    if axis is None:
+        return None
+    items = axis.elts if isinstance(axis, ast.Tuple) else [axis]
+    out = set()
+    for e in items:
+        a = _number(e)
+        if type(a) is not int or not -rank <= a < rank or a % rank in out:
+            return False
+        out.add(a % rank)
+    return None if len(out) == rank else frozenset(out)
+
+
 def _keepdims(kws: dict):
     """A reduction's `keepdims=` (popped from `kws`): True, False, or None where it is not a
     constant."""
@@ -758,47 +839,49 @@ def _drop_parameter_copies(fdef, params: list, resolve, stores: dict) -> None:
     fdef.body = keep or [ast.Pass()]
 
 
-def _rename_self_views(fdef, stores: dict) -> None:
-    """`X = X.T` (or `X = np.transpose(X, ...)`, `X = X[i]`) at the top of the function: the
-    name is bound to a view of its own old memory, which no name then holds; the view gets
-    a name of its own, read by the statements after it up to the next binding of X (the
-    front end's views are of named memory). Only where every later binding of X is such a
-    top-level assignment (else left as written: the front end refuses it)."""
+def _rename_rebindings(fdef, stores: dict, params: list) -> None:
+    """A name bound again by a statement of the function's top level (`x = x @ w2`, `X =
+    X.T`, `p = p * 0.5` of a parameter) gets a new name from that binding on: each name is
+    then bound once, so its shape is known where it is read, and a view of its own old
+    memory (`X = X.T`) has a name of its own. Only names bound by top-level `name = ...`
+    alone: a name bound inside a loop or branch, by a tuple or a `for`, is left as written."""
     body = fdef.body
+    excluded: set = set()
+    top: dict = {}  # name -> top-level assignments binding it
+    for st in body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            top[st.targets[0].id] = top.get(st.targets[0].id, 0) + 1
+            inner = [st.value]
+        elif isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
+            inner = [st.value]  # (an update of the same binding: renamed as a use)
+        else:
+            inner = [st]
+        for part in inner:
+            for n in ast.walk(part):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    excluded.add(n.id)
+    todo = {n for n, k in top.items() if k + (n in {p.name for p in params}) >= 2} - excluded
+    if not todo:
+        return
+    current = {n: n for n in todo}
+    seen = {p.name for p in params}
     count = 0
     for at, st in enumerate(body):
-        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
-            continue
-        x = st.targets[0].id
-        v = st.value
-        root = v
-        while isinstance(root, (ast.Attribute, ast.Subscript)) or (isinstance(root, ast.Call) and root.args):
-            if isinstance(root, ast.Attribute) and root.attr != "T":
-                break
-            root = root.value if not isinstance(root, ast.Call) else root.args[0]
-        view = isinstance(root, ast.Name) and root.id == x and (
-            (isinstance(v, ast.Attribute) and v.attr == "T") or isinstance(v, ast.Subscript) or
-            (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "transpose"))
-        if not view:
-            continue
-        later = body[at + 1:]
-        end = next((k for k, b in enumerate(later) if isinstance(b, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == x for t in b.targets)), len(later))
-        nested = [n for b in later[:end] for n in ast.walk(b) if isinstance(n, ast.Name) and n.id == x and
-                  isinstance(n.ctx, ast.Store) and not (isinstance(b, ast.AugAssign) and n is b.target)]
-        if nested:
-            continue
-        new = f"eqsat_view{count}_{x}"
-        count += 1
-        st.targets[0] = ast.copy_location(ast.Name(id=new, ctx=ast.Store()), st.targets[0])
-        stores[new] = 1
-        stores[x] -= 1
-        rename = _Renamed({x: new})
-        for k in range(end):
-            body[at + 1 + k] = rename.visit(body[at + 1 + k])
-        if end < len(later):  # (the binding that ends it reads the view in its value)
-            b = later[end]
-            b.value = rename.visit(b.value)
+        rename = _Renamed(dict(current))
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and \
+                st.targets[0].id in todo:
+            x = st.targets[0].id
+            st.value = rename.visit(st.value)
+            if x in seen:  # (bound before: from here on, another name)
+                new = f"eqsat_r{count}_{x}"
+                count += 1
+                st.targets[0] = ast.copy_location(ast.Name(id=new, ctx=ast.Store()), st.targets[0])
+                stores[new] = 1
+                stores[x] -= 1
+                current[x] = new
+            seen.add(x)
+        else:
+            body[at] = rename.visit(st)
 
 
 def _named_before(p: str, stmts: list) -> bool:
@@ -951,6 +1034,8 @@ class _Reductions(_Hoisting):
         if kind is None or kws or keepdims is None:
             return n
         got = self.env.value_shape(x)
+        if got is SCALAR and axis is None and not keepdims:
+            return x  # (numpy's sum, max, min, mean of a number: the number)
         if got is None or got is SCALAR or not got[1]:
             return n
         lead = []  # (a row `x[i]`: its elements are x[i, ...])
@@ -967,13 +1052,9 @@ class _Reductions(_Hoisting):
             self.env.shapes[tmp] = got
             x = ast.Name(id=tmp, ctx=ast.Load())
         dims = got[0]
-        if axis is not None:
-            a = _number(axis)
-            if type(a) is not int or not -len(dims) <= a < len(dims):
-                return n
-            axis = a % len(dims)
-            if len(dims) == 1:
-                axis = None
+        axis = _axes(axis, len(dims))
+        if axis is False:
+            return n
         out = self.reduce(n, kind, x, lead, dims, axis, elem_of)
         return self.kept(n, out, dims, axis) if keepdims else out
 
@@ -982,18 +1063,18 @@ class _Reductions(_Hoisting):
         element where the reduced axis was (every axis where none was given)."""
         name = f"eqsat_red{self.count}_kept"
         self.count += 1
-        shape = [ast.Constant(1) if axis is None or d == axis else copy.deepcopy(dims[d]) for d in range(len(dims))]
+        shape = [ast.Constant(1) if axis is None or d in axis else copy.deepcopy(dims[d]) for d in range(len(dims))]
         self.env.shapes[name] = (shape, True)
         idx = [f"{name}_{d}" for d in range(len(dims))]
-        full = [ast.Constant(0) if axis is None or d == axis else ast.Name(id=idx[d], ctx=ast.Load())
+        full = [ast.Constant(0) if axis is None or d in axis else ast.Name(id=idx[d], ctx=ast.Load())
                 for d in range(len(dims))]
-        part = [ast.Name(id=idx[d], ctx=ast.Load()) for d in range(len(dims)) if axis is not None and d != axis]
+        part = [ast.Name(id=idx[d], ctx=ast.Load()) for d in range(len(dims)) if axis is not None and d not in axis]
         src = acc if not part else ast.Subscript(value=acc, slice=part[0] if len(part) == 1 else ast.Tuple(
             elts=part, ctx=ast.Load()), ctx=ast.Load())
         body = [ast.Assign(targets=[ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=ast.Tuple(
             elts=full, ctx=ast.Load()), ctx=ast.Store())], value=src)]
         for d in reversed(range(len(dims))):
-            if axis is not None and d != axis:
+            if axis is not None and d not in axis:
                 body = [ast.For(target=ast.Name(id=idx[d], ctx=ast.Store()), iter=ast.Call(
                     func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
                     body=body, orelse=[])]
@@ -1025,7 +1106,7 @@ class _Reductions(_Hoisting):
         acc = f"eqsat_red{self.count}"
         self.count += 1
         idx = [f"{acc}_{d}" for d in range(len(dims))]
-        keep = [d for d in range(len(dims)) if d != axis] if axis is not None else []
+        keep = [d for d in range(len(dims)) if d not in axis] if axis is not None else []
 
         def name(i, ctx=None):
             return ast.Name(id=i, ctx=ctx or ast.Load())
@@ -1068,7 +1149,7 @@ class _Reductions(_Hoisting):
             self.env.scalars.add(acc)  # (`a[1:] = a[1:] - np.sum(a)`: read element by element)
         stmts += loops(list(range(len(dims))), [ast.Assign(targets=[at(keep, ast.Store())], value=step)])
         if kind == "mean":
-            count = copy.deepcopy(dims[axis]) if keep else _product([copy.deepcopy(d) for d in dims])
+            count = _product([copy.deepcopy(dims[d]) for d in range(len(dims)) if axis is None or d in axis])
             if keep:
                 stmts += loops(keep, [ast.Assign(targets=[at(keep, ast.Store())],
                                                  value=ast.BinOp(left=at(keep, ast.Load()), op=ast.Div(),

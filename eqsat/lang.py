@@ -116,6 +116,14 @@ def log(x):
     return np.log(x)
 
 
+def sin(x):
+    return np.sin(x)
+
+
+def cos(x):
+    return np.cos(x)
+
+
 def absolute(x):
     """What builtin `abs` means on a value (the language spells it `abs`)."""
     return np.abs(x)
@@ -130,6 +138,6 @@ def minimum(x, y):
 
 
 UNARY = {"relu": relu, "gelu": gelu, "silu": silu, "sigmoid": sigmoid, "tanh": tanh, "exp": exp, "sqrt": sqrt,
-         "log": log, "abs": absolute}
+         "log": log, "abs": absolute, "sin": sin, "cos": cos}
 BINARY = {"maximum": maximum, "minimum": minimum}
 BUILDERS = {"empty": empty, "zeros": zeros}

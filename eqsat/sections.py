@@ -437,13 +437,25 @@ class _Reordered(Section):
 def contains_section(e, env) -> bool:
     """Whether `e` reads a section, an outer product or np.flip (read element by element here)."""
     return any((isinstance(x, ast.Subscript) and parse(x, env) is not None) or outer_of(x, env) is not None or
-               _flip(x, env) for x in ast.walk(e))
+               flips(x, env) for x in ast.walk(e))
 
 
-def _flip(e, env) -> bool:
+def flips(e, env) -> bool:
+    """`np.flip(x)`, or `np.flip(x, axis)` (an int or a tuple of them, or `axis=`)."""
     import numpy as np
 
-    return isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords and env.callee(e.func) is np.flip
+    return isinstance(e, ast.Call) and 1 <= len(e.args) <= 2 and env.callee(e.func) is np.flip and \
+        all(k.arg == "axis" for k in e.keywords) and len(e.args) + len(e.keywords) <= 2
+
+
+def flip_axes(e, rank: int):
+    """The axes `np.flip` call `e` reverses (every one without an axis), or None where its
+    axis is not constant ints."""
+    from .desugar import _axes
+
+    axis = e.args[1] if len(e.args) == 2 else next((k.value for k in e.keywords), None)
+    got = _axes(axis, rank)
+    return None if got is False else frozenset(range(rank)) if got is None else got
 
 
 def outer_of(e, env):
@@ -564,9 +576,13 @@ class Elements:
             return self.element(e.value, list(reversed(use)), pre, list(reversed(got[0])))
         if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):
             return self.product(e, use, pre)
-        if _flip(e, env):  # np.flip(x) (every axis): x[d - 1 - i, ...]
+        if flips(e, env):  # np.flip(x): x[d - 1 - i, ...] on the axes it reverses
+            axes = flip_axes(e, rank)
+            if axes is None:
+                raise NotElementwise
             back = [canonical(ast.BinOp(left=ast.BinOp(left=copy.deepcopy(d), op=ast.Sub(), right=ast.Constant(1)),
-                                        op=ast.Sub(), right=copy.deepcopy(u))) for d, u in zip(got[0], use)]
+                                        op=ast.Sub(), right=copy.deepcopy(u))) if k in axes else u
+                    for k, (d, u) in enumerate(zip(got[0], use))]
             return self.element(e.args[0], back, pre, got[0])
         combine = outer_of(e, env)
         if combine is not None:  # np.outer(u, v)[i, j] = u[i] * v[j] (of vectors)
@@ -719,6 +735,19 @@ def _apart(a, b) -> bool:
     return (c1 is not None and c1 <= 0) or (c2 is not None and c2 <= 0)
 
 
+def _mask(e) -> bool:
+    """A boolean mask as an index: comparisons, and `&`, `|`, `~` (and, or, not) of them."""
+    if isinstance(e, ast.Compare):
+        return True
+    if isinstance(e, ast.BoolOp):
+        return all(_mask(v) for v in e.values)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.BitAnd, ast.BitOr)):
+        return _mask(e.left) and _mask(e.right)
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.Invert, ast.Not)):
+        return _mask(e.operand)
+    return False
+
+
 class Scalarize(Hoisting):
     """The statements of the module docstring, in a function's body (`block`)."""
 
@@ -829,6 +858,8 @@ class Scalarize(Hoisting):
             target, value, op = s.target, s.value, s.op
         else:
             return None
+        if isinstance(target, ast.Subscript) and _mask(target.slice):
+            return self.masked(s, target, value, op)
         if isinstance(target, ast.Subscript):
             sec = parse(target, self.env)
             return None if sec is None else self.store(s, sec, target, value, op)
@@ -891,6 +922,53 @@ class Scalarize(Hoisting):
                 return pre + [ast.Assign(targets=[at_tmp(idx, ast.Store())], value=val)]
 
             return [alloc] + el.loops(dims, fill) + el.loops(dims, lambda idx: [put(idx, at_tmp(idx))])
+        except NotElementwise:
+            return None
+
+    def masked(self, s, target, value, op):
+        """`x[x <= 0.1] = v` (a boolean mask of x's shape, a number): a loop nest storing v
+        where the mask holds. The mask may read x only at the element it decides (each
+        element's own value, before it is stored), v not at all (numpy evaluates both first)."""
+        from .desugar import SCALAR
+
+        x = target.value
+        if not isinstance(x, ast.Name) or x.id not in self.env.shapes or self.env.value_shape(value) is not SCALAR:
+            return None
+        dims = self.env.shapes[x.id][0]
+        mem = self.shared(x.id)
+        if any(isinstance(n, ast.Name) and n.id in mem for n in ast.walk(value)):
+            return None
+        cond = target.slice
+        pointwise = {id(n) for n in ast.walk(cond) if isinstance(n, ast.Name) and n.id == x.id}
+        for n in ast.walk(cond):
+            if isinstance(n, ast.Name) and n.id in mem and id(n) not in pointwise:
+                return None
+            if isinstance(n, ast.Subscript) and _root(n) in mem:
+                return None  # (another element of x, or a view of it)
+        el = self.el
+
+        def test(e, idx):
+            if isinstance(e, ast.BoolOp):
+                return ast.BoolOp(op=e.op, values=[test(v, idx) for v in e.values])
+            if isinstance(e, ast.BinOp):  # (`&`, `|` of masks: both sides pure, so and/or)
+                op = ast.And() if isinstance(e.op, ast.BitAnd) else ast.Or()
+                return ast.BoolOp(op=op, values=[test(e.left, idx), test(e.right, idx)])
+            if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.Invert, ast.Not)):
+                return ast.UnaryOp(op=ast.Not(), operand=test(e.operand, idx))
+            if isinstance(e, ast.Compare):
+                return ast.Compare(left=el.element(e.left, idx, [], dims), ops=e.ops,
+                                   comparators=[el.element(c, idx, [], dims) for c in e.comparators])
+            raise NotElementwise
+
+        def body(idx):
+            sl = idx[0] if len(idx) == 1 else ast.Tuple(elts=idx, ctx=ast.Load())
+            t = ast.Subscript(value=ast.Name(id=x.id, ctx=ast.Load()), slice=copy.deepcopy(sl), ctx=ast.Store())
+            put = ast.Assign(targets=[t], value=copy.deepcopy(value)) if op is None else \
+                ast.AugAssign(target=t, op=op, value=copy.deepcopy(value))
+            return [ast.If(test=test(cond, idx), body=[put], orelse=[])]
+
+        try:
+            return el.loops(dims, body)
         except NotElementwise:
             return None
 
@@ -1038,7 +1116,7 @@ class Scalarize(Hoisting):
     def visit_Call(self, n):
         if getattr(n, "eqsat_why", None):
             return n  # (refused: the front end says why)
-        if outer_of(n, self.env) is not None or _flip(n, self.env):
+        if outer_of(n, self.env) is not None or flips(n, self.env):
             from .desugar import SCALAR
 
             got = self.env.value_shape(n)

@@ -4,6 +4,7 @@ still passed by value, and safe from threads."""
 from __future__ import annotations
 
 import concurrent.futures
+import os
 
 import numpy as np
 import pytest
@@ -147,3 +148,18 @@ def test_a_plan_can_be_deep_copied():
     args = random_args(prog, mod.SHAPES, 2)
     assert twin is not plan and np.array_equal(twin.run(*args), plan.run(*args))
     assert [k.kind for k in twin.kernels] == [k.kind for k in plan.kernels]
+
+
+def test_freed_memory_is_kept_for_the_next_run_unless_asked_not_to():
+    """The numpy backend raises glibc's mmap and trim thresholds once per process (large
+    temporaries were fresh, zero-filled pages on every run); EQSAT_KEEP_FREED_MEMORY=0
+    leaves the allocator alone. Each in a fresh process (the setting is per process)."""
+    import subprocess
+    import sys
+
+    code = ("from eqsat.backends import numpy_compiled as c; "
+            "print(c.keep_freed_memory(), c.keep_freed_memory())")
+    for env, want in (({}, "True True"), ({"EQSAT_KEEP_FREED_MEMORY": "0"}, "False False")):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, **env}).stdout.split()
+        assert " ".join(out) == want, (env, out)

@@ -200,6 +200,26 @@ def p(x: f32["N"], a: f32["N"]) -> tuple[f32["N", "N"], f32["N"]]:
     a[0] = 9.0
     return out, y * 1.0 + a
 ''', None),
+    # boolean masks of the tensor's shape, and numpy's var and std
+    "masks_and_spreads": ('''
+@program
+def p(x: f32["M", "N"], y: f32["M", "N"]) -> tuple[f32["M", "N"], f32["N"], f32["M"], f32, f32["M", 1]]:
+    x[(x > 0.5) & (y < 0.0)] = 2.0
+    x[x < -1.0] += 1.0
+    x[~(y > x) | (x == 0.0)] = -3.0
+    return x, np.std(y, axis=0), y.var(axis=1), np.std(y), np.var(y, axis=1, keepdims=True)
+''', None),
+    # reductions over several axes (a 2x2 max pool over a slice), flips along given axes
+    "several_axes": ('''
+@program
+def p(x: f32["M", "N", "M"], A: f32["M", "N"], y: f32["M", "N", "N", "M"]) -> tuple[f32["M"], f32["N"], f32["M", 1, 1], f32, f32["M", "N"], f32["M", "N"], f32["M", "N", "N", "M"]]:
+    out = np.zeros((M, N, N, M), dtype=np.float32)
+    for i in range(N - 1):
+        for j in range(N - 1):
+            out[:, i, j, :] = np.max(y[:, i:i + 2, j:j + 2, :], axis=(1, 2))
+    return (np.sum(x, axis=(1, 2)), np.max(x, axis=(0, -1)), np.mean(x, axis=(1, 2), keepdims=True),
+            np.min(x, axis=(0, 1, 2)), np.flip(A, axis=0) + np.flip(A, 1), np.flip(A, (0, 1)) * 1.0, out)
+''', None),
     "products_kept_whole": ('''
 @program
 def p(A: f32["M", "N"], B: f32["N", "M"], v: f32["M"]) -> tuple[f32["M", "M"], f32["M", "N"]]:
@@ -352,6 +372,19 @@ def p(alpha: f32, beta: f32, A: f32["NI", "NK"], B: f32["NK", "NJ"], C: f32["NJ"
 def p(alpha: f32, beta: f32, C: f32["NI", "NJ"], A: f32["NI", "NK"], B: f32["NK", "NJ"]) -> f32["NI", "NJ"]:
     C[:] = alpha * A @ B + beta * C
     return C
+''', None),
+    "correlation": ('''
+@program
+def p(float_n: f32, data: f32["N", "M"]) -> f32["M", "M"]:
+    mean = np.mean(data, axis=0)
+    stddev = np.std(data, axis=0)
+    stddev[stddev <= 0.1] = 1.0
+    data -= mean
+    data /= np.sqrt(float_n) * stddev
+    corr = np.eye(M, dtype=data.dtype)
+    for i in range(M - 1):
+        corr[i + 1:M, i] = corr[i, i + 1:M] = data[:, i] @ data[:, i + 1:M]
+    return corr
 ''', None),
     "floyd_warshall": ('''
 @program

@@ -638,7 +638,7 @@ def total(x: f32["N"]) -> f32:
     assert np.ndim(out) == 0 and abs(float(out) - float(eqsat.reference(total, v))) < 1e-4
 
 
-@pytest.mark.parametrize("fn", ["relu", "sigmoid", "silu", "tanh", "gelu", "exp", "abs", "sqrt", "log"])
+@pytest.mark.parametrize("fn", ["relu", "sigmoid", "silu", "tanh", "gelu", "exp", "abs", "sqrt", "log", "sin", "cos"])
 def test_functions_keep_nan_and_the_infinities_as_the_reference_does(tmp_program, fn):
     """Every function of the language, elementwise and as a matmul's epilogue, on NaN,
     +-inf, large and small values: each backend agrees with `reference` bit for bit on the
