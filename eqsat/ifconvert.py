@@ -279,9 +279,13 @@ def _predicated(s: If, dims, shapes, path):
                 inner = _predicated(b, dims, shapes, path)
                 if inner is None:
                     return None
-                # a condition hoisted inside, and this level's locals (already guarded by the
-                # inner condition), need no guard of this one; everything else does
-                stmts += [(x, None if _is_hoisted(x) or _assigns(x, mine) else holds) for x in inner]
+                # a condition hoisted inside, this level's locals and the inner level's
+                # (already guarded by the inner condition: read only by guarded statements)
+                # need no guard of this one; everything else does (a local's first value
+                # guarded here read the temporary before it was set: a triangular loop in a
+                # loop over part of its axis, `for i in range(M - 1): for v in range(i + 1, M)`)
+                stmts += [(x, None if _is_hoisted(x) or _assigns(x, mine) or _is_local(x) else holds)
+                          for x in inner]
             elif isinstance(b, For):
                 stmts.append((b, holds))
             elif isinstance(b, (Assign, Store)) and not (isinstance(b, Store) and len(b.idx) != len(shapes.get(b.buf, ()))):
@@ -416,6 +420,11 @@ def _assigns(x, names) -> bool:
 def _is_hoisted(x) -> bool:
     """A hoisted condition's temporary (`eqsat_if_<n>`; a renamed local is `eqsat_if_<name>_<n>`)."""
     return isinstance(x, Assign) and x.name.startswith(_PREFIX) and x.name[len(_PREFIX):].isdigit()
+
+
+def _is_local(x) -> bool:
+    """An assignment to a branch's local renamed by `_localized` (`eqsat_if_<name>_<n>`)."""
+    return isinstance(x, Assign) and x.name.startswith(_PREFIX) and not x.name[len(_PREFIX):].isdigit()
 
 
 def _guard(x, cond, holds: bool):

@@ -308,6 +308,10 @@ class Section:
     def dims(self) -> list:
         return [a[3] if a[0] == "range" else ast.Constant(1) for a in self.axes if a[0] != "at"]
 
+    def starts(self) -> list:
+        """Per axis of the section, the first index of a step-1 range (else None)."""
+        return [a[1] if a[0] == "range" and a[2] == 1 else None for a in self.axes if a[0] != "at"]
+
     def at(self, use: list, ctx=None):
         """The element at `use` (one index expression per axis of the section)."""
         it = iter(use)
@@ -425,6 +429,10 @@ class _Reordered(Section):
     @property
     def dims(self) -> list:
         ranges = [a[3] for a in self.axes if a[0] == "range"]
+        return [ranges[self.order[k]] for k in range(len(ranges))]
+
+    def starts(self) -> list:
+        ranges = [a[1] if a[2] == 1 else None for a in self.axes if a[0] == "range"]
         return [ranges[self.order[k]] for k in range(len(ranges))]
 
     def at(self, use: list, ctx=None):
@@ -615,13 +623,21 @@ class Elements:
         self.env.scalars.add(acc)
         return ast.Name(id=acc, ctx=ast.Load())
 
-    def loops(self, dims: list, body_of):
-        """A loop nest over `dims` (fresh variables); `body_of(index names) -> statements`."""
+    def loops(self, dims: list, body_of, starts: list | None = None):
+        """A loop nest over `dims` (fresh variables); `body_of(indices) -> statements`, each
+        index counting from 0. Where `starts` gives an axis a start, its loop runs over
+        range(start, start + extent) and its index is `v - start`: a store into `a[i:, k]`
+        then stores at the loop's own variable (`a[v, k]`), the form the loop-nest rules read."""
+        starts = starts or [None] * len(dims)
         names = [self.fresh("i") for _ in dims]
-        body = body_of([ast.Name(id=v, ctx=ast.Load()) for v in names])
-        for v, d in reversed(list(zip(names, dims))):
+        idx = [ast.Name(id=v, ctx=ast.Load()) if s0 is None else
+               canonical(ast.BinOp(left=ast.Name(id=v, ctx=ast.Load()), op=ast.Sub(), right=copy.deepcopy(s0)))
+               for v, s0 in zip(names, starts)]
+        body = body_of(idx)
+        for v, d, s0 in reversed(list(zip(names, dims, starts))):
+            bounds = [copy.deepcopy(d)] if s0 is None or _const(s0) == 0 else [copy.deepcopy(s0), _plus(s0, d)]
             body = [ast.For(target=ast.Name(id=v, ctx=ast.Store()),
-                            iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(d)],
+                            iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=bounds,
                                           keywords=[]), body=body, orelse=[])]
         return body
 
@@ -899,7 +915,7 @@ class Scalarize(Hoisting):
                     val = el.element(value, idx, pre, dims)
                     return pre + [put(idx, val)]
 
-                return el.loops(dims, direct)
+                return el.loops(dims, direct, sec.starts())
             # numpy computes the value before it stores any of it: into a buffer of the
             # tensor's own shape, at the elements the section names (its shape is known and
             # never negative; the section's may depend on a loop or be empty)
@@ -921,7 +937,8 @@ class Scalarize(Hoisting):
                 val = el.element(value, idx, pre, dims)
                 return pre + [ast.Assign(targets=[at_tmp(idx, ast.Store())], value=val)]
 
-            return [alloc] + el.loops(dims, fill) + el.loops(dims, lambda idx: [put(idx, at_tmp(idx))])
+            return [alloc] + el.loops(dims, fill, sec.starts()) + \
+                el.loops(dims, lambda idx: [put(idx, at_tmp(idx))], sec.starts())
         except NotElementwise:
             return None
 
