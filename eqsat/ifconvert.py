@@ -271,21 +271,31 @@ def _predicated(s: If, dims, shapes, path):
     """The branches of `s` as one list of predicated statements, or None. A scalar local to
     the branches (set before it is read in each, mentioned nowhere else in the nest) gets a
     temporary's name and is computed unguarded: only guarded statements read it."""
+    got = _predicated_locals(s, dims, shapes, path)
+    return None if got is None else got[0]
+
+
+def _predicated_locals(s: If, dims, shapes, path):
+    """`_predicated`, and the names localized at this level or inside it: (statements,
+    names) or None."""
     s, mine = _localized(s, path)
+    below: frozenset = frozenset()  # (the locals of the levels inside this one)
     stmts = []  # (statement, holds) or (statement, None) for an unconditional one
     for branch, holds in ((s.body, True), (s.orelse, False)):
         for b in branch:
             if isinstance(b, If):
-                inner = _predicated(b, dims, shapes, path)
-                if inner is None:
+                got = _predicated_locals(b, dims, shapes, path)
+                if got is None:
                     return None
-                # a condition hoisted inside, this level's locals and the inner level's
-                # (already guarded by the inner condition: read only by guarded statements)
-                # need no guard of this one; everything else does (a local's first value
-                # guarded here read the temporary before it was set: a triangular loop in a
-                # loop over part of its axis, `for i in range(M - 1): for v in range(i + 1, M)`)
-                stmts += [(x, None if _is_hoisted(x) or _assigns(x, mine) or _is_local(x) else holds)
-                          for x in inner]
+                inner, theirs = got
+                below |= theirs
+                # a condition hoisted inside, this level's locals and the levels' inside it
+                # (read only by statements guarded there and here) need no guard of this one;
+                # everything else does. (An inner level's local guarded here read its
+                # temporary before it was set: a triangle in a loop over part of its axis,
+                # `for i in range(M - 1): for v in range(i + 1, M): acc = 0.0; ...`. Only the
+                # inner levels' own locals: an outer level's accumulated inside stays guarded.)
+                stmts += [(x, None if _is_hoisted(x) or _assigns(x, mine | theirs) else holds) for x in inner]
             elif isinstance(b, For):
                 stmts.append((b, holds))
             elif isinstance(b, (Assign, Store)) and not (isinstance(b, Store) and len(b.idx) != len(shapes.get(b.buf, ()))):
@@ -316,7 +326,7 @@ def _predicated(s: If, dims, shapes, path):
             out.append(loop)
         else:
             out.append(_guard(x, cond, holds))
-    return out
+    return out, mine | below
 
 
 def _localized(s: If, path) -> tuple:
@@ -420,11 +430,6 @@ def _assigns(x, names) -> bool:
 def _is_hoisted(x) -> bool:
     """A hoisted condition's temporary (`eqsat_if_<n>`; a renamed local is `eqsat_if_<name>_<n>`)."""
     return isinstance(x, Assign) and x.name.startswith(_PREFIX) and x.name[len(_PREFIX):].isdigit()
-
-
-def _is_local(x) -> bool:
-    """An assignment to a branch's local renamed by `_localized` (`eqsat_if_<name>_<n>`)."""
-    return isinstance(x, Assign) and x.name.startswith(_PREFIX) and not x.name[len(_PREFIX):].isdigit()
 
 
 def _guard(x, cond, holds: bool):

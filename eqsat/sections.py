@@ -956,12 +956,10 @@ class Scalarize(Hoisting):
         if any(isinstance(n, ast.Name) and n.id in mem for n in ast.walk(value)):
             return None
         cond = target.slice
-        pointwise = {id(n) for n in ast.walk(cond) if isinstance(n, ast.Name) and n.id == x.id}
-        for n in ast.walk(cond):
-            if isinstance(n, ast.Name) and n.id in mem and id(n) not in pointwise:
-                return None
-            if isinstance(n, ast.Subscript) and _root(n) in mem:
-                return None  # (another element of x, or a view of it)
+        # the mask reads x only at the element it decides where every read of x's memory is
+        # x itself under elementwise operations (not `x.T`, `np.flip(x)`, `x[0]`, a view):
+        # else it is computed whole first, as numpy does, into a buffer of 1.0 and 0.0
+        whole = self._reads_elsewhere(cond, x.id, mem)
         el = self.el
 
         def test(e, idx):
@@ -977,17 +975,44 @@ class Scalarize(Hoisting):
                                    comparators=[el.element(c, idx, [], dims) for c in e.comparators])
             raise NotElementwise
 
-        def body(idx):
+        def at(name, idx, ctx):
             sl = idx[0] if len(idx) == 1 else ast.Tuple(elts=idx, ctx=ast.Load())
-            t = ast.Subscript(value=ast.Name(id=x.id, ctx=ast.Load()), slice=copy.deepcopy(sl), ctx=ast.Store())
+            return ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=copy.deepcopy(sl), ctx=ctx)
+
+        def body(idx):
+            t = at(x.id, idx, ast.Store())
             put = ast.Assign(targets=[t], value=copy.deepcopy(value)) if op is None else \
                 ast.AugAssign(target=t, op=op, value=copy.deepcopy(value))
-            return [ast.If(test=test(cond, idx), body=[put], orelse=[])]
+            when = test(cond, idx) if not whole else \
+                ast.Compare(left=at(flag, idx, ast.Load()), ops=[ast.Gt()], comparators=[ast.Constant(0.5)])
+            return [ast.If(test=when, body=[put], orelse=[])]
 
         try:
-            return el.loops(dims, body)
+            if not whole:
+                return el.loops(dims, body)
+            from .desugar import LIB
+
+            flag = el.fresh("mask")
+            alloc = ast.Assign(targets=[ast.Name(id=flag, ctx=ast.Store())], value=ast.Call(
+                func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
+                args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))
+            fill = el.loops(dims, lambda idx: [ast.Assign(targets=[at(flag, idx, ast.Store())], value=ast.IfExp(
+                test=test(cond, idx), body=ast.Constant(1.0), orelse=ast.Constant(0.0)))])
+            return [alloc] + fill + el.loops(dims, body)
         except NotElementwise:
             return None
+
+    def _reads_elsewhere(self, e, name: str, mem: set) -> bool:
+        """Whether `e` may read memory `mem` other than `name` itself under elementwise
+        operations (so at the element its result is for)."""
+        if isinstance(e, ast.Name):
+            return e.id in mem and e.id != name
+        pointwise = isinstance(e, (ast.Compare, ast.BoolOp, ast.UnaryOp)) or \
+            (isinstance(e, ast.BinOp) and isinstance(e.op, (*_OPS, ast.BitAnd, ast.BitOr))) or \
+            (isinstance(e, ast.Call) and _elementwise_fn(self.env, e.func))
+        if pointwise:
+            return any(self._reads_elsewhere(c, name, mem) for c in ast.iter_child_nodes(e))
+        return any(isinstance(n, ast.Name) and n.id in mem for n in ast.walk(e))
 
     def numbers_first(self, value, s):
         """`value` with its dot products over slices (`np.dot(a[1:], a[1:])`) computed before

@@ -394,3 +394,41 @@ def p(data: f32["N", "M"]) -> f32["M", "M"]:
             assert rel_err(plan.run(*args, backend=backend), want) < 1e-5
     plan = eqsat.optimize(prog, {"N": 64, "M": 48}, target="cpu")
     assert [k.kind for k in plan.kernels] == ["matmul"], plan
+
+
+TRIANGLES_IN_PARTIAL_LOOPS = {
+    # a probe's, after the fix above: an outer level's local accumulated inside a triangle
+    # was left unguarded by the triangle's bound (sums over the wrong elements, doubled)
+    "acc_of_a_strict_triangle": '''
+@program
+def p(A: f32["N", "N"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(N - 1):
+        acc = 0.0
+        for j in range(i + 1, N):
+            acc += A[i, j]
+        y[i] = acc
+    return y
+''',
+    "max_of_a_lower_triangle": '''
+@program
+def p(A: f32["N", "N"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(1, N):
+        m = -100.0
+        for j in range(i):
+            m = max(m, A[i, j])
+        y[i] = m
+    return y
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRIANGLES_IN_PARTIAL_LOOPS))
+def test_an_outer_local_accumulated_in_a_triangle_stays_guarded(tmp_program, name):
+    prog = tmp_program(TRIANGLES_IN_PARTIAL_LOOPS[name])
+    for n in (1, 2, 3, 5):
+        args = random_args(prog, {"N": n}, seed=n)
+        plan = eqsat.optimize(prog, {"N": n}, target="cpu")
+        want = eqsat.reference(prog, *args)
+        assert rel_err(plan.run(*args), want) < 1e-5, (n, plan)

@@ -220,6 +220,17 @@ def p(x: f32["M", "N", "M"], A: f32["M", "N"], y: f32["M", "N", "N", "M"]) -> tu
     return (np.sum(x, axis=(1, 2)), np.max(x, axis=(0, -1)), np.mean(x, axis=(1, 2), keepdims=True),
             np.min(x, axis=(0, 1, 2)), np.flip(A, axis=0) + np.flip(A, 1), np.flip(A, (0, 1)) * 1.0, out)
 ''', None),
+    # a mask reading x at other elements (through .T, np.flip, an element) is computed
+    # whole before any store, as numpy does (it was evaluated while storing: a probe's)
+    "masks_reading_other_elements": ('''
+@program
+def p(x: f32["N", "N"], a: f32["N", "N"], z: f32["N"]) -> tuple[f32["N", "N"], f32["N", "N"], f32["N"]]:
+    x[x.T > 0.0] = -1.0
+    b = a * 1.0
+    b[(b > -2.0) & (np.flip(b) < 0.5)] += 3.0
+    z[z > z[0]] = 0.0
+    return x, b, z
+''', None),
     "products_kept_whole": ('''
 @program
 def p(A: f32["M", "N"], B: f32["N", "M"], v: f32["M"]) -> tuple[f32["M", "M"], f32["M", "N"]]:
