@@ -151,7 +151,7 @@ class Memory:
         self.loops_binding: dict = {}
         for n in ast.walk(fdef):
             self.stored |= _written_by(n)
-            for t, value in _bindings(n):
+            for t, value in bindings(n):
                 if isinstance(t, ast.Name):
                     self.loops_binding.setdefault(t.id, set()).update(self._loops_around(n))
                     for src in self.viewed(value):
@@ -201,7 +201,7 @@ class Memory:
             events = list(_events([b]))
             if not fresh and any(kind == "load" and x == base for kind, x in events):
                 return False  # (read before it is bound anew: the previous iteration's)
-            for t, value in _bindings(b):
+            for t, value in bindings(b):
                 if isinstance(t, ast.Name) and t.id == base:
                     fresh = not self.viewed(value)
         if not fresh:
@@ -250,7 +250,7 @@ class Memory:
         return False
 
 
-def _bindings(n):
+def bindings(n):
     """(target, value) of each binding statement `n` makes (`=`, `x: T = v`, and each
     name of `a, b = x, y`)."""
     if isinstance(n, ast.Assign):
@@ -316,4 +316,4 @@ def _written_by(n) -> set:
     if isinstance(n, ast.AugAssign):
         base = _base(n.target)
         return {base} if base else set()
-    return {_base(t) for t, _ in _bindings(n) if isinstance(t, ast.Subscript) and _base(t)}
+    return {_base(t) for t, _ in bindings(n) if isinstance(t, ast.Subscript) and _base(t)}

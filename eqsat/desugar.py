@@ -56,7 +56,7 @@ import math
 
 import numpy as np
 
-from . import lang, sections
+from . import aliases, lang, sections
 from .hoisting import Hoisting as _Hoisting
 
 LIB = "eqsat_lib_"  # prefix of the names eqsat binds to the language's functions
@@ -156,15 +156,12 @@ class _Env(ast.NodeTransformer):
         values: dict = {}  # name -> the values bound to it (None: one that is not told)
         for n in ast.walk(fdef):
             if isinstance(n, ast.Assign):
-                for t in n.targets:
-                    if isinstance(t, ast.Name):
-                        values.setdefault(t.id, []).append(n.value)
-                    elif isinstance(t, (ast.Tuple, ast.List)):
-                        pair = isinstance(n.value, (ast.Tuple, ast.List)) and len(n.value.elts) == len(t.elts)
-                        for k, x in enumerate(t.elts):
-                            for y in ast.walk(x):
-                                if isinstance(y, ast.Name) and isinstance(y.ctx, ast.Store):
-                                    values.setdefault(y.id, []).append(n.value.elts[k] if pair and y is x else None)
+                for t, v in aliases.bindings(n):  # (`a, b = b, a`: each name its value)
+                    # (a name of a tuple unpacking a whole value, `a, b = x`, has no value here)
+                    told = any(t is x for x in n.targets) or v is not n.value
+                    for y in ast.walk(t):
+                        if isinstance(y, ast.Name) and isinstance(y.ctx, ast.Store):
+                            values.setdefault(y.id, []).append(v if y is t and told else None)
             elif isinstance(n, (ast.AnnAssign, ast.For, ast.With, ast.comprehension)) or \
                     (isinstance(n, ast.AugAssign) and not isinstance(n.target, ast.Name)):
                 target = n.target if not isinstance(n, ast.With) else None
@@ -439,9 +436,7 @@ class _Env(ast.NodeTransformer):
             stmts.append(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=fill))
             fill = ast.Name(id=tmp, ctx=ast.Load())
         idx = [ast.Name(id=f"eqsat_fill_{name}_{n.lineno}_{d}", ctx=ast.Load()) for d in range(len(dims))]
-        body = [ast.Assign(targets=[ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()),
-                                                  slice=idx[0] if len(idx) == 1 else ast.Tuple(elts=idx, ctx=ast.Load()),
-                                                  ctx=ast.Store())], value=fill)]
+        body = [ast.Assign(targets=[sections.subscript(name, idx, ast.Store())], value=fill)]
         for d in reversed(range(len(dims))):
             body = [ast.For(target=ast.Name(id=idx[d].id, ctx=ast.Store()),
                             iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])],
@@ -1114,9 +1109,7 @@ class _Reductions(_Hoisting):
         def at(d_list, ctx):
             if not d_list:
                 return name(acc, ctx)
-            ix = [name(idx[d]) for d in d_list]
-            return ast.Subscript(value=name(acc), slice=ix[0] if len(ix) == 1 else ast.Tuple(elts=ix, ctx=ast.Load()),
-                                 ctx=ctx)
+            return sections.subscript(acc, [name(idx[d]) for d in d_list], ctx)
 
         def loops(d_list, body):
             for d in reversed(d_list):

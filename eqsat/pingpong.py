@@ -235,9 +235,14 @@ def _view_roots(e) -> list:
 def _range_args(loop: ast.For):
     """(lo, hi, step) of `for v in range(...)` with a constant step, as expressions (step an
     int), else None."""
-    it = loop.iter
-    if not (isinstance(loop.target, ast.Name) and isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
-            and it.func.id == "range" and not it.keywords and 1 <= len(it.args) <= 3):
+    return range_args(loop.iter) if isinstance(loop.target, ast.Name) else None
+
+
+def range_args(it):
+    """(lo, hi, step) of `range(...)` with a constant step, as expressions (step an int),
+    else None."""
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and
+            not it.keywords and 1 <= len(it.args) <= 3):
         return None
     a = it.args
     if len(a) == 1:

@@ -266,24 +266,16 @@ def _shape_read(node) -> bool:
 def _range_of(it):
     """(least, greatest) value of a loop variable over `it` (syntax, either None where not
     told): range(n), range(a, b), range(a, b, c) with a constant c, reversed(range(...))."""
-    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and not it.keywords):
-        return None, None
-    if it.func.id == "reversed" and len(it.args) == 1:
+    from .pingpong import range_args
+
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "reversed" and \
+            len(it.args) == 1 and not it.keywords:
         return _range_of(it.args[0])
-    if it.func.id != "range" or not 1 <= len(it.args) <= 3:
+    got = range_args(it)
+    if got is None:
         return None, None
+    lo, hi, step = got
     one = ast.Constant(1)
-    if len(it.args) == 1:
-        return ast.Constant(0), ast.BinOp(left=it.args[0], op=ast.Sub(), right=one)
-    lo, hi = it.args[0], it.args[1]
-    step = 1
-    if len(it.args) == 3:
-        s = it.args[2]
-        step = -s.operand.value if isinstance(s, ast.UnaryOp) and isinstance(s.op, ast.USub) and \
-            isinstance(s.operand, ast.Constant) and type(s.operand.value) is int else \
-            (s.value if isinstance(s, ast.Constant) and type(s.value) is int else None)
-    if step is None or step == 0:
-        return None, None
     if step > 0:
         return lo, ast.BinOp(left=hi, op=ast.Sub(), right=one)
     return ast.BinOp(left=hi, op=ast.Add(), right=one), lo
@@ -291,6 +283,13 @@ def _range_of(it):
 
 def _elts(s) -> list:
     return list(s.elts) if isinstance(s, ast.Tuple) else [s]
+
+
+def subscript(name: str, idx: list, ctx=None):
+    """`name[i]` or `name[i, j, ...]` (copies of the indices)."""
+    idx = [copy.deepcopy(i) for i in idx]
+    return ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()),
+                         slice=idx[0] if len(idx) == 1 else ast.Tuple(elts=idx, ctx=ast.Load()), ctx=ctx or ast.Load())
 
 
 # ---------------------------------------------------------------------- sections
@@ -332,8 +331,7 @@ class Section:
             if step != 1:
                 u = ast.BinOp(left=ast.Constant(step), op=ast.Mult(), right=u)
             idx.append(_plus(start, u) if not (isinstance(start, ast.Constant) and start.value == 0) else u)
-        sl = idx[0] if len(idx) == 1 else ast.Tuple(elts=idx, ctx=ast.Load())
-        return ast.Subscript(value=ast.Name(id=self.base, ctx=ast.Load()), slice=sl, ctx=ctx or ast.Load())
+        return subscript(self.base, idx, ctx)
 
 
 def parse(sub, env):
@@ -391,7 +389,9 @@ def parse(sub, env):
             k = negative_constant(b)
             if k is not None:
                 return canonical(ast.BinOp(left=copy.deepcopy(D), op=ast.Add(), right=ast.Constant(k)))
-            return canonical(_SizeLocals(env.size_locals).visit(copy.deepcopy(b)))  # (`k = N - 3; x[:k]`)
+            from .desugar import _Renamed
+
+            return canonical(_Renamed({}, env.size_locals).visit(copy.deepcopy(b)))  # (`k = N - 3; x[:k]`)
 
         if step == -1:
             axes.append(("range", copy.deepcopy(D), -1, canonical(D)))
@@ -406,17 +406,6 @@ def parse(sub, env):
         n = sum(a[0] == "range" for a in axes)
         return _Reordered(v.id, axes, f32, list(reversed(range(n))))
     return Section(v.id, axes, f32)
-
-
-class _SizeLocals(ast.NodeTransformer):
-    """Names bound once to an expression of sizes, replaced by it."""
-
-    def __init__(self, values: dict):
-        self.values = values
-
-    def visit_Name(self, n):
-        v = self.values.get(n.id)
-        return ast.copy_location(copy.deepcopy(v), n) if v is not None and isinstance(n.ctx, ast.Load) else n
 
 
 class _Reordered(Section):
@@ -573,8 +562,7 @@ class Elements:
         if sec is not None:
             return sec.at(use)
         if isinstance(e, ast.Name):
-            sl = use[0] if rank == 1 else ast.Tuple(elts=[copy.deepcopy(u) for u in use], ctx=ast.Load())
-            return ast.Subscript(value=copy.deepcopy(e), slice=copy.deepcopy(sl), ctx=ast.Load())
+            return subscript(e.id, use)
         if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name) and \
                 not any(isinstance(x, ast.Slice) for x in ast.walk(e.slice)):
             elts = _elts(e.slice) + [copy.deepcopy(u) for u in use]  # a row: `x[i]`
@@ -652,9 +640,7 @@ class Elements:
         def body(idx):
             pre: list = []
             val = self.element(e, idx, pre, dims)
-            sl = idx[0] if len(idx) == 1 else ast.Tuple(elts=idx, ctx=ast.Load())
-            return pre + [ast.Assign(targets=[ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()),
-                                                            slice=copy.deepcopy(sl), ctx=ast.Store())], value=val)]
+            return pre + [ast.Assign(targets=[subscript(name, idx, ast.Store())], value=val)]
 
         return [alloc] + self.loops(dims, body)
 
@@ -975,16 +961,12 @@ class Scalarize(Hoisting):
                                    comparators=[el.element(c, idx, [], dims) for c in e.comparators])
             raise NotElementwise
 
-        def at(name, idx, ctx):
-            sl = idx[0] if len(idx) == 1 else ast.Tuple(elts=idx, ctx=ast.Load())
-            return ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=copy.deepcopy(sl), ctx=ctx)
-
         def body(idx):
-            t = at(x.id, idx, ast.Store())
+            t = subscript(x.id, idx, ast.Store())
             put = ast.Assign(targets=[t], value=copy.deepcopy(value)) if op is None else \
                 ast.AugAssign(target=t, op=op, value=copy.deepcopy(value))
             when = test(cond, idx) if not whole else \
-                ast.Compare(left=at(flag, idx, ast.Load()), ops=[ast.Gt()], comparators=[ast.Constant(0.5)])
+                ast.Compare(left=subscript(flag, idx), ops=[ast.Gt()], comparators=[ast.Constant(0.5)])
             return [ast.If(test=when, body=[put], orelse=[])]
 
         try:
@@ -996,7 +978,7 @@ class Scalarize(Hoisting):
             alloc = ast.Assign(targets=[ast.Name(id=flag, ctx=ast.Store())], value=ast.Call(
                 func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
                 args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))
-            fill = el.loops(dims, lambda idx: [ast.Assign(targets=[at(flag, idx, ast.Store())], value=ast.IfExp(
+            fill = el.loops(dims, lambda idx: [ast.Assign(targets=[subscript(flag, idx, ast.Store())], value=ast.IfExp(
                 test=test(cond, idx), body=ast.Constant(1.0), orelse=ast.Constant(0.0)))])
             return [alloc] + fill + el.loops(dims, body)
         except NotElementwise:
