@@ -132,17 +132,18 @@ def _placed(expr, at):
 
 class Memory:
     """Where a function binds names, and which tensors' memory it may write: the names it
-    stores into (`a[i] = ...`, `a += ...`, `a[i] += ...`) and every name that may share
-    memory with one of them (bound by `=` or `x: T = ...` to a name, its transpose, or an
-    element or row of it, either way round). A name whose memory nothing writes reads the
-    same whether it is a view or a copy."""
+    stores into (`a[i] = ...`, `a.T[i] = ...`, `a += ...`, `a[i] += ...`) and every name
+    that may share memory with one of them (bound by `=` or `x: T = ...` to a view of it,
+    `view_root`, either way round). A name whose memory nothing writes reads the same
+    whether it is a view or a copy. The one account of shared memory: the front end's
+    views, the slices' scalarization (`sections.Scalarize`)."""
 
-    def __init__(self, fdef: ast.FunctionDef, transposes=lambda func: False):
-        """`transposes(func)`: whether a call's callee is the language's transpose (under
-        any name the front end reads as it: `transpose`, `np.transpose`'s `eqsat_lib_`)."""
-        self.transposes = transposes
+    def __init__(self, fdef: ast.FunctionDef, views=lambda call: False):
+        """`views(call)`: whether numpy answers the call with a view of its first operand
+        (the language's transpose under any name the caller reads as it; np.flip)."""
+        self.views = views
         self.links: dict = {}
-        self.stored: set = set()
+        self.stored: set = set()  # names whose memory a statement writes (`writes`)
         self.parent: dict = {}
         for n in ast.walk(fdef):
             for c in ast.iter_child_nodes(n):
@@ -150,13 +151,31 @@ class Memory:
         # name -> the loops with an assignment to it somewhere inside
         self.loops_binding: dict = {}
         for n in ast.walk(fdef):
-            self.stored |= _written_by(n)
+            self.stored |= self.writes(n)
             for t, value in bindings(n):
                 if isinstance(t, ast.Name):
                     self.loops_binding.setdefault(t.id, set()).update(self._loops_around(n))
                     for src in self.viewed(value):
                         self.links.setdefault(t.id, set()).add(src)
                         self.links.setdefault(src, set()).add(t.id)
+
+    def writes(self, n) -> set:
+        """The names whose memory statement `n` itself writes: `a[i] = ...`, `a.T[i] = ...`,
+        `a[i] += ...`, `a += ...` (a tensor updated in place)."""
+        if isinstance(n, ast.AugAssign):
+            root = view_root(n.target, self.views)
+            return {root} if root else set()
+        return {r for t, _ in bindings(n) if isinstance(t, ast.Subscript) for r in [view_root(t, self.views)] if r}
+
+    def shared(self, name: str) -> set:
+        """`name` and every name that may share its memory."""
+        out, todo = {name}, [name]
+        while todo:
+            for m in self.links.get(todo.pop(), ()):
+                if m not in out:
+                    out.add(m)
+                    todo.append(m)
+        return out
 
     def _loops_around(self, node) -> list:
         out = []
@@ -212,7 +231,7 @@ class Memory:
         # and nothing stores into either after this binding: in the rest of the body, and
         # after the loop (the last iteration's `t` is `r`'s memory there)
         after = body[at:] + self._after(loops[0])
-        return not any(_written_by(x) & {name, base} for b in after for x in ast.walk(b))
+        return not any(self.writes(x) & {name, base} for b in after for x in ast.walk(b))
 
     def _after(self, node) -> list:
         """The statements that follow `node` in the function, at every level around it."""
@@ -227,27 +246,35 @@ class Memory:
         return out
 
     def viewed(self, e) -> list:
-        """The names an expression may share memory with (a name, `x.T`, `x[i]`, a
-        transpose of one)."""
-        if isinstance(e, ast.Name):
-            return [e.id]
-        if isinstance(e, ast.Attribute) and e.attr == "T" or isinstance(e, ast.Subscript):
-            return self.viewed(e.value)
-        if isinstance(e, ast.Call) and e.args and self.transposes(e.func):
-            return self.viewed(e.args[0])
-        return []
+        """The names an expression may share memory with (`view_root`)."""
+        root = view_root(e, self.views)
+        return [root] if root else []
 
     def written(self, name: str) -> bool:
-        seen, todo = set(), [name]
-        while todo:
-            x = todo.pop()
-            if x in seen:
-                continue
-            seen.add(x)
-            if x in self.stored:
-                return True
-            todo.extend(self.links.get(x, ()))
-        return False
+        """Whether a statement writes `name`'s memory, through any name sharing it."""
+        return bool(self.shared(name) & self.stored)
+
+
+def view_root(e, views) -> str | None:
+    """The name whose memory `e` may be a view of (`x`, `x.T`, `x[i]`, `x[1:]`, and a call
+    `views(call)` says is a view of its first operand), else None."""
+    while True:
+        if isinstance(e, ast.Name):
+            return e.id
+        if isinstance(e, ast.Attribute) and e.attr == "T" or isinstance(e, ast.Subscript):
+            e = e.value
+        elif isinstance(e, ast.Call) and e.args and views(e):
+            e = e.args[0]
+        else:
+            return None
+
+
+def view_roots(e, views) -> list:
+    """`view_root` of each element of a tuple (`a, b`), or of `e`, as a list of names."""
+    if isinstance(e, ast.Tuple):
+        return [r for x in e.elts for r in view_roots(x, views)]
+    root = view_root(e, views)
+    return [root] if root else []
 
 
 def bindings(n):
@@ -302,18 +329,3 @@ def _events(stmts):
             yield from _events(st.orelse)
         else:
             yield from _loads(st)
-
-
-def _base(t):
-    while isinstance(t, ast.Subscript):
-        t = t.value
-    return t.id if isinstance(t, ast.Name) else None
-
-
-def _written_by(n) -> set:
-    """The names whose memory statement `n` itself writes: `a[i] = ...`, `a[i] += ...`,
-    `a += ...` (a tensor updated in place)."""
-    if isinstance(n, ast.AugAssign):
-        base = _base(n.target)
-        return {base} if base else set()
-    return {_base(t) for t, _ in bindings(n) if isinstance(t, ast.Subscript) and _base(t)}

@@ -56,7 +56,7 @@ import math
 
 import numpy as np
 
-from . import aliases, lang, sections
+from . import aliases, lang, sections, slice_bounds
 from .hoisting import Hoisting as _Hoisting
 
 LIB = "eqsat_lib_"  # prefix of the names eqsat binds to the language's functions
@@ -99,7 +99,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
             stores[n.id] = stores.get(n.id, 0) + 1
     _drop_parameter_copies(fdef, params, resolve, stores)
     _rename_rebindings(fdef, stores, params)
-    sections.check_bounds(fdef, sizes, stores)
+    slice_bounds.check_bounds(fdef, sizes, stores)
     env = _Env(fdef, params, sizes, resolve, stores)
     fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
     env.visit(fdef)
@@ -629,9 +629,9 @@ class _Env(ast.NodeTransformer):
         got = self.shape(n.value)
         elts = _index_elts(n.slice)
         if got is not None and not _has_slice(n.slice) and len(elts) <= len(got[0]) and \
-                any(sections.negative_constant(e) for e in elts):
-            elts = [ast.BinOp(left=copy.deepcopy(got[0][d]), op=ast.Sub(), right=ast.Constant(-sections.negative_constant(e)))
-                    if sections.negative_constant(e) else e for d, e in enumerate(elts)]
+                any(slice_bounds.negative_constant(e) for e in elts):
+            elts = [ast.BinOp(left=copy.deepcopy(got[0][d]), op=ast.Sub(), right=ast.Constant(-slice_bounds.negative_constant(e)))
+                    if slice_bounds.negative_constant(e) else e for d, e in enumerate(elts)]
             n.slice = elts[0] if len(elts) == 1 else ast.Tuple(elts=elts, ctx=ast.Load())
         return n
 

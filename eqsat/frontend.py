@@ -157,7 +157,7 @@ class _Parser:
         pingpong.unroll(fdef, lambda name, stmt: self.buffer_shape(params, name, stmt))
         # integer locals naming an index (`ih = 2 * oh + kh - 1`) substituted into their uses
         aliases.substitute(fdef, sizes, lambda nm: nm not in self.sym and _int_constant(self.resolve_global(nm)))
-        self.memory = aliases.Memory(fdef, lambda func: self.fn_name(func) == "transpose")
+        self.memory = aliases.Memory(fdef, lambda call: self.fn_name(call.func) == "transpose")
         # names the function binds: its locals to Python, whatever the module binds
         self.locals_ = {x.id for x in ast.walk(fdef) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
         body = list(fdef.body)

@@ -46,6 +46,8 @@ from __future__ import annotations
 import ast
 import copy
 
+from . import aliases
+
 
 def unroll(fdef: ast.FunctionDef, buffer_shape) -> int:
     """Rewrite the ping-pong loops of `fdef` in place; returns how many. `buffer_shape(name,
@@ -156,7 +158,7 @@ def _plain_loop(fdef, loop, run: tuple, perm: dict) -> bool:
         if isinstance(n, (ast.Assign, ast.AnnAssign)) and id(n) not in in_run and n.value is not None:
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             names = [t.id for t in targets if isinstance(t, ast.Name)]
-            if any(r.id in perm for r in _view_roots(n.value)) and set(names) & outside_reads:
+            if any(r in perm for r in _view_roots(n.value)) and set(names) & outside_reads:
                 return False
     return True
 
@@ -211,25 +213,15 @@ def _shapes(fdef, before: list, loop, perm: dict, stores: dict, buffer_shape) ->
         targets = n.targets if isinstance(n, ast.Assign) else [n.target]
         if all(isinstance(t, ast.Subscript) for t in targets) or n.value is None:
             continue
-        if any(isinstance(v, ast.Name) and v.id in perm for v in _view_roots(n.value)):
+        if any(r in perm for r in _view_roots(n.value)):
             return None
     return shapes
 
 
 def _view_roots(e) -> list:
     """The names an expression could be a view of (`c`, `c.T`, `c[i]`, `transpose(c)`,
-    through tuples): its first operand chain, conservatively."""
-    if isinstance(e, ast.Tuple):
-        return [r for x in e.elts for r in _view_roots(x)]
-    while True:
-        if isinstance(e, ast.Name):
-            return [e]
-        if isinstance(e, (ast.Attribute, ast.Subscript)):
-            e = e.value
-        elif isinstance(e, ast.Call) and e.args:
-            e = e.args[0]
-        else:
-            return []
+    through tuples): every call taken as a view of its first operand, conservatively."""
+    return aliases.view_roots(e, lambda call: True)
 
 
 def _range_args(loop: ast.For):

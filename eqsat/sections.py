@@ -17,272 +17,23 @@ rewritten into the language's forms before the front end reads them (a part of
 - `np.sum(e)`, `np.max(e)`, ... of such an expression index it element by element
   (`desugar._Reductions`, through `element`).
 
-A bound is an integer expression; a negative constant counts from the end (`a[:-1]` is
-`a[:N - 1]`). numpy also counts a bound from the end where an expression is negative
-(`x[:i - 1]` at i = 0 is all of x but its last element), and clamps a bound past the end:
-so `check_bounds` proves every other bound non-negative from the ranges of the loops
-around it, or adds the size condition that makes it so as an `assert` at the top of the
-function (checked when the sizes are known), or marks the slice refused; a bound past the
-end reads outside its tensor, which `eqsat/bounds.py` refuses at the sizes. A step is a
-positive integer constant, or -1 over a whole axis (`a[::-1]`).
+Slice bounds are checked first (`eqsat/slice_bounds.py`).
 """
 from __future__ import annotations
 
 import ast
 import copy
 
-from . import lang
+from . import aliases, lang
 from .hoisting import Hoisting
+from .slice_bounds import affine, canonical, elts as _elts, minus as _minus, negative_constant, plus as _plus, \
+    step as _step
 
 SEC = "eqsat_sec"  # prefix of this pass's names
 
 
 class NotElementwise(Exception):
     """The expression cannot be read element by element here (left as written)."""
-
-
-# ---------------------------------------------------------------------- affine bounds
-
-
-def affine(e, atoms: dict | None = None) -> dict | None:
-    """`e` (integer syntax) as {name: coefficient, "": constant}; a non-affine part whose
-    names are all in `atoms`' keys ... is kept whole under its source text (when `atoms` is
-    given: then atoms[text] = the node). None where `e` is not of that form."""
-    if isinstance(e, ast.Constant) and type(e.value) is int:
-        return {"": e.value}
-    if isinstance(e, ast.Name):
-        return {e.id: 1}
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
-        a = affine(e.operand, atoms)
-        return None if a is None else ({k: -v for k, v in a.items()} if isinstance(e.op, ast.USub) else a)
-    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
-        a, b = affine(e.left, atoms), affine(e.right, atoms)
-        if a is None or b is None:
-            return None
-        s = -1 if isinstance(e.op, ast.Sub) else 1
-        out = dict(a)
-        for k, v in b.items():
-            out[k] = out.get(k, 0) + s * v
-        return {k: v for k, v in out.items() if v or k == ""}
-    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Mult):
-        a, b = affine(e.left, atoms), affine(e.right, atoms)
-        if a is not None and b is not None:
-            for x, y in ((a, b), (b, a)):
-                if set(x) <= {""}:
-                    c = x.get("", 0)
-                    return {k: c * v for k, v in y.items() if c * v or k == ""}
-    if atoms is not None:
-        text = "(" + ast.unparse(e) + ")"
-        atoms[text] = e
-        return {text: 1}
-    return None
-
-
-def build(a: dict, atoms: dict | None = None):
-    """The syntax of affine form `a` (names in order, the constant last)."""
-    out = None
-    for k in sorted(x for x in a if x != ""):
-        c = a[k]
-        if not c:
-            continue
-        term = copy.deepcopy(atoms[k]) if atoms and k in atoms else ast.Name(id=k, ctx=ast.Load())
-        mag = abs(c)
-        if mag != 1:
-            term = ast.BinOp(left=ast.Constant(mag), op=ast.Mult(), right=term)
-        if out is None:
-            out = term if c > 0 else ast.UnaryOp(op=ast.USub(), operand=term)
-        else:
-            out = ast.BinOp(left=out, op=ast.Add() if c > 0 else ast.Sub(), right=term)
-    c = a.get("", 0)
-    if out is None:
-        return ast.Constant(c)
-    if c:
-        out = ast.BinOp(left=out, op=ast.Add() if c > 0 else ast.Sub(), right=ast.Constant(abs(c)))
-    return out
-
-
-def canonical(e):
-    """`e` rebuilt from its affine form, its other parts (`N // 2`) kept whole, so `N - 1 - 1`
-    and `N - 2` read the same, and `N // 2 * 2 - N // 2` and `N // 2`."""
-    return _combine(e, None, 0)
-
-
-def _combine(x, y, sign: int):
-    """`x + sign * y` (y None: x alone), canonical."""
-    atoms: dict = {}
-    a = affine(x, atoms)
-    out = dict(a)
-    if y is not None:
-        for k, v in affine(y, atoms).items():
-            out[k] = out.get(k, 0) + sign * v
-    return build({k: v for k, v in out.items() if v or k == ""}, atoms)
-
-
-def _minus(hi, lo):
-    return _combine(hi, lo, -1)
-
-
-def _plus(a, b):
-    return _combine(a, b, 1)
-
-
-def negative_constant(e):
-    """The value of a negative integer constant (`-1`), else None."""
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) and \
-            type(e.operand.value) is int and e.operand.value > 0:
-        return -e.operand.value
-    if isinstance(e, ast.Constant) and type(e.value) is int and e.value < 0:
-        return e.value
-    return None
-
-
-def _step(s: ast.Slice):
-    """A slice's step: a positive int, -1, or None where unsupported."""
-    if s.step is None:
-        return 1
-    v = s.step
-    if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub) and isinstance(v.operand, ast.Constant) and \
-            v.operand.value == 1 and type(v.operand.value) is int:
-        return -1
-    if isinstance(v, ast.Constant) and type(v.value) is int and v.value >= 1:
-        return v.value
-    return None
-
-
-def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
-    """Before the other rewrites: every slice bound that is neither absent nor a negative
-    constant is proved non-negative (module docstring), given the loops around it; where
-    that needs a condition on sizes, `assert cond` is added at the top of the function;
-    where it cannot be told, the subscript is marked (`eqsat_why`) and left as written."""
-    single = {}  # names bound once, to their value (an integer local: `n = N - 1`)
-    for n in ast.walk(fdef):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and \
-                stores.get(n.targets[0].id) == 1:
-            single[n.targets[0].id] = n.value
-    asserts: dict = {}
-
-    def minimum(e, loops: dict, depth=0):
-        """The least value of integer expression `e` as an affine form over sizes and size
-        expressions, or None where it cannot be told."""
-        atoms: dict = {}
-        a = affine(e, atoms)
-        if a is None or depth > 8:
-            return None, atoms
-        order = list(reversed(loops))  # (innermost loop first: its bounds name the outer ones)
-        for _ in range(64):
-            free = [k for k in a if k != "" and k not in atoms and k not in sizes]
-            var = next((k for k in free if k not in loops), None) or \
-                next((k for k in order if k in free), None)
-            if var is None:
-                for node in atoms.values():  # (opaque parts: of sizes only, or a tensor's extent)
-                    if not _shape_read(node) and any(isinstance(x, ast.Name) and x.id not in sizes
-                                                     for x in ast.walk(node)):
-                        return None, atoms
-                return a, atoms
-            c = a.pop(var)
-            if var in loops:
-                lo, hi = loops[var]
-                bound = lo if c > 0 else hi
-            elif var in single:
-                bound = single[var]
-            else:
-                return None, atoms
-            if bound is None:
-                return None, atoms
-            b = affine(bound, atoms)
-            if b is None:
-                return None, atoms
-            for k, v in b.items():
-                a[k] = a.get(k, 0) + c * v
-        return None, atoms
-
-    def visit(stmts, loops):
-        for s in stmts:
-            if isinstance(s, ast.For):
-                inner = dict(loops)
-                if isinstance(s.target, ast.Name):
-                    inner[s.target.id] = _range_of(s.iter)
-                visit_exprs(s.iter, loops)
-                visit(s.body, inner)
-                visit(s.orelse, loops)
-            elif isinstance(s, (ast.If, ast.While)):
-                visit_exprs(s.test, loops)
-                visit(s.body, loops)
-                visit(s.orelse, loops)
-            else:
-                visit_exprs(s, loops)
-
-    def visit_exprs(node, loops):
-        for sub in ast.walk(node):
-            if not isinstance(sub, ast.Subscript):
-                continue
-            for el in _elts(sub.slice):
-                if not isinstance(el, ast.Slice):
-                    continue
-                step = _step(el)
-                if step is None:
-                    sub.eqsat_why = "a slice's step is a positive integer constant, or -1 over a whole axis"
-                    continue
-                if step == -1 and (el.lower is not None or el.upper is not None):
-                    sub.eqsat_why = "a step of -1 is taken over a whole axis only (`a[::-1]`)"
-                    continue
-                for b in (el.lower, el.upper):
-                    if b is None or negative_constant(b) is not None:
-                        continue
-                    low, atoms = minimum(b, loops)
-                    if low is None:
-                        sub.eqsat_why = (f"the slice bound `{ast.unparse(b)}` may be negative, where numpy counts "
-                                         f"from the end; bound it by loop variables and sizes")
-                        continue
-                    if set(low) <= {""}:
-                        if low.get("", 0) < 0:
-                            sub.eqsat_why = (f"the slice bound `{ast.unparse(b)}` can be {low.get('', 0)}, where "
-                                             f"numpy counts from the end")
-                        continue
-                    cond = ast.Compare(left=build(low, atoms), ops=[ast.GtE()], comparators=[ast.Constant(0)])
-                    text = ast.unparse(cond)
-                    if text not in asserts:
-                        msg = ast.Constant(f"the slice bound `{ast.unparse(b)}` must not be negative: numpy "
-                                           f"counts a negative bound from the end")
-                        asserts[text] = ast.copy_location(ast.Assert(test=cond, msg=msg), b)
-
-    visit(fdef.body, {})
-    if asserts:
-        at = 1 if fdef.body and isinstance(fdef.body[0], ast.Expr) and \
-            isinstance(getattr(fdef.body[0], "value", None), ast.Constant) and \
-            isinstance(fdef.body[0].value.value, str) else 0
-        fdef.body[at:at] = list(asserts.values())
-        for a in asserts.values():
-            for sub in ast.walk(a):
-                ast.copy_location(sub, a)
-
-
-def _shape_read(node) -> bool:
-    """`x.shape[k]` or `len(x)`: a size."""
-    return (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape") \
-        or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len")
-
-
-def _range_of(it):
-    """(least, greatest) value of a loop variable over `it` (syntax, either None where not
-    told): range(n), range(a, b), range(a, b, c) with a constant c, reversed(range(...))."""
-    from .pingpong import range_args
-
-    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "reversed" and \
-            len(it.args) == 1 and not it.keywords:
-        return _range_of(it.args[0])
-    got = range_args(it)
-    if got is None:
-        return None, None
-    lo, hi, step = got
-    one = ast.Constant(1)
-    if step > 0:
-        return lo, ast.BinOp(left=hi, op=ast.Sub(), right=one)
-    return ast.BinOp(left=hi, op=ast.Add(), right=one), lo
-
-
-def _elts(s) -> list:
-    return list(s.elts) if isinstance(s, ast.Tuple) else [s]
 
 
 def subscript(name: str, idx: list, ctx=None):
@@ -651,17 +402,7 @@ class Elements:
 def _root(v):
     """The name whose memory `v` is a view of (`x`, `x.T`, `x[i]`, `x[1:]`, transpose(x, p),
     np.flip(x)), else None."""
-    while True:
-        if isinstance(v, ast.Name):
-            return v.id
-        if isinstance(v, ast.Attribute) and v.attr == "T":
-            v = v.value
-        elif isinstance(v, ast.Subscript):
-            v = v.value
-        elif _viewing_call(v):
-            v = v.args[0]
-        else:
-            return None
+    return aliases.view_root(v, _viewing_call)
 
 
 def _viewing_call(v) -> bool:
@@ -756,26 +497,8 @@ class Scalarize(Hoisting):
     def __init__(self, env, fdef: ast.FunctionDef):
         super().__init__()
         self.env, self.el = env, env.elements
-        # names whose memory is written: stored into (`x[...] = `), or updated (`x += `)
-        self.written: set = set()
-        # name -> names sharing memory with it (bound to a view of it, or it to theirs)
-        links: dict = {}
-        for n in ast.walk(fdef):
-            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                whole = [x for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for x in _targets(t)]
-                # (a tuple's values each may be bound to any of its names: `a, b = b, a`)
-                values = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) else [n.value]
-                roots = {r for r in map(_root, values) if r is not None} if n.value is not None else set()
-                for t in whole:
-                    if isinstance(t, ast.Subscript) or isinstance(n, ast.AugAssign):
-                        r = _root(t)
-                        if r is not None:
-                            self.written.add(r)
-                    elif isinstance(t, ast.Name):
-                        for r in roots:
-                            links.setdefault(t.id, set()).add(r)
-                            links.setdefault(r, set()).add(t.id)
-        self.links = links
+        # which names share memory, and which memory statements write
+        self.memory = aliases.Memory(fdef, _viewing_call)
         self.order: dict = {}  # statement -> its place in the function, in order
         self.loops_of: dict = {}  # statement -> the loops around it
         self._statements: list = []
@@ -793,13 +516,7 @@ class Scalarize(Hoisting):
 
     def shared(self, name: str) -> set:
         """`name` and every name that may share its memory."""
-        out, todo = {name}, [name]
-        while todo:
-            for m in self.links.get(todo.pop(), ()):
-                if m not in out:
-                    out.add(m)
-                    todo.append(m)
-        return out
+        return self.memory.shared(name)
 
     # ------------------------------------------------------------------ blocks
     def block(self, stmts: list) -> list:
@@ -1068,7 +785,7 @@ class Scalarize(Hoisting):
         """Why a copy bound by `s` could read differently from the view numpy binds, or None:
         `name` must be bound once and never written, and the memory it views not written
         after `s` (nor before it in a loop around it where `name` is read before `s`)."""
-        if self.env.stores.get(name, 0) != 1 or name in self.written:
+        if self.env.stores.get(name, 0) != 1 or name in self.memory.stored:
             return f"{name!r} is written or bound again"
         mem = self.shared(base)
         at = self.order.get(id(s))
@@ -1086,14 +803,7 @@ class Scalarize(Hoisting):
 
     def _stores(self, mem: set):
         """(statement, place) of the statements writing memory `mem`."""
-        out = []
-        for st in self._statements:
-            ts = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(
-                st, (ast.AugAssign, ast.AnnAssign)) else []
-            for t in (x for t in ts for x in _targets(t)):
-                if (isinstance(t, ast.Subscript) or isinstance(st, ast.AugAssign)) and _root(t) in mem:
-                    out.append((st, self.order[id(st)]))
-        return out
+        return [(st, self.order[id(st)]) for st in self._statements if self.memory.writes(st) & mem]
 
     def _before(self, node, s) -> bool:
         return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0)) < (s.lineno, s.col_offset)

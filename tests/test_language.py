@@ -582,3 +582,33 @@ def test_a_view_a_loop_carries_is_read_as_bound(tmp_program, src):
         plan = eqsat.optimize(prog, dims, target=target)
         for backend in ("numpy", "triton"):
             np.testing.assert_allclose(np.asarray(plan.run(*args, backend=backend)), want, rtol=1e-5, atol=1e-5)
+
+
+def test_shared_memory_is_read_through_every_view():
+    """One account of which names share memory (`aliases.Memory`): a store through a
+    transpose (`c.T[i] = `) writes `c`, a flip or a slice bound to a name views its operand,
+    a tuple binds each name to its own value (`a, b = b, a` links both ways), and a name
+    bound to a new tensor shares nothing."""
+    import ast
+
+    from eqsat import aliases
+
+    src = """
+def f(x, y):
+    c = x + 0.0
+    v = np.flip(c)
+    s = v[1:]
+    c.T[0, 1] = 2.0
+    a, b = y, x
+    t = y @ y
+    u = t.T
+"""
+    fdef = ast.parse(src).body[0]
+    flips = aliases.Memory(fdef, lambda call: isinstance(call.func, ast.Attribute) and call.func.attr == "flip")
+    assert flips.stored == {"c"}
+    assert flips.shared("s") == {"s", "v", "c"} and flips.written("s")
+    assert flips.shared("a") == {"a", "y"} and flips.shared("b") == {"b", "x"}
+    assert not flips.written("a") and not flips.written("u")
+    assert flips.shared("u") == {"u", "t"}
+    plain = aliases.Memory(fdef)  # (no call is a view: np.flip's result is new memory)
+    assert plain.shared("s") == {"s", "v"} and not plain.written("s")

@@ -15,6 +15,29 @@ from conftest import rel_err
 PRELUDE = "import numpy as np\n"
 
 PROGRAMS = {
+    # a bound that is negative only where a condition around it fails (`if i > 0:`, the
+    # `else` of `if i < 1:`, `elif i >= 2:`, `not (i <= k)`): proved from the condition
+    "guarded_bounds": ('''
+@program
+def p(x: f32["N"], A: f32["N", "N"]) -> tuple[f32["N"], f32["N", "N"]]:
+    y = np.zeros((N,), dtype=np.float32)
+    for i in range(N):
+        if i > 0:
+            y[i] = np.sum(x[:i - 1]) + x[i]
+        if i < 1:
+            y[i] += x[0]
+        else:
+            y[i] += np.sum(x[:i - 1] * 2.0)
+        if i == 0:
+            y[i] -= 1.0
+        elif i >= 2:
+            y[i] += A[i, i - 2:i] @ x[i - 2:i]
+    for k in range(N):
+        for i in range(N):
+            if not (i <= k):
+                A[i, :i - k - 1] += A[k, :i - k - 1] * 0.5
+    return y, A
+''', None),
     # Gram-Schmidt the numpy way: columns, a dot product of columns, a column update
     "gram_schmidt": ('''
 @program
@@ -528,6 +551,16 @@ def p(x: f32["N"]) -> f32["N"]:
     out = np.zeros((N,), dtype=np.float32)
     for i in range(N):
         out[i] = np.sum(x[:i - 1])
+    return out
+''', r"`x\[:i - 1\]`: the slice bound `i - 1` can be -1, where numpy counts from the end"),
+    # a condition that does not bound it: `or`
+    ('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = np.zeros((N,), dtype=np.float32)
+    for i in range(N):
+        if i > 0 or i == 0:
+            out[i] = np.sum(x[:i - 1])
     return out
 ''', r"`x\[:i - 1\]`: the slice bound `i - 1` can be -1, where numpy counts from the end"),
     ('''
