@@ -20,8 +20,9 @@ compute exactly the same:
 - a negative constant index counts from the end of its axis (`x[-1]` is `x[N - 1]`);
 - `np.add`, `np.subtract`, `np.multiply`, `np.divide`, `np.power` are `+ - * / **`;
   `np.square(x)` is `x * x`, `np.clip(a, lo, hi)` is `minimum(maximum(a, lo), hi)` (as
-  numpy defines it) and `np.where(c, a, b)` of scalars is `a if c else b` (both are
-  numbers: nothing is skipped that could fail);
+  numpy defines it) and `np.where(c, a, b)` is `a if c else b` (of numbers: nothing is
+  skipped that could fail; of tensors, marked `eqsat_where`, read element by element by
+  `eqsat/sections.py`, numpy's broadcast of the three);
 - `np.transpose(x)` is `x.T`, `np.transpose(x, axes)` the language's `transpose`;
   `x.copy()` and `np.copy(x)` of a float32 tensor are `x * 1.0` (a new tensor, every value
   the same, -0.0 and NaN too); `y = np.ones(shape)` and `y = np.full(shape, v)` are `zeros`
@@ -263,6 +264,8 @@ class _Env(ast.NodeTransformer):
         if isinstance(e, ast.Attribute) and e.attr == "T":
             a = self.value_shape(e.value)
             return None if a is None or a is SCALAR else (list(reversed(a[0])), a[1])
+        if sections.is_where(e):
+            return self._where_shape(e)
         if isinstance(e, ast.Call):
             got = self._reduced_shape(e)
             if got is not None:
@@ -296,10 +299,45 @@ class _Env(ast.NodeTransformer):
                 return SCALAR if self.value_shape(e.args[0]) is not None else None
         return None
 
+    def _where_shape(self, e):
+        """The shape of `np.where(c, a, b)`: numpy's broadcast of the three; None where a
+        tensor's would be an integer array (`np.where(c, 1, 0)`: neither value a float)."""
+        def cond(t):
+            if isinstance(t, ast.Compare):
+                out = self.value_shape(t.left)
+                for c in t.comparators:
+                    out = _same(out, self.value_shape(c))
+                return out
+            if isinstance(t, ast.BoolOp):
+                out = SCALAR
+                for v in t.values:
+                    out = _same(out, cond(v))
+                return out
+            if isinstance(t, ast.BinOp) and isinstance(t.op, (ast.BitAnd, ast.BitOr)):
+                return _same(cond(t.left), cond(t.right))
+            if isinstance(t, ast.UnaryOp) and isinstance(t.op, (ast.Invert, ast.Not)):
+                return cond(t.operand)
+            return self.value_shape(t)
+
+        parts = [cond(e.test), self.value_shape(e.body), self.value_shape(e.orelse)]
+        out = SCALAR
+        for p in parts:
+            out = _same(out, p)
+        if out is None or out is SCALAR:
+            return out
+        floats = [p is not SCALAR and p[1] for p in parts[1:]] + \
+            [isinstance(v, ast.Constant) and type(v.value) is float for v in (e.body, e.orelse)] + \
+            [isinstance(v, ast.Name) and v.id in self.scalars for v in (e.body, e.orelse)]
+        if any(floats):
+            return out
+        e.eqsat_why = ("np.where of tensors whose values are both integers makes an integer array, which the "
+                       "language does not have: write the values as floats (1.0, 0.0)")
+        return None
+
     def _variance(self, n):
         """`np.var(x, axis=a)` (`np.std`, the methods) as numpy defines it: the mean of the
         squared distance to the mean, `((x - x.mean(axis=a, keepdims=True)) ** 2).mean(axis=a)`
-        (std its square root), for `_Reductions`; ddof 0 only. Else None."""
+        (std its square root; with `ddof=d` times n / (n - d)), for `_Reductions`. Else None."""
         obj, f = self.callee(n.func), n.func
         if obj in (np.var, np.std) and len(n.args) in (1, 2):
             x, rest, kind = n.args[0], n.args[1:], "var" if obj is np.var else "std"
@@ -308,13 +346,17 @@ class _Env(ast.NodeTransformer):
         else:
             return None
         kws = {k.arg: k.value for k in n.keywords}
-        if "ddof" in kws and _number(kws.pop("ddof")) != 0:
+        ddof = _number(kws.pop("ddof")) if "ddof" in kws else 0
+        if type(ddof) is not int or ddof < 0:
             return None
         if set(kws) - {"axis", "keepdims"} or (rest and "axis" in kws):
             return None
         axis = rest[0] if rest else kws.get("axis")
         got = self.value_shape(x)
         if got is None or got is SCALAR or not got[1]:
+            return None
+        axes = _axes(axis, len(got[0]))
+        if axes is False:
             return None
 
         def mean(e, keep):
@@ -324,6 +366,14 @@ class _Env(ast.NodeTransformer):
 
         dist = ast.BinOp(left=copy.deepcopy(x), op=ast.Sub(), right=mean(copy.deepcopy(x), ast.Constant(True)))
         out = mean(ast.BinOp(left=dist, op=ast.Mult(), right=copy.deepcopy(dist)), kws.get("keepdims"))
+        if ddof:  # (numpy divides the sum by n - ddof, n the elements reduced: the mean times n / (n - ddof))
+            n_ = None
+            for k in sorted(axes) if axes is not None else range(len(got[0])):
+                d = copy.deepcopy(got[0][k])
+                n_ = d if n_ is None else ast.BinOp(left=n_, op=ast.Mult(), right=d)
+            scale = ast.BinOp(left=n_, op=ast.Div(), right=ast.BinOp(left=copy.deepcopy(n_), op=ast.Sub(),
+                                                                   right=ast.Constant(ddof)))
+            out = ast.BinOp(left=out, op=ast.Mult(), right=scale)
         if kind == "std":
             out = ast.Call(func=ast.Name(id=LIB + "sqrt", ctx=ast.Load()), args=[out], keywords=[])
         return ast.copy_location(out, n)
@@ -681,8 +731,10 @@ class _Env(ast.NodeTransformer):
             inner = ast.Call(func=ast.Name(id=LIB + "maximum", ctx=ast.Load()), args=n.args[:2], keywords=[])
             return ast.copy_location(ast.Call(func=ast.Name(id=LIB + "minimum", ctx=ast.Load()),
                                               args=[inner, n.args[2]], keywords=[]), n)
-        if obj is np.where and len(n.args) == 3 and not n.keywords:  # (of scalars: the front end checks)
-            return ast.copy_location(ast.IfExp(test=n.args[0], body=n.args[1], orelse=n.args[2]), n)
+        if obj is np.where and len(n.args) == 3 and not n.keywords:  # (of tensors: eqsat/sections.py)
+            out = ast.copy_location(ast.IfExp(test=n.args[0], body=n.args[1], orelse=n.args[2]), n)
+            out.eqsat_where, out.eqsat_source = True, ast.unparse(n)  # (the source, for an error)
+            return out
         if obj is np.transpose and len(n.args) == 1 and not n.keywords:
             return ast.copy_location(ast.Attribute(value=n.args[0], attr="T", ctx=ast.Load()), n)
         copied = n.args[0] if obj is np.copy and len(n.args) == 1 else \

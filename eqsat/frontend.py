@@ -152,7 +152,7 @@ class _Parser:
         refused = [x for x in ast.walk(fdef) if getattr(x, "eqsat_why", None)]
         if refused:  # (a slice read otherwise than numpy reads it: the first, with why)
             x = min(refused, key=lambda x: (x.lineno, x.col_offset))
-            raise self.err(x, f"`{ast.unparse(x)}`: {x.eqsat_why}")
+            raise self.err(x, f"`{getattr(x, 'eqsat_source', None) or ast.unparse(x)}`: {x.eqsat_why}")
         # loops that swap which buffers two names denote: unrolled by two
         pingpong.unroll(fdef, lambda name, stmt: self.buffer_shape(params, name, stmt))
         # integer locals naming an index (`ih = 2 * oh + kh - 1`) substituted into their uses
@@ -170,8 +170,10 @@ class _Parser:
         for n in body[:-1]:
             live = {v: e for v, (e, _, _) in self.views.items()}
             s = self.stmt(n, top=True)
+            # (and those the statement binds for its own parts: `unpack`'s temporaries)
+            own = {v: e for v, (e, _, _) in self.views.items() if v not in live}
             for x in s if isinstance(s, list) else [s] if s is not None else []:
-                x.views = live  # views a nest kept as written must bind when it runs
+                x.views = {**live, **own}  # views a nest kept as written must bind when it runs
                 stmts.append(x)
         ret = body[-1]
         if ret.value is None:

@@ -183,9 +183,18 @@ class _Reordered(Section):
 
 
 def contains_section(e, env) -> bool:
-    """Whether `e` reads a section, an outer product or np.flip (read element by element here)."""
+    """Whether `e` reads a section, an outer product, np.flip or np.where of tensors (read
+    element by element here)."""
+    from .desugar import SCALAR
+
     return any((isinstance(x, ast.Subscript) and parse(x, env) is not None) or outer_of(x, env) is not None or
-               flips(x, env) for x in ast.walk(e))
+               flips(x, env) or (is_where(x) and env.value_shape(x) not in (None, SCALAR))
+               for x in ast.walk(e))
+
+
+def is_where(e) -> bool:
+    """`np.where(c, a, b)`, which desugar reads as `a if c else b` marked `eqsat_where`."""
+    return isinstance(e, ast.IfExp) and getattr(e, "eqsat_where", False)
 
 
 def flips(e, env) -> bool:
@@ -297,6 +306,9 @@ class Elements:
         if isinstance(e, ast.Call) and not e.keywords and _elementwise_fn(env, e.func):
             return ast.Call(func=copy.deepcopy(e.func), args=[self.element(a, use, pre, dims) for a in e.args],
                             keywords=[])
+        if is_where(e):  # np.where(c, a, b): numpy's select, element by element
+            return ast.IfExp(test=self.truth(e.test, use, pre, dims), body=self.element(e.body, use, pre, dims),
+                             orelse=self.element(e.orelse, use, pre, dims))
         got = env.value_shape(e)
         if got is SCALAR:
             return copy.deepcopy(e)
@@ -336,6 +348,22 @@ class Elements:
             return combine(self.element(e.args[0], use[:1], pre, got[0][:1]),
                            self.element(e.args[1], use[1:], pre, got[0][1:]))
         raise NotElementwise
+
+    def truth(self, e, use: list, pre: list, dims: list | None = None):
+        """The element at `use` of a condition over tensors (`element`'s arguments): a
+        comparison, `&`, `|`, `~` (and, or, not: both sides are pure), `and`/`or`/`not`,
+        or a number (its truth, as numpy's np.where reads it)."""
+        if isinstance(e, ast.BoolOp):
+            return ast.BoolOp(op=e.op, values=[self.truth(v, use, pre, dims) for v in e.values])
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.BitAnd, ast.BitOr)):
+            op = ast.And() if isinstance(e.op, ast.BitAnd) else ast.Or()
+            return ast.BoolOp(op=op, values=[self.truth(e.left, use, pre, dims), self.truth(e.right, use, pre, dims)])
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.Invert, ast.Not)):
+            return ast.UnaryOp(op=ast.Not(), operand=self.truth(e.operand, use, pre, dims))
+        if isinstance(e, ast.Compare):
+            return ast.Compare(left=self.element(e.left, use, pre, dims), ops=e.ops,
+                               comparators=[self.element(c, use, pre, dims) for c in e.comparators])
+        return self.element(e, use, pre, dims)
 
     def product(self, e, use: list, pre: list):
         """Element `use` of `a @ b` (one or two axes each): an accumulator over the shared axis."""
@@ -647,8 +675,9 @@ class Scalarize(Hoisting):
 
     def masked(self, s, target, value, op):
         """`x[x <= 0.1] = v` (a boolean mask of x's shape, a number): a loop nest storing v
-        where the mask holds. The mask may read x only at the element it decides (each
-        element's own value, before it is stored), v not at all (numpy evaluates both first)."""
+        where the mask holds. numpy evaluates both before it stores: the mask is read at the
+        element it decides where it reads x only at that element (its own value, before it
+        is stored), else computed whole first; v, where it reads x, is computed first."""
         from .desugar import SCALAR
 
         x = target.value
@@ -656,8 +685,12 @@ class Scalarize(Hoisting):
             return None
         dims = self.env.shapes[x.id][0]
         mem = self.shared(x.id)
+        first = []
         if any(isinstance(n, ast.Name) and n.id in mem for n in ast.walk(value)):
-            return None
+            # (`x[x < 0.0] = x[-1]`: numpy evaluates the number before it stores any element)
+            v = self.el.fresh("v")
+            first = [ast.copy_location(ast.Assign(targets=[ast.Name(id=v, ctx=ast.Store())], value=value), s)]
+            value = ast.Name(id=v, ctx=ast.Load())
         cond = target.slice
         # the mask reads x only at the element it decides where every read of x's memory is
         # x itself under elementwise operations (not `x.T`, `np.flip(x)`, `x[0]`, a view):
@@ -666,17 +699,9 @@ class Scalarize(Hoisting):
         el = self.el
 
         def test(e, idx):
-            if isinstance(e, ast.BoolOp):
-                return ast.BoolOp(op=e.op, values=[test(v, idx) for v in e.values])
-            if isinstance(e, ast.BinOp):  # (`&`, `|` of masks: both sides pure, so and/or)
-                op = ast.And() if isinstance(e.op, ast.BitAnd) else ast.Or()
-                return ast.BoolOp(op=op, values=[test(e.left, idx), test(e.right, idx)])
-            if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.Invert, ast.Not)):
-                return ast.UnaryOp(op=ast.Not(), operand=test(e.operand, idx))
-            if isinstance(e, ast.Compare):
-                return ast.Compare(left=el.element(e.left, idx, [], dims), ops=e.ops,
-                                   comparators=[el.element(c, idx, [], dims) for c in e.comparators])
-            raise NotElementwise
+            if not _mask(e):
+                raise NotElementwise
+            return el.truth(e, idx, [], dims)
 
         def body(idx):
             t = subscript(x.id, idx, ast.Store())
@@ -688,7 +713,7 @@ class Scalarize(Hoisting):
 
         try:
             if not whole:
-                return el.loops(dims, body)
+                return first + el.loops(dims, body)
             from .desugar import LIB
 
             flag = el.fresh("mask")
@@ -697,7 +722,7 @@ class Scalarize(Hoisting):
                 args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))
             fill = el.loops(dims, lambda idx: [ast.Assign(targets=[subscript(flag, idx, ast.Store())], value=ast.IfExp(
                 test=test(cond, idx), body=ast.Constant(1.0), orelse=ast.Constant(0.0)))])
-            return [alloc] + fill + el.loops(dims, body)
+            return first + [alloc] + fill + el.loops(dims, body)
         except NotElementwise:
             return None
 
@@ -851,6 +876,18 @@ class Scalarize(Hoisting):
         if getattr(n, "eqsat_why", None):
             return n  # (refused: the front end says why)
         if outer_of(n, self.env) is not None or flips(n, self.env):
+            from .desugar import SCALAR
+
+            got = self.env.value_shape(n)
+            if got is not None and got is not SCALAR and got[1] and got[0]:
+                try:
+                    return self.materialize(n, got[0])
+                except NotElementwise:
+                    pass
+        return self.generic_visit(n)
+
+    def visit_IfExp(self, n):
+        if is_where(n):
             from .desugar import SCALAR
 
             got = self.env.value_shape(n)

@@ -39,9 +39,10 @@ def unrolled(f: For, dims: dict) -> list | None:
         lo, hi = ie_eval(f.lo, dims), ie_eval(f.hi, dims)
     except (KeyError, ZeroDivisionError):
         return None
-    values = list(range(lo, hi, f.step))
-    if not values or len(values) > MAX_TRIPS or not any(isinstance(s, For) for s in _walk(f.body)):
+    trips = range(lo, hi, f.step)  # (its length first: a size can be 10**9)
+    if not trips or len(trips) > MAX_TRIPS or not any(isinstance(s, For) for s in _walk(f.body)):
         return None
+    values = list(trips)
     if len(values) * sum(1 for _ in _walk(f.body)) > MAX_STATEMENTS:
         return None
     bound_ir = {s.name for s in _walk(f.body) if isinstance(s, (Assign, Alloc))} | \

@@ -240,3 +240,28 @@ def test_a_short_time_limit_reports_the_nests_it_kept_as_written(tmp_program):
     assert kinds.count("loop") == 3 and "matmul" not in kinds, kinds
     args = random_args(prog, dims, 1)
     assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
+
+
+def test_a_huge_size_optimizes_without_enumerating_it(tmp_program):
+    """A probe's: optimize() at N = 10**9 of a nest it cannot lift listed the loop's
+    iterations before checking whether it was short enough to unroll (~36 GB)."""
+    import resource
+
+    prog = tmp_program('''
+@program
+def p(A: f32["N", "N"]) -> f32["N", "N"]:
+    for i in range(1, N):
+        for j in range(N):
+            A[i, j] = A[i - 1, j] * 0.5
+    return A
+''')
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/status") as f:  # (address space in use now: imports map gigabytes)
+        in_use = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    cap = in_use + (4 << 30)  # (a list of 10**9 ints would pass it)
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    try:
+        plan = eqsat.optimize(prog, {"N": 10**9}, target="cpu")
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert plan.kernels, plan

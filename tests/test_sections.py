@@ -232,6 +232,35 @@ def p(x: f32["M", "N"], y: f32["M", "N"]) -> tuple[f32["M", "N"], f32["N"], f32[
     x[~(y > x) | (x == 0.0)] = -3.0
     return x, np.std(y, axis=0), y.var(axis=1), np.std(y), np.var(y, axis=1, keepdims=True)
 ''', None),
+    # np.where of tensors: numpy's select, broadcast (a row, a number), on slices, of masks
+    "where_of_tensors": ('''
+@program
+def p(x: f32["M", "N"], y: f32["M", "N"], b: f32["N"]) -> tuple[f32["M", "N"], f32["M", "N"]]:
+    z = np.where(x > 0.0, x, 0.01 * x)
+    w = np.where((x > y) & ~(y >= 0.5), y, b) + np.where(b > 0, 1.0, -1)
+    for i in range(M):
+        y[i] = np.where(y[i] < 0.0, -y[i], y[i] * 2.0)
+    y[1:, :] = np.where(y[:-1, :] > 1.0, y[1:, :], 0.0)
+    return z + w, y
+''', None),
+    # a mask's value that reads the tensor (numpy computes the number first; was refused)
+    "masks_valued_by_the_tensor": ('''
+@program
+def p(x: f32["N"], A: f32["M", "N"]) -> tuple[f32["N"], f32["M", "N"]]:
+    x[x < 0.0] = x[-1]
+    x[x > 0.5] += x[0] * 2.0
+    A[A < 0.0] = A[0, 0] + A[-1, -1]
+    A[~(A < 0.3)] -= A[0, 0]
+    return x, A
+''', None),
+    # numpy's var and std with ddof (the sum of squared distances over n - ddof: at one
+    # element, 0 / 0 is NaN in both)
+    "spreads_with_ddof": ('''
+@program
+def p(x: f32["M", "N"]) -> tuple[f32["N"], f32["M"], f32, f32["M", 1]]:
+    return np.std(x, axis=0, ddof=1), x.var(axis=1, ddof=1), np.var(x, ddof=2), \
+        np.std(x, axis=-1, ddof=1, keepdims=True)
+''', None),
     # reductions over several axes (a 2x2 max pool over a slice), flips along given axes
     "several_axes": ('''
 @program
@@ -525,6 +554,20 @@ def test_a_product_of_slices_is_a_matmul(tmp_program, name, matmuls):
     assert sum(k.kind == "matmul" for k in plan.kernels) >= matmuls, plan
 
 
+def test_np_where_over_a_matmul_is_its_epilogue(tmp_program):
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
+    h = x @ w
+    return np.where(h > 0.0, h, np.exp(h) - 1.0)
+''')
+    plan = eqsat.optimize(prog, {"M": 64, "N": 48, "K": 32}, target="cpu")
+    assert [k.kind for k in plan.kernels] == ["matmul"] and "select" in plan.kernels[0].epilogue, plan
+    args = _args(prog, {"M": 64, "N": 48, "K": 32}, None, 0)
+    h = args[0] @ args[1]
+    np.testing.assert_allclose(plan.run(*args), np.where(h > 0, h, np.exp(h) - 1.0), rtol=1e-4, atol=1e-5)
+
+
 def test_lu_with_slices_runs_compiled(tmp_program, monkeypatch):
     monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
     src, how = PROGRAMS["lu"]
@@ -597,6 +640,12 @@ def p(a: f32["N"]) -> f32["N"]:
     a[0] = 9.0
     return y * 1.0
 ''', r"`y = np.flip\(a\)` is a view of the memory of 'a' in numpy"),
+    # numpy makes an integer array (the language has none)
+    ('''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    return x * np.where(x > 0, 1, 0)
+''', r"`np.where\(x > 0, 1, 0\)`: np.where of tensors whose values are both integers makes an integer array"),
 ])
 def test_a_slice_numpy_reads_otherwise_is_refused(tmp_program, src, phrase):
     with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: .*" + phrase):

@@ -681,6 +681,18 @@ def p(alpha: f32, t: int, A: f32['N', 'N'], B: f32['N', 'M'], D: f32['N', 'M'], 
             D[i, j] = beta * D[i, j] + alpha * B[i, j] * A[i, i] + alpha * acc3
     return y, D
 ''', {"N": 1, "t": 1, "M": 5}),
+    # a probe's (Q, 2026-11-26): a tuple assignment whose later value is a row of memory an
+    # earlier target stores (`A[0], A[1] = A[1], A[0]`: numpy stores row 1 into row 0, then
+    # that row into row 1) kept as written: the temporary viewing the row was not bound
+    # where the nest ran (NameError)
+    "unpack_rows_of_stored_memory": ('''
+@program
+def p(A: f32["N", "N"], B: f32["N", "N"]) -> tuple[f32["N", "N"], f32["N", "N"]]:
+    A[0], A[1] = A[1], A[0]
+    A[0], B[0] = B[0], A[0]
+    A[0, :], A[1, :] = A[1, :] * 1.0, A[0, :]
+    return A, B
+''', {"N": 3}),
     # a triangular loop widened to its hull assigns `w2` under the bound's condition: the
     # predicated form reads w2 before any assignment
     "predicated_first_assignment": ('''
