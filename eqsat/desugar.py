@@ -22,7 +22,9 @@ compute exactly the same:
   `np.square(x)` is `x * x`, `np.clip(a, lo, hi)` is `minimum(maximum(a, lo), hi)` (as
   numpy defines it) and `np.where(c, a, b)` is `a if c else b` (of numbers: nothing is
   skipped that could fail; of tensors, marked `eqsat_where`, read element by element by
-  `eqsat/sections.py`, numpy's broadcast of the three);
+  `eqsat/sections.py`, numpy's broadcast of the three); `np.logical_and(a, b)`,
+  `np.logical_or(a, b)` and `np.logical_not(a)` are `a and b`, `a or b` and `not a`, which
+  are conditions (of masks, element by element);
 - `np.transpose(x)` is `x.T`, `np.transpose(x, axes)` the language's `transpose`;
   `x.copy()` and `np.copy(x)` of a float32 tensor are `x * 1.0` (a new tensor, every value
   the same, -0.0 and NaN too); `y = np.ones(shape)` and `y = np.full(shape, v)` are `zeros`
@@ -104,6 +106,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     env = _Env(fdef, params, sizes, resolve, stores)
     fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
     env.visit(fdef)
+    _check_mask_reads(fdef, env)
     reductions = _Reductions(env)
     fdef.body = reductions.block(fdef.body)
     fdef.body = sections.Scalarize(env, fdef).block(fdef.body)
@@ -122,6 +125,9 @@ class _Env(ast.NodeTransformer):
         self.scalars = {p.name for p in params if p.shape is None}  # (`_record_scalar`)
         self.int_locals: set = set()  # names bound once to an integer expression
         self.size_locals: dict = {}  # those of them bound to an expression of sizes: name -> it
+        self.masks: set = set()  # names bound to a mask of tensors (`_bind_mask`)
+        self.parents = {c: x for x in ast.walk(fdef) for c in ast.iter_child_nodes(x)}
+        self.memory = aliases.Memory(fdef, lambda call: True)  # (every call's result a view: safe here)
         self.not_scalars: set = set()
         self.sizes = sizes
         self.stores = stores
@@ -254,11 +260,17 @@ class _Env(ast.NodeTransformer):
             return _same(self.value_shape(e.left), self.value_shape(e.right))
         if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Pow) and self.value_shape(e.right) is SCALAR:
             return self.value_shape(e.left)
-        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):  # (of one or two axes each)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):  # (of one to three axes each)
             a, b = self.value_shape(e.left), self.value_shape(e.right)
-            if a is None or b is None or a is SCALAR or b is SCALAR or not 1 <= len(a[0]) <= 2 or \
-                    not 1 <= len(b[0]) <= 2:
+            if a is None or b is None or a is SCALAR or b is SCALAR or not 1 <= len(a[0]) <= 3 or \
+                    not 1 <= len(b[0]) <= 3:
                 return None
+            if len(a[0]) == 3 or len(b[0]) == 3:  # (a batch: the 3-D operand's first axis, both alike)
+                if len(a[0]) == 1 or len(b[0]) == 1 or \
+                        (len(a[0]) == len(b[0]) == 3 and not sections.same_dims(a[0][:1], b[0][:1])):
+                    return None
+                batch = a[0][:1] if len(a[0]) == 3 else b[0][:1]
+                return (batch + a[0][-2:-1] + b[0][-1:], a[1] and b[1])
             dims = a[0][:-1] + b[0][1:]
             return (dims, a[1] and b[1]) if dims else SCALAR  # (`u @ v`: a number)
         if isinstance(e, ast.Attribute) and e.attr == "T":
@@ -266,6 +278,13 @@ class _Env(ast.NodeTransformer):
             return None if a is None or a is SCALAR else (list(reversed(a[0])), a[1])
         if sections.is_where(e):
             return self._where_shape(e)
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and library_name(e.func.id) == "transpose" and \
+                len(e.args) == 2 and not e.keywords and isinstance(e.args[1], ast.Tuple):
+            a, perm = self.value_shape(e.args[0]), [_number(x) for x in e.args[1].elts]  # (`transpose(x, (0, 2, 1))`)
+            if a is None or a is SCALAR or any(type(k) is not int for k in perm) or \
+                    sorted(perm) != list(range(len(a[0]))):
+                return None
+            return ([a[0][k] for k in perm], a[1])
         if isinstance(e, ast.Call):
             got = self._reduced_shape(e)
             if got is not None:
@@ -299,27 +318,29 @@ class _Env(ast.NodeTransformer):
                 return SCALAR if self.value_shape(e.args[0]) is not None else None
         return None
 
+    def condition_shape(self, t):
+        """The shape of a condition over tensors (comparisons, `&`, `|`, `~`, and, or, not,
+        a mask's name): numpy's broadcast of its operands; `SCALAR` for one of numbers."""
+        if isinstance(t, ast.Compare):
+            out = self.value_shape(t.left)
+            for c in t.comparators:
+                out = _same(out, self.value_shape(c))
+            return out
+        if isinstance(t, ast.BoolOp):
+            out = SCALAR
+            for v in t.values:
+                out = _same(out, self.condition_shape(v))
+            return out
+        if isinstance(t, ast.BinOp) and isinstance(t.op, (ast.BitAnd, ast.BitOr)):
+            return _same(self.condition_shape(t.left), self.condition_shape(t.right))
+        if isinstance(t, ast.UnaryOp) and isinstance(t.op, (ast.Invert, ast.Not)):
+            return self.condition_shape(t.operand)
+        return self.value_shape(t)
+
     def _where_shape(self, e):
         """The shape of `np.where(c, a, b)`: numpy's broadcast of the three; None where a
         tensor's would be an integer array (`np.where(c, 1, 0)`: neither value a float)."""
-        def cond(t):
-            if isinstance(t, ast.Compare):
-                out = self.value_shape(t.left)
-                for c in t.comparators:
-                    out = _same(out, self.value_shape(c))
-                return out
-            if isinstance(t, ast.BoolOp):
-                out = SCALAR
-                for v in t.values:
-                    out = _same(out, cond(v))
-                return out
-            if isinstance(t, ast.BinOp) and isinstance(t.op, (ast.BitAnd, ast.BitOr)):
-                return _same(cond(t.left), cond(t.right))
-            if isinstance(t, ast.UnaryOp) and isinstance(t.op, (ast.Invert, ast.Not)):
-                return cond(t.operand)
-            return self.value_shape(t)
-
-        parts = [cond(e.test), self.value_shape(e.body), self.value_shape(e.orelse)]
+        parts = [self.condition_shape(e.test), self.value_shape(e.body), self.value_shape(e.orelse)]
         out = SCALAR
         for p in parts:
             out = _same(out, p)
@@ -442,7 +463,72 @@ class _Env(ast.NodeTransformer):
         return [ast.copy_location(ast.Assign(targets=[ast.Name(id=t.id, ctx=ast.Store())], value=v), n)
                 for t, v in zip(ts, n.value.elts)]
 
+    def _bind_mask(self, n):
+        """`m = (r1 <= x) & (x < r2)` (a mask of tensors bound to a name, once): `m` holds
+        1.0 where it holds and 0.0 elsewhere (np.where, element by element), and is a mask
+        where read as a condition (`sections.is_mask`); numpy's bool arithmetic differs from
+        a float's (True + True is True), so elsewhere it is read only under `*` or summed."""
+        t = n.targets[0] if len(n.targets) == 1 else None
+        if not (isinstance(t, ast.Name) and self.stores.get(t.id) == 1 and sections.is_mask(n.value, self.masks)):
+            return
+        got = self.condition_shape(n.value)
+        if got is None or got is SCALAR:
+            return
+        out = ast.copy_location(ast.IfExp(test=n.value, body=ast.Constant(1.0), orelse=ast.Constant(0.0)), n.value)
+        out.eqsat_where, out.eqsat_source = True, ast.unparse(n.value)
+        n.value = out
+        self.masks.add(t.id)
+
+    def _bind_selection(self, n) -> bool:
+        """`v = y[m]` (m a mask of y's shape: numpy copies the elements it selects into a
+        vector of no known length) where every read of v is a reduction of it (`v.mean()`,
+        `np.sum(v)`, later in the same block): those read `y[m]` instead (`_Reductions` takes
+        each element where m holds), so nothing has a length of its own. Only where nothing
+        writes or binds y's or m's memory between the binding and the last read (the copy
+        and the reads see the same elements).
+        True where the binding is then dropped."""
+        t = n.targets[0] if len(n.targets) == 1 else None
+        v = n.value
+        if not (isinstance(t, ast.Name) and self.stores.get(t.id) == 1 and isinstance(v, ast.Subscript) and
+                isinstance(v.value, ast.Name) and sections.is_mask(v.slice, self.masks)):
+            return False
+        block = next((b for b in (getattr(self.parents.get(n), f, None) for f in ("body", "orelse"))
+                      if isinstance(b, list) and any(x is n for x in b)), None)
+        if block is None:
+            return False
+        rest = block[[i for i, x in enumerate(block) if x is n][0] + 1:]
+        reads = [x for st in rest for x in ast.walk(st) if isinstance(x, ast.Name) and x.id == t.id]
+        everywhere = sum(1 for x in ast.walk(self.parents.get(n)) if isinstance(x, ast.Name) and x.id == t.id)
+        if not reads or len(reads) + 1 != everywhere or not all(self._reduced(x) for x in reads):
+            return False
+        # nothing between the binding and the last read writes the memory y[m] reads
+        last = max(i for i, st in enumerate(rest) for x in ast.walk(st) if any(x is r for r in reads))
+        mem = set().union(*(self.memory.shared(x.id) for x in ast.walk(v) if isinstance(x, ast.Name)))
+        if any(self.memory.writes(x) & mem or (isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store) and
+                                               x.id in mem) for st in rest[:last + 1] for x in ast.walk(st)):
+            return False
+        for x in reads:
+            up = self.parents[x]
+            if isinstance(up, ast.Attribute):
+                up.value = copy.deepcopy(v)
+            else:
+                up.args[0] = copy.deepcopy(v)
+        return True
+
+    def _reduced(self, x) -> bool:
+        """Whether load `x` is the operand of a reduction over all its elements (`np.sum(x)`,
+        `x.mean()`)."""
+        up = self.parents.get(x)
+        if isinstance(up, ast.Attribute) and up.value is x and up.attr in _METHODS:
+            call = self.parents.get(up)
+            return isinstance(call, ast.Call) and call.func is up and not call.args and not call.keywords
+        return isinstance(up, ast.Call) and len(up.args) == 1 and up.args[0] is x and not up.keywords and \
+            self.callee(up.func) in _REDUCTIONS
+
     def visit_Assign_one(self, n):
+        if self._bind_selection(n):
+            return None
+        self._bind_mask(n)
         fill = None
         if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and self.stores.get(n.targets[0].id) == 1 \
                 and self.is_int(n.value):
@@ -544,7 +630,9 @@ class _Env(ast.NodeTransformer):
                 if canon in ("zeros", "empty"):
                     arg = v.args[0]
                     elts = arg.elts if isinstance(arg, ast.Tuple) else [arg]
-                    self.shapes[n.targets[0].id] = ([copy.deepcopy(x) for x in elts], True)
+                    # (a size local read as its sizes: `c = w.shape[1]; np.empty((N, c))` is (N, CO))
+                    self.shapes[n.targets[0].id] = ([_Renamed({}, self.size_locals).visit(copy.deepcopy(x))
+                                                     for x in elts], True)
         return n
 
     def visit_AugAssign(self, n):
@@ -731,6 +819,13 @@ class _Env(ast.NodeTransformer):
             inner = ast.Call(func=ast.Name(id=LIB + "maximum", ctx=ast.Load()), args=n.args[:2], keywords=[])
             return ast.copy_location(ast.Call(func=ast.Name(id=LIB + "minimum", ctx=ast.Load()),
                                               args=[inner, n.args[2]], keywords=[]), n)
+        if obj in (np.logical_and, np.logical_or) and len(n.args) == 2 and not n.keywords:
+            # (a condition: `and`/`or` of the truths, element by element where they are masks;
+            # as a value it is refused, as a comparison is)
+            op = ast.And() if obj is np.logical_and else ast.Or()
+            return ast.copy_location(ast.BoolOp(op=op, values=list(n.args)), n)
+        if obj is np.logical_not and len(n.args) == 1 and not n.keywords:
+            return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=n.args[0]), n)
         if obj is np.where and len(n.args) == 3 and not n.keywords:  # (of tensors: eqsat/sections.py)
             out = ast.copy_location(ast.IfExp(test=n.args[0], body=n.args[1], orelse=n.args[2]), n)
             out.eqsat_where, out.eqsat_source = True, ast.unparse(n)  # (the source, for an error)
@@ -1057,6 +1152,16 @@ _REDUCTIONS = {np.sum: "sum", np.max: "max", np.amax: "max", np.min: "min", np.a
 _METHODS = {"sum": "sum", "max": "max", "min": "min", "mean": "mean"}
 
 
+def is_reduction(f, resolve) -> bool:
+    """Whether callee `f` is one of the reductions `_Reductions` reads (`np.max`, `x.sum`),
+    `resolve(name)` being what a module-level name means."""
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and resolve(f.value.id) is np:
+        return getattr(np, f.attr, None) in _REDUCTIONS
+    if isinstance(f, ast.Name):
+        return any(resolve(f.id) is g for g in _REDUCTIONS)
+    return isinstance(f, ast.Attribute) and f.attr in _METHODS
+
+
 class _Reductions(_Hoisting):
     """`np.sum(x)`, `np.max(x, axis=1)`, `x.mean()`, ... of a tensor of declared shape: loops
     before the statement, into a scalar (no axis) or a tensor of the other axes."""
@@ -1080,6 +1185,8 @@ class _Reductions(_Hoisting):
         keepdims = _keepdims(kws)
         if kind is None or kws or keepdims is None:
             return n
+        if isinstance(x, ast.Subscript) and sections.is_mask(x.slice, self.env.masks):
+            return self.reduce_selected(n, kind, x) if axis is None and not keepdims else n
         got = self.env.value_shape(x)
         if got is SCALAR and axis is None and not keepdims:
             return x  # (numpy's sum, max, min, mean of a number: the number)
@@ -1204,6 +1311,87 @@ class _Reductions(_Hoisting):
                                         value=ast.BinOp(left=name(acc), op=ast.Div(), right=count)))
         self.place(stmts, n, init)
         return ast.copy_location(name(acc), n)
+
+
+    def reduce_selected(self, n, kind: str, x):
+        """`np.sum(y[m])`, `y[m].mean()`, ... of the elements a mask of y's shape selects
+        (numpy's boolean index: a vector of them): loops before the statement over y's
+        elements, each taken where m holds. The mean of none is NaN, as numpy's; the max
+        or min of none is -inf or inf, where numpy raises."""
+        y, mask = x.value, x.slice
+        got = self.env.value_shape(y) if isinstance(y, ast.Name) else None
+        if got is None or got is SCALAR or not got[1] or self.guards:
+            return n
+        dims = got[0]
+        cond = self.env.condition_shape(mask)
+        if cond is None or cond is SCALAR or not sections.same_dims(cond[0], dims):
+            return n
+        acc = f"eqsat_red{self.count}"
+        count = f"eqsat_red{self.count}_count"
+        self.count += 1
+        idx = [ast.Name(id=f"{acc}_{d}", ctx=ast.Load()) for d in range(len(dims))]
+        pre: list = []
+        try:
+            test = self.env.elements.truth(mask, idx, pre, dims)
+        except sections.NotElementwise:
+            return n
+        if pre:
+            return n
+        elem = sections.subscript(y.id, idx)
+        acc_load = ast.Name(id=acc, ctx=ast.Load())
+        if kind in ("sum", "mean"):
+            step = ast.BinOp(left=acc_load, op=ast.Add(), right=elem)
+        else:
+            step = ast.Call(func=ast.Name(id=LIB + ("maximum" if kind == "max" else "minimum"), ctx=ast.Load()),
+                            args=[acc_load, elem], keywords=[])
+        body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=step)]
+        start = {"sum": 0.0, "mean": 0.0, "max": -math.inf, "min": math.inf}[kind]
+        stmts = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.Constant(start))]
+        if kind == "mean":
+            body.append(ast.AugAssign(target=ast.Name(id=count, ctx=ast.Store()), op=ast.Add(),
+                                      value=ast.Constant(1.0)))
+            stmts.append(ast.Assign(targets=[ast.Name(id=count, ctx=ast.Store())], value=ast.Constant(0.0)))
+        loop = [ast.If(test=test, body=body, orelse=[])]
+        for d in reversed(range(len(dims))):
+            loop = [ast.For(target=ast.Name(id=idx[d].id, ctx=ast.Store()), iter=ast.Call(
+                func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
+                body=loop, orelse=[])]
+        stmts += loop
+        if kind == "mean":
+            stmts.append(ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.IfExp(
+                test=ast.Compare(left=ast.Name(id=count, ctx=ast.Load()), ops=[ast.Gt()],
+                                 comparators=[ast.Constant(0.0)]),
+                body=ast.BinOp(left=acc_load, op=ast.Div(), right=ast.Name(id=count, ctx=ast.Load())),
+                orelse=ast.Constant(math.nan))))
+        self.env.scalars.add(acc)
+        self.place(stmts, n)  # (no guards here: see above)
+        return ast.copy_location(ast.Name(id=acc, ctx=ast.Load()), n)
+
+
+def _check_mask_reads(fdef, env) -> None:
+    """A name bound to a mask (`_Env._bind_mask`) holds 1.0 and 0.0: it reads as numpy's
+    bools where it is a condition (an index, np.where's, `if`, `&`, `|`, `~`, and, or,
+    not), a factor under `*`, or summed (a count); elsewhere (True + True is True in numpy,
+    a returned mask is of bools) it is marked refused, with why."""
+    parents = {c: x for x in ast.walk(fdef) for c in ast.iter_child_nodes(x)}
+    combining = (ast.BoolOp, ast.UnaryOp)
+    for n in ast.walk(fdef):
+        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in env.masks):
+            continue
+        x, up = n, parents.get(n)
+        if isinstance(up, ast.Subscript) and up.value is x:  # (an element: `m[i]`)
+            x, up = up, parents.get(up)
+        while isinstance(up, combining) or (isinstance(up, ast.BinOp) and isinstance(up.op, (ast.BitAnd, ast.BitOr))):
+            x, up = up, parents.get(up)
+        ok = (isinstance(up, ast.Subscript) and up.slice is x) or \
+            (isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is x) or \
+            (isinstance(up, ast.BinOp) and isinstance(up.op, ast.Mult)) or \
+            (isinstance(up, ast.Call) and up.args and up.args[0] is x and env.callee(up.func) in _REDUCTIONS) or \
+            (isinstance(up, ast.Attribute) and up.value is x and up.attr in _METHODS)
+        if not ok:
+            n.eqsat_why = (f"{n.id!r} is a mask (of numpy's bools): it is read as a condition (an index, "
+                           f"np.where's, `&`, `|`, `~`), under `*` or summed; numpy's bool arithmetic is not a "
+                           f"number's (True + True is True): write np.where({n.id}, 1.0, 0.0) for numbers")
 
 
 def _product(es: list):

@@ -917,9 +917,12 @@ class _Parser:
         raise self.err(e, f"unsupported expression: {type(e).__name__}")
 
     def power(self, node, a, b):
-        """`x ** c` for a constant c: a small integer power is a product, anything else a power."""
+        """`x ** c`: for a constant c, a small integer power is a product; anything else a
+        power (of a number as its exponent: its nest runs as written)."""
         if not isinstance(b, Const):
-            raise self.err(node, "`**` needs a constant exponent")
+            if b.ty is not None:
+                raise self.err(node, "`**` takes a number as its exponent, not a tensor")
+            return Bin(self.loc(node), "**", a, b, ty=a.ty)
         c = b.value
         if float(c).is_integer() and 1 <= abs(c) <= 8:
             # each factor its own copy: the dataflow analysis keys every read by its node
@@ -974,14 +977,21 @@ class _Parser:
     def call(self, e: ast.Call):
         loc = self.loc(e)
         name = self.fn_name(e.func)
-        if e.keywords:
-            raise self.err(e, "keyword arguments are not supported")
+        if name is None and desugar.is_reduction(e.func, self.resolve_global):
+            raise self.err(e, f"`{ast.unparse(e)}`: a reduction is read where its operand's shape is known here "
+                              f"(a tensor of declared shape, or elementwise arithmetic, slices and products of "
+                              f"them: a product of 3-D operands is not)")
         if name is None:
             shown = ast.unparse(e.func)
             if isinstance(e.func, ast.Name) and self.enclosing(e.func.id):
                 raise self.err(e, f"unsupported function {shown!r}: here it is a variable of the enclosing "
                                   f"function, not one of eqsat's functions")
             raise self.err(e, f"unsupported function {shown!r}")
+        if e.keywords:
+            kws = ", ".join(f"{k.arg}=" for k in e.keywords)
+            raise self.err(e, f"`{ast.unparse(e)}`: keyword arguments ({kws}) are read only where the "
+                              f"operand's shape is known here (a tensor of declared shape, or elementwise "
+                              f"arithmetic and products of them)")
         if name in ("empty", "zeros"):
             raise self.err(e, f"{name}(...) must be assigned directly to a name, outside loops")
         if name == "range":

@@ -506,17 +506,31 @@ def _apart(a, b) -> bool:
     return (c1 is not None and c1 <= 0) or (c2 is not None and c2 <= 0)
 
 
-def _mask(e) -> bool:
-    """A boolean mask as an index: comparisons, and `&`, `|`, `~` (and, or, not) of them."""
+def is_mask(e, names=frozenset()) -> bool:
+    """A boolean mask: comparisons, the `names` bound to masks, and `&`, `|`, `~` (and, or,
+    not) of them."""
     if isinstance(e, ast.Compare):
         return True
+    if isinstance(e, ast.Name):
+        return e.id in names
     if isinstance(e, ast.BoolOp):
-        return all(_mask(v) for v in e.values)
+        return all(is_mask(v, names) for v in e.values)
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.BitAnd, ast.BitOr)):
-        return _mask(e.left) and _mask(e.right)
+        return is_mask(e.left, names) and is_mask(e.right, names)
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.Invert, ast.Not)):
-        return _mask(e.operand)
+        return is_mask(e.operand, names)
     return False
+
+
+class _Replaced(ast.NodeTransformer):
+    """Nodes replaced by others, by identity (`{id(node): replacement}`)."""
+
+    def __init__(self, by_id: dict):
+        self.by_id = by_id
+
+    def visit(self, node):
+        got = self.by_id.get(id(node))
+        return copy.deepcopy(got) if got is not None else super().visit(node)
 
 
 class Scalarize(Hoisting):
@@ -527,6 +541,7 @@ class Scalarize(Hoisting):
         self.env, self.el = env, env.elements
         # which names share memory, and which memory statements write
         self.memory = aliases.Memory(fdef, _viewing_call)
+        self.fdef = fdef
         self.order: dict = {}  # statement -> its place in the function, in order
         self.loops_of: dict = {}  # statement -> the loops around it
         self._statements: list = []
@@ -549,7 +564,9 @@ class Scalarize(Hoisting):
     # ------------------------------------------------------------------ blocks
     def block(self, stmts: list) -> list:
         out = []
-        for s in stmts:
+        for k, s in enumerate(stmts):
+            if self.through_view(s, stmts[k + 1:]):
+                continue  # (its reads and writes go to the memory it views)
             if isinstance(s, ast.For):
                 s.body, s.orelse = self.block(s.body), self.block(s.orelse)
                 out.append(s)
@@ -575,6 +592,74 @@ class Scalarize(Hoisting):
                         ast.copy_location(sub, s)
             out += self.take() + new
         return out
+
+    def through_view(self, s, rest: list) -> bool:
+        """`t = A[::-1]` (a view with a slice or a flip, `_view_of`) that numpy's view and a
+        copy would tell apart (`view_differs`: t written, or A after it), where every use of
+        t comes later in the same block (`rest`): each use is rewritten onto the memory it
+        views, in place, and the binding dropped (True). A use is `t` read whole, `t` updated
+        whole (`t *= 2.0`, of a slice: `A[::-1] *= 2.0`), or an element of it read or stored
+        (`t[k]`: `A[N - 1 - k]`). Only where t is bound once, A not bound again, the view's
+        bounds read nothing but sizes and the loop variables around it, and no use is
+        another form (a part of t: `t[1:]`, `t[i]` of a matrix)."""
+        from .desugar import SCALAR
+
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)):
+            return False
+        name, v = s.targets[0].id, s.value
+        base = _view_of(v, self.env)
+        env = self.env
+        def binds(x: str) -> int:  # (`t *= 2.0` binds nothing new; `a, b = b, a` binds both)
+            return sum(1 for n in ast.walk(self.fdef) for t, _ in aliases.bindings(n)
+                       if isinstance(t, ast.Name) and t.id == x)
+
+        params = {a.arg for a in self.fdef.args.args}
+        if base is None or binds(name) != 1 or name in env.loopvars or \
+                binds(base) > (0 if base in params else 1) or not self.view_differs(s, name, base):
+            return False
+        got = env.value_shape(v)
+        if got is None or got is SCALAR or not got[1]:
+            return False
+        rank = len(got[0])
+        known = env.loopvars | set(env.sizes) | set(env.size_locals) | {base}
+        callees = {id(x) for c in ast.walk(v) if isinstance(c, ast.Call) for x in ast.walk(c.func)}
+        if any(isinstance(x, ast.Name) and x.id not in known and id(x) not in callees for x in ast.walk(v)):
+            return False
+        bound_later = {t.id for st in rest for x in ast.walk(st) if isinstance(x, ast.For)
+                       for t in ast.walk(x.target) if isinstance(t, ast.Name)}
+        if bound_later & {x.id for x in ast.walk(v) if isinstance(x, ast.Name)}:
+            return False
+        uses = [x for st in rest for x in ast.walk(st) if isinstance(x, ast.Name) and x.id == name]
+        if len(uses) != sum(1 for x in ast.walk(self.fdef) if isinstance(x, ast.Name) and x.id == name) - 1:
+            return False  # (a use elsewhere: before it, or outside its block)
+        parents = {c: x for st in rest for x in ast.walk(st) for c in ast.iter_child_nodes(x)}
+        plan = []
+        for u in uses:
+            up = parents.get(u)
+            if isinstance(up, ast.Subscript) and up.value is u:
+                idx = _elts(up.slice)
+                if len(idx) != rank or any(isinstance(i, (ast.Slice, ast.Starred)) for i in idx):
+                    return False
+                pre: list = []
+                try:
+                    elem = self.el.element(v, list(idx), pre)
+                except NotElementwise:
+                    return False
+                if pre or not isinstance(elem, ast.Subscript):
+                    return False
+                elem.ctx = up.ctx
+                plan.append((up, elem))
+            elif isinstance(u.ctx, ast.Load) or (isinstance(up, ast.AugAssign) and up.target is u and
+                                                  isinstance(v, ast.Subscript)):
+                new = copy.deepcopy(v)
+                new.ctx = u.ctx if isinstance(new, ast.Subscript) else ast.Load()
+                plan.append((u, new))
+            else:
+                return False
+        replaced = {id(old): new for old, new in plan}
+        for i, st in enumerate(rest):
+            rest[i] = _Replaced(replaced).visit(st) if id(st) not in replaced else st
+        return True
 
     def chained(self, s):
         """`x[...] = y[...] = e` with a slice among the targets (covariance's `cov[i:, i] =
@@ -605,7 +690,7 @@ class Scalarize(Hoisting):
             target, value, op = s.target, s.value, s.op
         else:
             return None
-        if isinstance(target, ast.Subscript) and _mask(target.slice):
+        if isinstance(target, ast.Subscript) and is_mask(target.slice, self.env.masks):
             return self.masked(s, target, value, op)
         if isinstance(target, ast.Subscript):
             sec = parse(target, self.env)
@@ -681,17 +766,40 @@ class Scalarize(Hoisting):
         from .desugar import SCALAR
 
         x = target.value
-        if not isinstance(x, ast.Name) or x.id not in self.env.shapes or self.env.value_shape(value) is not SCALAR:
+        if not isinstance(x, ast.Name) or x.id not in self.env.shapes:
             return None
         dims = self.env.shapes[x.id][0]
         mem = self.shared(x.id)
+        cond = target.slice
+        per_element = False
+        if self.env.value_shape(value) is not SCALAR:
+            # `r[r > 0] = r[r > 0] ** 2`: reads under the same mask, of tensors of x's shape,
+            # give numpy's selected elements in the order the store takes them: element by
+            # element, each at the element stored (x itself, not another view of its memory)
+            same = ast.dump(cond)
+            value = copy.deepcopy(value)
+            reads = [n for n in ast.walk(value) if isinstance(n, ast.Subscript) and ast.dump(n.slice) == same]
+            for n in reads:
+                y = n.value
+                got = self.env.shapes.get(y.id) if isinstance(y, ast.Name) else None
+                if got is None or not same_dims(got[0], dims) or (y.id in mem and y.id != x.id):
+                    return None
+            if not reads:
+                return None
+            value = _Replaced({id(n): n.value for n in reads}).visit(value)
+            if any(isinstance(n, ast.Name) and n.id in mem and n.id != x.id for n in ast.walk(value)) or \
+                    self._reads_elsewhere(value, x.id, mem):
+                return None
+            got = self.env.value_shape(value)
+            if got is None or (got is not SCALAR and not same_dims(got[0], dims)):
+                return None
+            per_element = True
         first = []
-        if any(isinstance(n, ast.Name) and n.id in mem for n in ast.walk(value)):
+        if not per_element and any(isinstance(n, ast.Name) and n.id in mem for n in ast.walk(value)):
             # (`x[x < 0.0] = x[-1]`: numpy evaluates the number before it stores any element)
             v = self.el.fresh("v")
             first = [ast.copy_location(ast.Assign(targets=[ast.Name(id=v, ctx=ast.Store())], value=value), s)]
             value = ast.Name(id=v, ctx=ast.Load())
-        cond = target.slice
         # the mask reads x only at the element it decides where every read of x's memory is
         # x itself under elementwise operations (not `x.T`, `np.flip(x)`, `x[0]`, a view):
         # else it is computed whole first, as numpy does, into a buffer of 1.0 and 0.0
@@ -699,14 +807,14 @@ class Scalarize(Hoisting):
         el = self.el
 
         def test(e, idx):
-            if not _mask(e):
+            if not is_mask(e, self.env.masks):
                 raise NotElementwise
             return el.truth(e, idx, [], dims)
 
         def body(idx):
             t = subscript(x.id, idx, ast.Store())
-            put = ast.Assign(targets=[t], value=copy.deepcopy(value)) if op is None else \
-                ast.AugAssign(target=t, op=op, value=copy.deepcopy(value))
+            v = el.element(value, idx, [], dims) if per_element else copy.deepcopy(value)
+            put = ast.Assign(targets=[t], value=v) if op is None else ast.AugAssign(target=t, op=op, value=v)
             when = test(cond, idx) if not whole else \
                 ast.Compare(left=subscript(flag, idx), ops=[ast.Gt()], comparators=[ast.Constant(0.5)])
             return [ast.If(test=when, body=[put], orelse=[])]
@@ -808,10 +916,11 @@ class Scalarize(Hoisting):
 
     def view_differs(self, s, name: str, base: str) -> str | None:
         """Why a copy bound by `s` could read differently from the view numpy binds, or None:
-        `name` must be bound once and never written, and the memory it views not written
-        after `s` (nor before it in a loop around it where `name` is read before `s`)."""
-        if self.env.stores.get(name, 0) != 1 or name in self.memory.stored:
-            return f"{name!r} is written or bound again"
+        `name` must never be written (through an element, or updated in place: bound again to
+        other values it may be), and the memory it views not written after `s` (nor before it
+        in a loop around it where `name` is read before `s`)."""
+        if name in self.memory.stored:  # (bound again to other values is no write: `col = d[:, k] + col`)
+            return f"{name!r} is written"
         mem = self.shared(base)
         at = self.order.get(id(s))
         if at is None:
