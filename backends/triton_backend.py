@@ -26,7 +26,7 @@ import re
 
 from eqsat.cost import GPU_RED_LANES, pow2
 from eqsat.plan import fused_prologue
-from eqsat.terms import Node, leaving_axes, python_number, unlist, viewed_input, walk
+from eqsat.terms import Node, leaving_axes, python_number, unlist, viewed_input
 
 from .codegen import Emitter, literal, loaded, params
 from .tuning import DEFAULT
@@ -316,7 +316,7 @@ class Kernel:
 
     def _matmul(self, mm: Node, fused: Node | None, plan):
         a, b = mm.args
-        sa, sb = self.ranks[a], self.ranks[b]
+        sa = self.ranks[a]
         out_shape = self.shape
         batch = out_shape[0] if len(out_shape) == 3 else 1
         M, N, K = out_shape[-2], out_shape[-1], sa[-1]

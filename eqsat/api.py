@@ -16,7 +16,7 @@ import numpy as np
 from egglog import Ruleset
 
 from . import alpha, assume, egraph, explain
-from .args import bind_args, check_dims, check_program
+from .args import check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
 from .extract import ExtractionCycle, Extractor

@@ -26,7 +26,7 @@ import threading
 
 import islpy as isl
 
-from .ir import Alloc, Assign, Call, For, If, Index, Ref, Store, ie_eval, ie_names
+from .ir import Alloc, Assign, For, If, Index, Ref, Store, ie_eval, ie_names
 
 
 @dataclass(eq=False)

@@ -18,7 +18,9 @@ compute exactly the same:
   (a Python float from there: README, Python numbers); `np.inf`, `np.nan`, `np.pi`,
   `np.e`, `math.inf`, ... and `float("inf")` are those numbers;
 - a negative constant index counts from the end of its axis (`x[-1]` is `x[N - 1]`);
-- `np.add`, `np.subtract`, `np.multiply`, `np.divide`, `np.power` are `+ - * / **`;
+- `np.add`, `np.subtract`, `np.multiply`, `np.divide`, `np.power`, `np.mod` (`np.remainder`),
+  `np.floor_divide` are `+ - * / ** % //`; `np.linalg.norm(x)` (with `axis=`, `keepdims=`)
+  is `sqrt(np.sum(x * x))`;
   `np.square(x)` is `x * x`, `np.clip(a, lo, hi)` is `minimum(maximum(a, lo), hi)` (as
   numpy defines it) and `np.where(c, a, b)` is `a if c else b` (of numbers: nothing is
   skipped that could fail; of tensors, marked `eqsat_where`, read element by element by
@@ -67,7 +69,14 @@ LIB = "eqsat_lib_"  # prefix of the names eqsat binds to the language's function
 ALIASES = {np.transpose: "transpose", np.sqrt: "sqrt", np.exp: "exp", np.log: "log", np.tanh: "tanh", np.abs: "abs", np.fabs: "abs",
            np.maximum: "maximum", np.minimum: "minimum", math.sqrt: "sqrt", math.exp: "exp", math.log: "log",
            np.sin: "sin", np.cos: "cos", math.sin: "sin", math.cos: "cos",
-           math.tanh: "tanh", math.fabs: "abs"}
+           math.tanh: "tanh", math.fabs: "abs",
+           # (with no term: lang.NO_TERM)
+           np.tan: "tan", np.arcsin: "arcsin", np.arccos: "arccos", np.arctan: "arctan", np.sinh: "sinh",
+           np.cosh: "cosh", np.log1p: "log1p", np.expm1: "expm1", np.log2: "log2", np.log10: "log10",
+           np.floor: "floor", np.ceil: "ceil", np.sign: "sign", np.arctan2: "arctan2", np.hypot: "hypot",
+           math.tan: "tan", math.asin: "arcsin", math.acos: "arccos", math.atan: "arctan", math.sinh: "sinh",
+           math.cosh: "cosh", math.log1p: "log1p", math.expm1: "expm1", math.log2: "log2", math.log10: "log10",
+           math.atan2: "arctan2", math.hypot: "hypot"}
 _LIKE = {np.zeros_like: "zeros", np.empty_like: "empty"}
 _MATH = {f for f in ALIASES if getattr(math, getattr(f, "__name__", ""), None) is f}
 # the most statements `continue` removal may copy into branches (each `if` that continues
@@ -96,6 +105,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     """Rewrite `fdef` in place (see above). `params`: the program's `ir.Param`s; `sizes`:
     the names that are sizes (dims, int parameters); `resolve(name)`: what a name the
     function does not bind means to Python."""
+    _iterations(fdef, resolve)
     stores: dict = {}
     for n in ast.walk(fdef):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
@@ -215,6 +225,9 @@ class _Env(ast.NodeTransformer):
             mod = self.resolve(f.value.id)
             if mod is np or mod is math:
                 return getattr(mod, f.attr, None)
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Attribute) and f.value.attr == "linalg" and \
+                self.callee(f.value) is np.linalg:  # (`np.linalg.norm`)
+            return getattr(np.linalg, f.attr, None)
         return None
 
     def transposed_views(self) -> dict:
@@ -289,6 +302,15 @@ class _Env(ast.NodeTransformer):
             got = self._reduced_shape(e)
             if got is not None:
                 return got
+            tri = sections.triangle_of(e, self)
+            if tri is not None:
+                got = self.value_shape(tri[1])
+                if got is None or got is SCALAR or len(got[0]) not in ((1, 2) if tri[0] == "diag" else (2,)):
+                    return None
+                if tri[0] == "diag" and len(got[0]) == 2:  # (of a matrix: its diagonal, of a square one)
+                    return (got[0][:1], got[1]) if sections.same_dims(got[0][:1], got[0][1:]) and tri[2] == 0 \
+                        else None
+                return (got[0] * 2, got[1]) if tri[0] == "diag" else got
             if sections.flips(e, self):  # (eqsat/sections.py)
                 got = self.value_shape(e.args[0])
                 return got if got is not SCALAR and got is not None and \
@@ -813,6 +835,20 @@ class _Env(ast.NodeTransformer):
             return ast.copy_location(ast.Constant(float(np.float32(_number(n.args[0])))), n)
         if obj in _BINOPS and len(n.args) == 2 and not n.keywords:  # np.add(a, b) is a + b
             return ast.copy_location(ast.BinOp(left=n.args[0], op=_BINOPS[obj](), right=n.args[1]), n)
+        if obj is np.linalg.norm and len(n.args) == 1 and isinstance(n.func.value, ast.Attribute) and \
+                {k.arg for k in n.keywords} <= {"axis", "keepdims"}:
+            # the 2-norm of a vector, Frobenius of a matrix, along `axis` too: sqrt(sum(x * x))
+            x = n.args[0]
+            total = ast.Call(func=ast.Attribute(value=copy.deepcopy(n.func.value.value), attr="sum", ctx=ast.Load()),
+                             args=[ast.BinOp(left=x, op=ast.Mult(), right=copy.deepcopy(x))], keywords=n.keywords)
+            return ast.copy_location(ast.Call(func=ast.Name(id=LIB + "sqrt", ctx=ast.Load()), args=[total],
+                                              keywords=[]), n)
+        if obj is np.trace and len(n.args) == 1 and not n.keywords and isinstance(n.func, ast.Attribute):
+            # the sum of the diagonal (of a square matrix: np.diag's)
+            diag = ast.Call(func=ast.Attribute(value=copy.deepcopy(n.func.value), attr="diag", ctx=ast.Load()),
+                            args=n.args, keywords=[])
+            return ast.copy_location(ast.Call(func=ast.Attribute(value=copy.deepcopy(n.func.value), attr="sum",
+                                                                 ctx=ast.Load()), args=[diag], keywords=[]), n)
         if obj is np.square and len(n.args) == 1 and not n.keywords:  # (x * x, exactly: one rounding)
             return ast.copy_location(ast.BinOp(left=n.args[0], op=ast.Mult(), right=copy.deepcopy(n.args[0])), n)
         if obj is np.clip and len(n.args) == 3 and not n.keywords:  # numpy's: minimum(maximum(a, lo), hi)
@@ -864,7 +900,8 @@ class _Env(ast.NodeTransformer):
         return n
 
 
-_BINOPS = {np.add: ast.Add, np.subtract: ast.Sub, np.multiply: ast.Mult, np.divide: ast.Div,
+_BINOPS = {np.add: ast.Add, np.subtract: ast.Sub, np.multiply: ast.Mult, np.divide: ast.Div, np.mod: ast.Mod,
+           np.remainder: ast.Mod, np.floor_divide: ast.FloorDiv,
            np.true_divide: ast.Div, np.power: ast.Pow}
 _FLOAT_WORDS = {"inf", "-inf", "+inf", "infinity", "-infinity", "nan"}
 
@@ -1366,6 +1403,47 @@ class _Reductions(_Hoisting):
         self.env.scalars.add(acc)
         self.place(stmts, n)  # (no guards here: see above)
         return ast.copy_location(ast.Name(id=acc, ctx=ast.Load()), n)
+
+
+def _iterations(fdef, resolve) -> None:
+    """Loops over a tensor's rows, in place: `for a in x`, `for i, a in enumerate(x)` and
+    `for a, b in zip(x, y)` (names of tensors) are `for k in range(len(x))` binding
+    `a = x[k]` (and `i = k`, `b = y[k]`) first in the body: a row is a view, as Python's
+    iteration over an array gives. zip stops at the shortest in Python; here at the
+    first's length, so a shorter later one is read past its end, which the bounds check
+    refuses at the sizes."""
+    count = 0
+    for loop in [n for n in ast.walk(fdef) if isinstance(n, ast.For)]:
+        it, target = loop.iter, loop.target
+        pairs = None  # (name bound, tensor it steps through), and the index's own name
+        index = None
+        if isinstance(it, ast.Name) and isinstance(target, ast.Name) and resolve(it.id) is None:
+            pairs = [(target, it)]
+        elif isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and not it.keywords and \
+                isinstance(target, ast.Tuple) and all(isinstance(t, ast.Name) for t in target.elts):
+            fn = resolve(it.func.id)
+            if fn is builtins.enumerate and len(it.args) == 1 and isinstance(it.args[0], ast.Name) and \
+                    len(target.elts) == 2:
+                index, pairs = target.elts[0], [(target.elts[1], it.args[0])]
+            elif fn is builtins.zip and len(it.args) == len(target.elts) >= 1 and \
+                    all(isinstance(a, ast.Name) for a in it.args):
+                pairs = list(zip(target.elts, it.args))
+        if pairs is None or any(resolve(x.id) is not None for _, x in pairs):
+            continue
+        k = index.id if index is not None else f"eqsat_it{count}"
+        count += 1
+        first = pairs[0][1]
+        loop.target = ast.copy_location(ast.Name(id=k, ctx=ast.Store()), target)
+        loop.iter = ast.copy_location(ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[ast.Call(
+            func=ast.Name(id="len", ctx=ast.Load()), args=[ast.Name(id=first.id, ctx=ast.Load())], keywords=[])],
+            keywords=[]), it)
+        binds = [ast.Assign(targets=[ast.Name(id=t.id, ctx=ast.Store())], value=ast.Subscript(
+            value=ast.Name(id=x.id, ctx=ast.Load()), slice=ast.Name(id=k, ctx=ast.Load()), ctx=ast.Load()))
+            for t, x in pairs]
+        for b in binds:
+            for sub in ast.walk(b):
+                ast.copy_location(sub, target)
+        loop.body = binds + loop.body
 
 
 def _check_mask_reads(fdef, env) -> None:

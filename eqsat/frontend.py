@@ -1032,6 +1032,8 @@ class _Parser:
             return out
         if len(args) != 2:
             raise self.err(e, f"{name} takes two arguments")
+        if name in lang.NO_TERM:  # (arctan2, hypot: numpy's, elementwise)
+            return Call(loc, name, args, ty=self.bcast(e, args[0].ty, args[1].ty))
         fn = "max" if name == "maximum" else "min"
         ty = self.bcast(e, args[0].ty, args[1].ty)
         # numpy's maximum/minimum give NaN where either operand is NaN; builtin max/min (the

@@ -124,6 +124,68 @@ def cos(x):
     return np.cos(x)
 
 
+# numpy's functions with no term in the e-graph: a loop nest reading one runs as written
+# (compiled by numba, or by numpy on whole tensors), nothing is rewritten through it
+def tan(x):
+    return np.tan(x)
+
+
+def arcsin(x):
+    return np.arcsin(x)
+
+
+def arccos(x):
+    return np.arccos(x)
+
+
+def arctan(x):
+    return np.arctan(x)
+
+
+def sinh(x):
+    return np.sinh(x)
+
+
+def cosh(x):
+    return np.cosh(x)
+
+
+def log1p(x):
+    return np.log1p(x)
+
+
+def expm1(x):
+    return np.expm1(x)
+
+
+def log2(x):
+    return np.log2(x)
+
+
+def log10(x):
+    return np.log10(x)
+
+
+def floor(x):
+    return np.floor(x)
+
+
+def ceil(x):
+    return np.ceil(x)
+
+
+def sign(x):
+    return np.sign(x)
+
+
+def arctan2(y, x):
+    return np.arctan2(y, x)
+
+
+def hypot(x, y):
+    return np.hypot(x, y)
+
+
 def absolute(x):
     """What builtin `abs` means on a value (the language spells it `abs`)."""
     return np.abs(x)
@@ -138,6 +200,11 @@ def minimum(x, y):
 
 
 UNARY = {"relu": relu, "gelu": gelu, "silu": silu, "sigmoid": sigmoid, "tanh": tanh, "exp": exp, "sqrt": sqrt,
-         "log": log, "abs": absolute, "sin": sin, "cos": cos}
-BINARY = {"maximum": maximum, "minimum": minimum}
+         "log": log, "abs": absolute, "sin": sin, "cos": cos,
+         "tan": tan, "arcsin": arcsin, "arccos": arccos, "arctan": arctan, "sinh": sinh, "cosh": cosh,
+         "log1p": log1p, "expm1": expm1, "log2": log2, "log10": log10, "floor": floor, "ceil": ceil, "sign": sign}
+BINARY = {"maximum": maximum, "minimum": minimum, "arctan2": arctan2, "hypot": hypot}
+# the functions above with no term (lowering keeps a nest that reads one as written)
+NO_TERM = frozenset({"tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "log1p", "expm1", "log2", "log10",
+                     "floor", "ceil", "sign", "arctan2", "hypot"})
 BUILDERS = {"empty": empty, "zeros": zeros}

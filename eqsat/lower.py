@@ -34,7 +34,7 @@ from itertools import count
 
 import islpy as isl
 
-from . import expand
+from . import expand, lang
 from . import terms as T
 from .bounds import _index_of, check_bounds
 from .dataflow import Conditional, Mismatch, NestFlow, Source, operation_quota, quota_spent, span, trip
@@ -307,6 +307,8 @@ class _Lowerer:
                 return T.lit(float(self.dims[e.name]))
             return Node("Sc.idx", self.ix(("name", e.name), ctx.loopvars, e.loc))
         if isinstance(e, Call):
+            if e.fn in lang.NO_TERM:
+                raise NotFunctional(f"`{e.fn}` has no term here; the nest runs as written")
             args = [self.scalar(a, ctx) for a in e.args]
             if e.fn in ("max", "min"):
                 return Node(f"Sc.{e.fn}", *args)
@@ -354,6 +356,8 @@ class _Lowerer:
         if isinstance(e, Bin):
             return T.binop(_binop(e), self.elem(e.a, my, ctx), self.elem(e.b, my, ctx))
         if isinstance(e, Call):
+            if e.fn in lang.NO_TERM:
+                raise NotFunctional(f"`{e.fn}` has no term here; the nest runs as written")
             args = [self.elem(a, my, ctx) for a in e.args]
             if e.fn in ("max", "min"):
                 return Node(f"Sc.{e.fn}", *args)

@@ -188,8 +188,8 @@ def contains_section(e, env) -> bool:
     from .desugar import SCALAR
 
     return any((isinstance(x, ast.Subscript) and parse(x, env) is not None) or outer_of(x, env) is not None or
-               flips(x, env) or (is_where(x) and env.value_shape(x) not in (None, SCALAR))
-               for x in ast.walk(e))
+               flips(x, env) or (is_where(x) and env.value_shape(x) not in (None, SCALAR)) or
+               triangle_of(x, env) is not None for x in ast.walk(e))
 
 
 def is_where(e) -> bool:
@@ -237,6 +237,26 @@ def outer_of(e, env):
             name = LIB + ("maximum" if uf is np.maximum else "minimum")
             return lambda x, y: ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[x, y], keywords=[])
     return None
+
+
+def triangle_of(e, env):
+    """np.diag(x), np.tril(x, k), np.triu(x, k) (k a constant, 0 by default): (name, x, k),
+    else None. Read element by element (`Elements.element`): diag of a vector is the
+    matrix with it on the diagonal, of a square matrix its diagonal (a view in numpy,
+    `_viewing_call`); tril and triu keep the elements on and below (above) diagonal k."""
+    import numpy as np
+
+    if not (isinstance(e, ast.Call) and e.args):
+        return None
+    obj = env.callee(e.func)
+    name = {np.diag: "diag", np.tril: "tril", np.triu: "triu"}.get(obj)
+    if name is None or len(e.args) > (1 if name == "diag" else 2) or \
+            any(k.arg != "k" or name == "diag" for k in e.keywords):
+        return None
+    k = e.args[1] if len(e.args) == 2 else e.keywords[0].value if e.keywords else ast.Constant(0)
+    k = negative_constant(k) if negative_constant(k) is not None else \
+        k.value if isinstance(k, ast.Constant) and type(k.value) is int else None
+    return None if k is None else (name, e.args[0], k)
 
 
 def _one(d) -> bool:
@@ -343,6 +363,20 @@ class Elements:
                                         op=ast.Sub(), right=copy.deepcopy(u))) if k in axes else u
                     for k, (d, u) in enumerate(zip(got[0], use))]
             return self.element(e.args[0], back, pre, got[0])
+        tri = triangle_of(e, env)
+        if tri is not None:
+            what, x, k = tri
+            inner = env.value_shape(x)
+            if what == "diag" and rank == 1:  # (of a square matrix: its diagonal)
+                return self.element(x, [use[0], copy.deepcopy(use[0])], pre, inner[0])
+            i, j = use
+            if what == "diag":  # (of a vector: a matrix, the vector on its diagonal)
+                test = ast.Compare(left=copy.deepcopy(i), ops=[ast.Eq()], comparators=[copy.deepcopy(j)])
+                return ast.IfExp(test=test, body=self.element(x, [i], pre, inner[0]), orelse=ast.Constant(0.0))
+            diff = ast.BinOp(left=copy.deepcopy(j), op=ast.Sub(), right=copy.deepcopy(i))
+            test = ast.Compare(left=diff, ops=[ast.LtE() if what == "tril" else ast.GtE()],
+                               comparators=[ast.Constant(k)])
+            return ast.IfExp(test=test, body=self.element(x, [i, j], pre, inner[0]), orelse=ast.Constant(0.0))
         combine = outer_of(e, env)
         if combine is not None:  # np.outer(u, v)[i, j] = u[i] * v[j] (of vectors)
             return combine(self.element(e.args[0], use[:1], pre, got[0][:1]),
@@ -442,7 +476,7 @@ def _viewing_call(v) -> bool:
         return False
     f = v.func
     name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-    return name in (LIB + "transpose", "flip", "transpose")
+    return name in (LIB + "transpose", "flip", "transpose", "diag")
 
 
 def _targets(t) -> list:
@@ -656,6 +690,9 @@ class Scalarize(Hoisting):
                 plan.append((u, new))
             else:
                 return False
+        if any(not isinstance(new.ctx if hasattr(new, "ctx") else ast.Load(), ast.Load) for _, new in plan) and \
+                any(triangle_of(x, env) is not None for x in ast.walk(v)):
+            return False  # (numpy's diagonal view is read-only: a write raises)
         replaced = {id(old): new for old, new in plan}
         for i, st in enumerate(rest):
             rest[i] = _Replaced(replaced).visit(st) if id(st) not in replaced else st
@@ -984,7 +1021,7 @@ class Scalarize(Hoisting):
     def visit_Call(self, n):
         if getattr(n, "eqsat_why", None):
             return n  # (refused: the front end says why)
-        if outer_of(n, self.env) is not None or flips(n, self.env):
+        if outer_of(n, self.env) is not None or flips(n, self.env) or triangle_of(n, self.env) is not None:
             from .desugar import SCALAR
 
             got = self.env.value_shape(n)

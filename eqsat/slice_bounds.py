@@ -217,6 +217,11 @@ def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
                     if b is None or negative_constant(b) is not None:
                         continue
                     lows = minima(b, loops)
+                    if not lows and any(isinstance(x, ast.Subscript) for x in ast.walk(b)):
+                        sub.eqsat_why = (f"the slice bound `{ast.unparse(b)}` is read from a tensor (an index "
+                                         f"array, as CSR's row pointers): the language's bounds and indices are "
+                                         f"integer expressions of loop variables and sizes")
+                        continue
                     if not lows:
                         sub.eqsat_why = (f"the slice bound `{ast.unparse(b)}` may be negative, where numpy counts "
                                          f"from the end; bound it by loop variables and sizes")

@@ -12,7 +12,7 @@ import eqsat
 from eqsat import lang
 from conftest import rel_err
 
-PRELUDE = "import numpy as np\n"
+PRELUDE = "import math\n\nimport numpy as np\n"
 
 PROGRAMS = {
     # a bound that is negative only where a condition around it fails (`if i > 0:`, the
@@ -329,6 +329,47 @@ def p(A: f32["M", "N"], x: f32["N"], B: f32["N", "N"]) -> tuple[f32["M", "N"], f
         r[0] = r[N - 1] + 1.0
         r += 0.5
     return A, c * 1.0, y * 1.0, B
+''', None),
+    # more of numpy's forms NPBench-style kernels use: np.linalg.norm (with axis,
+    # keepdims), np.mod, np.remainder, np.floor_divide; np.diag (of a vector, of a square
+    # matrix: a view), np.tril, np.triu (k), np.trace; loops over rows (`for a, b in
+    # zip(x, y)`, `for i, row in enumerate(A)`, `for row in A`, a row a view)
+    "norms_triangles_iterations": ('''
+@program
+def p(x: f32["M", "N"], v: f32["N"], A: f32["N", "N"], y: f32["N"]) -> tuple[f32, f32["M", 1], f32["M", "N"], \
+        f32["N"], f32, f32["N", "N"], f32["N", "N"], f32, f32["M"], f32["M", "N"]]:
+    a = np.linalg.norm(v) + np.linalg.norm(x)
+    b = np.linalg.norm(x, axis=1, keepdims=True)
+    c = np.mod(x, 0.7) + np.floor_divide(x, 0.3) + np.remainder(x, 1.5)
+    d = np.diag(A)
+    A[0, 0] = 5.0
+    e = np.tril(A) + np.triu(A, 1) @ np.diag(v) + np.triu(A, k=-1)
+    f = np.tril(A, -1) * 2.0
+    s = 0.0
+    for p_, q_ in zip(v, y):
+        s += p_ * q_
+    out = np.zeros((M,), dtype=np.float32)
+    for i, row in enumerate(x):
+        out[i] = np.sum(row) + s
+    for row in x:
+        row[0] = row[0] * 2.0
+    return a, b, c, d * 1.0, np.trace(A), e, f, s, out, x
+''', None),
+    # numpy's functions with no term in the e-graph (lang.NO_TERM): their nests run as
+    # written, on tensors and on elements, numpy's and math's spellings (NPBench's
+    # arc_distance: np.arctan2)
+    "functions_without_terms": ('''
+@program
+def p(x: f32["M", "N"], y: f32["M", "N"]) -> tuple[f32["M", "N"], f32["M", "N"], f32["M", "N"]]:
+    a = np.arctan2(x, y) + np.hypot(x, y)
+    b = np.empty((M, N), dtype=np.float32)
+    for i in range(M):
+        for j in range(N):
+            b[i, j] = math.atan2(x[i, j], y[i, j]) + np.tan(x[i, j]) + np.sinh(y[i, j]) + \
+                np.log1p(abs(x[i, j])) + np.floor(x[i, j] * 3.0) + math.hypot(x[i, j], 1.0)
+    c = np.sign(x) * np.arctan(y) + np.expm1(x) + np.log10(np.abs(y) + 1.0) + np.ceil(x) + \
+        np.arcsin(np.tanh(x)) + np.arccos(np.tanh(y)) + np.cosh(x) + np.log2(np.abs(x) + 1.0)
+    return a, b, c
 ''', None),
     # numpy's var and std with ddof (the sum of squared distances over n - ddof: at one
     # element, 0 / 0 is NaN in both)
@@ -663,6 +704,15 @@ def test_lu_with_slices_runs_compiled(tmp_program, monkeypatch):
 
 
 @pytest.mark.parametrize("src,phrase", [
+    # an index array (CSR's row pointers) as a bound
+    ('''
+@program
+def p(vals: f32["N"], rows: f32["N"]) -> f32["N"]:
+    out = np.zeros((N,), dtype=np.float32)
+    for i in range(N - 1):
+        out[i] = np.sum(vals[rows[i]:rows[i + 1]])
+    return out
+''', r"the slice bound `rows\[i( \+ 1)?\]` is read from a tensor \(an index array"),
     # a part of a written view (a slice of a slice) is not rewritten onto its memory
     ('''
 @program
