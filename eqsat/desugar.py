@@ -1187,6 +1187,7 @@ class _Sums(_Hoisting):
 
 _REDUCTIONS = {np.sum: "sum", np.max: "max", np.amax: "max", np.min: "min", np.amin: "min", np.mean: "mean"}
 _METHODS = {"sum": "sum", "max": "max", "min": "min", "mean": "mean"}
+_SCANS = {np.cumsum: "cumsum", np.cumprod: "cumprod"}
 
 
 def is_reduction(f, resolve) -> bool:
@@ -1213,6 +1214,9 @@ class _Reductions(_Hoisting):
         f = n.func
         obj = self.env.callee(f)
         kws = {k.arg: k.value for k in n.keywords}
+        if obj in _SCANS and 1 <= len(n.args) <= 2 or \
+                isinstance(f, ast.Attribute) and f.attr in ("cumsum", "cumprod") and obj is None and len(n.args) <= 1:
+            return self.scan(n, obj, kws)
         if obj in _REDUCTIONS and 1 <= len(n.args) <= 2:
             kind, x = _REDUCTIONS[obj], n.args[0]
             axis = n.args[1] if len(n.args) == 2 else kws.pop("axis", None)
@@ -1248,6 +1252,59 @@ class _Reductions(_Hoisting):
             return n
         out = self.reduce(n, kind, x, lead, dims, axis, elem_of)
         return self.kept(n, out, dims, axis) if keepdims else out
+
+    def scan(self, n, obj, kws: dict):
+        """`np.cumsum(x, axis=k)` (np.cumprod, the methods) of a tensor whose shape is known:
+        a new tensor, each line along axis k its running sum (product) in order, computed by
+        loops before the statement. A vector's axis may be left out; numpy flattens a
+        matrix without one, which is left as written (refused)."""
+        f = n.func
+        if obj in _SCANS:
+            kind, x = _SCANS[obj], n.args[0]
+            axis = n.args[1] if len(n.args) == 2 else kws.pop("axis", None)
+        else:
+            kind, x = f.attr, f.value
+            axis = n.args[0] if n.args else kws.pop("axis", None)
+        got = self.env.value_shape(x)
+        if kws or got is None or got is SCALAR or not got[1] or self.guards:
+            return n
+        dims = got[0]
+        axes = _axes(axis, len(dims)) if axis is not None or len(dims) == 1 else False
+        if axes is None and len(dims) == 1:
+            axes = frozenset({0})  # (a vector's one axis: `_axes` says "every axis")
+        if not axes or len(axes) != 1:
+            return n
+        (a,) = axes
+        if not isinstance(x, ast.Name):  # (an expression: computed once, then indexed)
+            tmp = f"eqsat_red{self.count}_of"
+            self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=x)], n, init=1)
+            self.env.shapes[tmp] = got
+            x = ast.Name(id=tmp, ctx=ast.Load())
+        out = f"eqsat_red{self.count}_scan"
+        acc = f"eqsat_red{self.count}_run"
+        self.count += 1
+        idx = [ast.Name(id=f"{out}_{d}", ctx=ast.Load()) for d in range(len(dims))]
+        run = ast.Name(id=acc, ctx=ast.Load())
+        step = ast.BinOp(left=run, op=ast.Add() if kind == "cumsum" else ast.Mult(),
+                         right=sections.subscript(x.id, idx))
+        body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=step),
+                ast.Assign(targets=[sections.subscript(out, idx, ast.Store())], value=run)]
+        body = [ast.For(target=ast.Name(id=idx[a].id, ctx=ast.Store()), iter=ast.Call(
+            func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[a])], keywords=[]),
+            body=body, orelse=[])]
+        body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())],
+                           value=ast.Constant(0.0 if kind == "cumsum" else 1.0))] + body
+        for d in reversed(range(len(dims))):
+            if d != a:
+                body = [ast.For(target=ast.Name(id=idx[d].id, ctx=ast.Store()), iter=ast.Call(
+                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
+                    body=body, orelse=[])]
+        alloc = ast.Assign(targets=[ast.Name(id=out, ctx=ast.Store())], value=ast.Call(
+            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
+            args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))
+        self.env.shapes[out] = ([copy.deepcopy(d) for d in dims], True)
+        self.place([alloc] + body, n)
+        return ast.copy_location(ast.Name(id=out, ctx=ast.Load()), n)
 
     def kept(self, n, acc, dims: list, axis):
         """`keepdims=True`: the reduction `acc` copied into a tensor with an axis of one

@@ -371,6 +371,16 @@ def p(x: f32["M", "N"], y: f32["M", "N"]) -> tuple[f32["M", "N"], f32["M", "N"],
         np.arcsin(np.tanh(x)) + np.arccos(np.tanh(y)) + np.cosh(x) + np.log2(np.abs(x) + 1.0)
     return a, b, c
 ''', None),
+    # running sums and products along an axis (np.cumsum, np.cumprod, the methods)
+    "scans": ('''
+@program
+def p(x: f32["M", "N"], v: f32["N"]) -> tuple[f32["M", "N"], f32["N"], f32["M", "N"], f32["N"]]:
+    a = np.cumsum(x, axis=1)
+    b = np.cumsum(v)
+    c = (x * 0.5).cumprod(axis=0)
+    d = v.cumsum() + np.cumsum(v * 2.0, axis=0) + np.cumprod(v, axis=-1)
+    return a, b, c, d
+''', None),
     # numpy's var and std with ddof (the sum of squared distances over n - ddof: at one
     # element, 0 / 0 is NaN in both)
     "spreads_with_ddof": ('''
