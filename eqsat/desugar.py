@@ -261,7 +261,8 @@ class _Env(ast.NodeTransformer):
         if isinstance(e, ast.Name):
             known = e.id in self.scalars or e.id in self.loopvars or e.id in self.sizes
             return SCALAR if known or type(self.resolve(e.id)) in (int, float) else None
-        if isinstance(e, ast.Subscript) and not _has_slice(e.slice):  # an element
+        if isinstance(e, ast.Subscript) and not _has_slice(e.slice) and \
+                not sections.is_mask(e.slice, self.masks):  # an element (not what a mask selects)
             got = self.shape(e.value)
             return SCALAR if got is not None and len(_index_elts(e.slice)) == len(got[0]) else None
         if isinstance(e, ast.Call) and self.callee(e.func) in (builtins.max, builtins.min, builtins.abs) and \
@@ -389,8 +390,8 @@ class _Env(ast.NodeTransformer):
         else:
             return None
         kws = {k.arg: k.value for k in n.keywords}
-        ddof = _number(kws.pop("ddof")) if "ddof" in kws else 0
-        if type(ddof) is not int or ddof < 0:
+        ddof = kws.pop("ddof") if "ddof" in kws else ast.Constant(0)
+        if not self.is_int(ddof) or (_number(ddof) is not None and _number(ddof) < 0):
             return None
         if set(kws) - {"axis", "keepdims"} or (rest and "axis" in kws):
             return None
@@ -409,13 +410,18 @@ class _Env(ast.NodeTransformer):
 
         dist = ast.BinOp(left=copy.deepcopy(x), op=ast.Sub(), right=mean(copy.deepcopy(x), ast.Constant(True)))
         out = mean(ast.BinOp(left=dist, op=ast.Mult(), right=copy.deepcopy(dist)), kws.get("keepdims"))
-        if ddof:  # (numpy divides the sum by n - ddof, n the elements reduced: the mean times n / (n - ddof))
+        if _number(ddof) != 0:
+            # numpy divides the sum by max(n - ddof, 0), n the elements reduced: the mean times
+            # n / (n - ddof), and where that is not positive, times inf (a sum over 0: inf, or
+            # NaN of a zero sum)
             n_ = None
             for k in sorted(axes) if axes is not None else range(len(got[0])):
                 d = copy.deepcopy(got[0][k])
                 n_ = d if n_ is None else ast.BinOp(left=n_, op=ast.Mult(), right=d)
-            scale = ast.BinOp(left=n_, op=ast.Div(), right=ast.BinOp(left=copy.deepcopy(n_), op=ast.Sub(),
-                                                                   right=ast.Constant(ddof)))
+            left = ast.BinOp(left=copy.deepcopy(n_), op=ast.Sub(), right=copy.deepcopy(ddof))
+            scale = ast.IfExp(test=ast.Compare(left=left, ops=[ast.Gt()], comparators=[ast.Constant(0)]),
+                              body=ast.BinOp(left=n_, op=ast.Div(), right=copy.deepcopy(left)),
+                              orelse=ast.Constant(math.inf))
             out = ast.BinOp(left=out, op=ast.Mult(), right=scale)
         if kind == "std":
             out = ast.Call(func=ast.Name(id=LIB + "sqrt", ctx=ast.Load()), args=[out], keywords=[])

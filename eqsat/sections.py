@@ -796,8 +796,8 @@ class Scalarize(Hoisting):
             return None
 
     def masked(self, s, target, value, op):
-        """`x[x <= 0.1] = v` (a boolean mask of x's shape, a number): a loop nest storing v
-        where the mask holds. numpy evaluates both before it stores: the mask is read at the
+        """`x[x <= 0.1] = v` (a boolean mask of x's shape or of its leading axes, a number): a
+        loop nest storing v where the mask holds. numpy evaluates both before it stores: the mask is read at the
         element it decides where it reads x only at that element (its own value, before it
         is stored), else computed whole first; v, where it reads x, is computed first."""
         from .desugar import SCALAR
@@ -808,6 +808,16 @@ class Scalarize(Hoisting):
         dims = self.env.shapes[x.id][0]
         mem = self.shared(x.id)
         cond = target.slice
+        # numpy's boolean index: a mask of x's leading axes (of all of them, or of its rows:
+        # `B[x > 0]` with x a vector selects rows), of their very extents (else IndexError)
+        got = self.env.condition_shape(cond)
+        if got is None:
+            return None
+        if got is SCALAR or len(got[0]) > len(dims) or not same_dims(got[0], dims[:len(got[0])]):
+            target.eqsat_why = ("a boolean mask indexes a tensor whose leading axes have the mask's very "
+                                "extents (numpy raises IndexError otherwise)")
+            return None
+        lead = len(got[0])
         per_element = False
         if self.env.value_shape(value) is not SCALAR:
             # `r[r > 0] = r[r > 0] ** 2`: reads under the same mask, of tensors of x's shape,
@@ -846,7 +856,7 @@ class Scalarize(Hoisting):
         def test(e, idx):
             if not is_mask(e, self.env.masks):
                 raise NotElementwise
-            return el.truth(e, idx, [], dims)
+            return el.truth(e, idx[:lead], [], dims[:lead])
 
         def body(idx):
             t = subscript(x.id, idx, ast.Store())

@@ -145,10 +145,12 @@ def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
         order = list(reversed(loops))  # (innermost loop first: its bounds name the outer ones)
         out: list = []
 
-        def bound_from(a: dict, steps: int) -> None:
+        def bound_from(a: dict, steps: int, kept: frozenset = frozenset()) -> None:
             if len(out) >= 16 or steps > 64:
                 return
-            free = [k for k in a if k != "" and k not in atoms and k not in sizes]
+            # (a size is free where a condition around the slice bounds it: `if k > 0:`; it is
+            # also kept whole, `kept`, for an assert on the sizes)
+            free = [k for k in a if k != "" and k not in atoms and k not in kept and (k not in sizes or k in loops)]
             var = next((k for k in free if k not in loops), None) or \
                 next((k for k in order if k in free), None)
             if var is None:
@@ -160,6 +162,8 @@ def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
                 return
             rest = dict(a)
             c = rest.pop(var)
+            if var in sizes:
+                bound_from(a, steps + 1, kept | {var})
             if var in loops:
                 bounds = loops[var][0 if c > 0 else 1]
             elif var in single:
@@ -173,7 +177,7 @@ def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
                 got = dict(rest)
                 for k, v in b.items():
                     got[k] = got.get(k, 0) + c * v
-                bound_from({k: v for k, v in got.items() if v or k == ""}, steps + 1)
+                bound_from({k: v for k, v in got.items() if v or k == ""}, steps + 1, kept)
 
         bound_from(a, 0)
         return [(x, atoms) for x in out]
@@ -190,8 +194,8 @@ def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
                 visit(s.orelse, loops)
             elif isinstance(s, ast.If):
                 visit_exprs(s.test, loops)
-                visit(s.body, _narrowed(loops, s.test, True))
-                visit(s.orelse, _narrowed(loops, s.test, False))
+                visit(s.body, _narrowed(loops, s.test, True, sizes))
+                visit(s.orelse, _narrowed(loops, s.test, False, sizes))
             elif isinstance(s, ast.While):
                 visit_exprs(s.test, loops)
                 visit(s.body, loops)
@@ -254,15 +258,16 @@ def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
                 ast.copy_location(sub, a)
 
 
-def _narrowed(loops: dict, test, holds: bool) -> dict:
+def _narrowed(loops: dict, test, holds: bool, sizes=frozenset()) -> dict:
     """`loops` (variable -> (lower bounds, upper bounds), syntax) with the bounds that
-    condition `test` adds on loop variables where it holds (`holds`) or fails: `i > e`,
-    `e <= i`, `i == e`, and `and` of them where it holds, `or` of them where it fails."""
+    condition `test` adds on loop variables and sizes where it holds (`holds`) or fails:
+    `i > e`, `e <= i`, `i == e`, and `and` of them where it holds, `or` of them where it
+    fails."""
     parts = [test]
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And if holds else ast.Or):
         parts = test.values
     elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _narrowed(loops, test.operand, not holds)
+        return _narrowed(loops, test.operand, not holds, sizes)
     out = dict(loops)
     for c in parts:
         if not (isinstance(c, ast.Compare) and len(c.ops) == 1):
@@ -271,11 +276,11 @@ def _narrowed(loops: dict, test, holds: bool) -> dict:
         if not holds:
             op = _NEGATED.get(op)
         for var, other, flip in ((left, right, False), (right, left, True)):
-            if not (isinstance(var, ast.Name) and var.id in out) or op is None:
+            if not (isinstance(var, ast.Name) and (var.id in out or var.id in sizes)) or op is None:
                 continue
             rel = _MIRRORED[op] if flip else op  # (var rel other)
             one = ast.Constant(1)
-            lo, hi = list(out[var.id][0]), list(out[var.id][1])
+            lo, hi = (list(x) for x in out.get(var.id, ([], [])))
             if rel in (ast.Gt, ast.GtE, ast.Eq):
                 lo.append(ast.BinOp(left=other, op=ast.Add(), right=one) if rel is ast.Gt else other)
             if rel in (ast.Lt, ast.LtE, ast.Eq):

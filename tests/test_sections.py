@@ -243,6 +243,18 @@ def p(x: f32["M", "N"], y: f32["M", "N"], b: f32["N"]) -> tuple[f32["M", "N"], f
     y[1:, :] = np.where(y[:-1, :] > 1.0, y[1:, :], 0.0)
     return z + w, y
 ''', None),
+    # a mask of a tensor's leading axes selects rows (a probe's, R: it was applied along
+    # the last axis); a 1-D mask store reading what the mask selects
+    "masks_of_rows": ('''
+@program
+def p(B: f32["M", "N"], x: f32["M"], r: f32["N"]) -> tuple[f32["M", "N"], f32["N"]]:
+    m = x > 0.0
+    B[m] = 0.0
+    B[x < -0.5] *= 2.0
+    B[x > 0.5] = B[x > 0.5] + 1.0
+    r[r > 0.0] = r[r > 0.0] ** 2
+    return B, r
+''', None),
     # a mask's value that reads the tensor (numpy computes the number first; was refused)
     "masks_valued_by_the_tensor": ('''
 @program
@@ -381,13 +393,14 @@ def p(x: f32["M", "N"], v: f32["N"]) -> tuple[f32["M", "N"], f32["N"], f32["M", 
     d = v.cumsum() + np.cumsum(v * 2.0, axis=0) + np.cumprod(v, axis=-1)
     return a, b, c, d
 ''', None),
-    # numpy's var and std with ddof (the sum of squared distances over n - ddof: at one
-    # element, 0 / 0 is NaN in both)
+    # numpy's var and std with ddof (the sum of squared distances over max(n - ddof, 0):
+    # at one element, 0 / 0 is NaN in both; past n, a probe's (R): inf, not a negative
+    # variance); ddof an expression of sizes
     "spreads_with_ddof": ('''
 @program
-def p(x: f32["M", "N"]) -> tuple[f32["N"], f32["M"], f32, f32["M", 1]]:
+def p(x: f32["M", "N"]) -> tuple[f32["N"], f32["M"], f32, f32["M", 1], f32["N"], f32]:
     return np.std(x, axis=0, ddof=1), x.var(axis=1, ddof=1), np.var(x, ddof=2), \
-        np.std(x, axis=-1, ddof=1, keepdims=True)
+        np.std(x, axis=-1, ddof=1, keepdims=True), np.var(x, axis=0, ddof=M - 1), np.std(x, ddof=7)
 ''', None),
     # reductions over several axes (a 2x2 max pool over a slice), flips along given axes
     "several_axes": ('''
@@ -793,6 +806,24 @@ def p(x: f32["M", "N"]) -> f32["M", "N"]:
 def test_a_slice_numpy_reads_otherwise_is_refused(tmp_program, src, phrase):
     with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: .*" + phrase):
         tmp_program(PRELUDE + src)
+
+
+def test_a_bound_on_a_size_under_a_condition_is_proved_there(tmp_program):
+    """A probe's (R): `if k > 0: x[:k - 1]` was asserted `k - 1 >= 0` at the top of the
+    function, false at k = 0 although the condition keeps the slice from running there."""
+    src = '''
+@program
+def p(x: f32["N"], k: int) -> f32["N"]:
+    out = np.zeros((N,), dtype=np.float32)
+    if k > 0:
+        out[:k - 1] = x[:k - 1] * 2.0
+    return out
+'''
+    prog = tmp_program(PRELUDE + src)
+    x = np.arange(5, dtype=np.float32)
+    for k in (0, 1, 3):
+        got = eqsat.optimize(prog, {"N": 5, "k": k}).run(x, k)
+        np.testing.assert_array_equal(got, _truth(src, {"N": 5}, [x, k]))
 
 
 def test_a_bound_that_needs_a_size_is_asserted(tmp_program):
