@@ -63,6 +63,7 @@ import numpy as np
 
 from . import aliases, lang, sections, slice_bounds
 from .hoisting import Hoisting as _Hoisting
+from .reductions import METHODS, REDUCTIONS, Reductions
 
 LIB = "eqsat_lib_"  # prefix of the names eqsat binds to the language's functions
 # library functions that are the language's, by their object
@@ -117,7 +118,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
     env.visit(fdef)
     _check_mask_reads(fdef, env)
-    reductions = _Reductions(env)
+    reductions = Reductions(env)
     fdef.body = reductions.block(fdef.body)
     fdef.body = sections.Scalarize(env, fdef).block(fdef.body)
     fdef.body = reductions.block(fdef.body)  # (of what the slices' pass computed into buffers)
@@ -242,9 +243,9 @@ class _Env(ast.NodeTransformer):
             sec = sections.parse(e, self)
             if sec is not None:
                 return sec.dims, sec.f32
-        if isinstance(e, ast.Subscript) and not _has_slice(e.slice):
+        if isinstance(e, ast.Subscript) and not has_slice(e.slice):
             got = self.shape(e.value)
-            k = len(_index_elts(e.slice))
+            k = len(index_elts(e.slice))
             if got is not None and k < len(got[0]):
                 return got[0][k:], got[1]
         return None
@@ -261,10 +262,10 @@ class _Env(ast.NodeTransformer):
         if isinstance(e, ast.Name):
             known = e.id in self.scalars or e.id in self.loopvars or e.id in self.sizes
             return SCALAR if known or type(self.resolve(e.id)) in (int, float) else None
-        if isinstance(e, ast.Subscript) and not _has_slice(e.slice) and \
+        if isinstance(e, ast.Subscript) and not has_slice(e.slice) and \
                 not sections.is_mask(e.slice, self.masks):  # an element (not what a mask selects)
             got = self.shape(e.value)
-            return SCALAR if got is not None and len(_index_elts(e.slice)) == len(got[0]) else None
+            return SCALAR if got is not None and len(index_elts(e.slice)) == len(got[0]) else None
         if isinstance(e, ast.Call) and self.callee(e.func) in (builtins.max, builtins.min, builtins.abs) and \
                 e.args and not e.keywords:
             return SCALAR if all(self.value_shape(a) is SCALAR for a in e.args) else None
@@ -337,7 +338,7 @@ class _Env(ast.NodeTransformer):
                 if a is None or b is None or a is SCALAR or b is SCALAR or len(a[0]) != 1 or len(b[0]) != 1:
                     return None
                 return (a[0] + b[0], a[1] and b[1])
-            if _REDUCTIONS.get(self.callee(e.func)) and len(e.args) == 1:
+            if REDUCTIONS.get(self.callee(e.func)) and len(e.args) == 1:
                 return SCALAR if self.value_shape(e.args[0]) is not None else None
         return None
 
@@ -381,7 +382,7 @@ class _Env(ast.NodeTransformer):
     def _variance(self, n):
         """`np.var(x, axis=a)` (`np.std`, the methods) as numpy defines it: the mean of the
         squared distance to the mean, `((x - x.mean(axis=a, keepdims=True)) ** 2).mean(axis=a)`
-        (std its square root; with `ddof=d` times n / (n - d)), for `_Reductions`. Else None."""
+        (std its square root; with `ddof=d` times n / (n - d)), for `reductions.Reductions`. Else None."""
         obj, f = self.callee(n.func), n.func
         if obj in (np.var, np.std) and len(n.args) in (1, 2):
             x, rest, kind = n.args[0], n.args[1:], "var" if obj is np.var else "std"
@@ -399,7 +400,7 @@ class _Env(ast.NodeTransformer):
         got = self.value_shape(x)
         if got is None or got is SCALAR or not got[1]:
             return None
-        axes = _axes(axis, len(got[0]))
+        axes = reduced_axes(axis, len(got[0]))
         if axes is False:
             return None
 
@@ -428,21 +429,21 @@ class _Env(ast.NodeTransformer):
         return ast.copy_location(out, n)
 
     def _reduced_shape(self, e):
-        """The shape of `np.sum(x, axis=k)`, `x.max(axis=k)`, ... (`_Reductions` computes
+        """The shape of `np.sum(x, axis=k)`, `x.max(axis=k)`, ... (`reductions.Reductions` computes
         them): x's without axis k, a scalar without an axis; else None."""
         kws = {k.arg: k.value for k in e.keywords}
         f = e.func
-        if self.callee(f) in _REDUCTIONS and 1 <= len(e.args) <= 2:
+        if self.callee(f) in REDUCTIONS and 1 <= len(e.args) <= 2:
             x, axis = e.args[0], e.args[1] if len(e.args) == 2 else kws.pop("axis", None)
-        elif isinstance(f, ast.Attribute) and f.attr in _METHODS and len(e.args) <= 1 and self.callee(f) is None:
+        elif isinstance(f, ast.Attribute) and f.attr in METHODS and len(e.args) <= 1 and self.callee(f) is None:
             x, axis = f.value, e.args[0] if e.args else kws.pop("axis", None)
         else:
             return None
-        keep = _keepdims(kws)
+        keep = keepdims_of(kws)
         got = self.value_shape(x)
         if kws or keep is None or got is None or got is SCALAR:
             return None
-        axes = _axes(axis, len(got[0]))
+        axes = reduced_axes(axis, len(got[0]))
         if axes is False or (not got[1] and (keep or axes is not None)):
             return None
         if axes is None:
@@ -510,7 +511,7 @@ class _Env(ast.NodeTransformer):
     def _bind_selection(self, n) -> bool:
         """`v = y[m]` (m a mask of y's shape: numpy copies the elements it selects into a
         vector of no known length) where every read of v is a reduction of it (`v.mean()`,
-        `np.sum(v)`, later in the same block): those read `y[m]` instead (`_Reductions` takes
+        `np.sum(v)`, later in the same block): those read `y[m]` instead (`reductions.Reductions` takes
         each element where m holds), so nothing has a length of its own. Only where nothing
         writes or binds y's or m's memory between the binding and the last read (the copy
         and the reads see the same elements).
@@ -547,11 +548,11 @@ class _Env(ast.NodeTransformer):
         """Whether load `x` is the operand of a reduction over all its elements (`np.sum(x)`,
         `x.mean()`)."""
         up = self.parents.get(x)
-        if isinstance(up, ast.Attribute) and up.value is x and up.attr in _METHODS:
+        if isinstance(up, ast.Attribute) and up.value is x and up.attr in METHODS:
             call = self.parents.get(up)
             return isinstance(call, ast.Call) and call.func is up and not call.args and not call.keywords
         return isinstance(up, ast.Call) and len(up.args) == 1 and up.args[0] is x and not up.keywords and \
-            self.callee(up.func) in _REDUCTIONS
+            self.callee(up.func) in REDUCTIONS
 
     def visit_Assign_one(self, n):
         if self._bind_selection(n):
@@ -774,7 +775,7 @@ class _Env(ast.NodeTransformer):
         self.generic_visit(n)
         # trailing whole-axis slices: `x[i, :]` is `x[i]`, `x[:]` is `x` (views alike), where
         # x's rank is known and has those axes (more indices than axes: Python's IndexError)
-        elts = _index_elts(n.slice)
+        elts = index_elts(n.slice)
         k = len(elts)
         while k and _whole(elts[k - 1]):
             k -= 1
@@ -787,14 +788,14 @@ class _Env(ast.NodeTransformer):
                 n.slice = elts[0] if k == 1 else ast.Tuple(elts=elts[:k], ctx=ast.Load())
         v = n.value
         # A[i][j]
-        if isinstance(v, ast.Subscript) and not _has_slice(v.slice) and not _has_slice(n.slice):
-            elts = _index_elts(v.slice) + _index_elts(n.slice)
+        if isinstance(v, ast.Subscript) and not has_slice(v.slice) and not has_slice(n.slice):
+            elts = index_elts(v.slice) + index_elts(n.slice)
             n = ast.copy_location(ast.Subscript(value=v.value, slice=ast.Tuple(elts=elts, ctx=ast.Load()),
                                                 ctx=n.ctx), n)
         # x[-1]: from the end of its axis
         got = self.shape(n.value)
-        elts = _index_elts(n.slice)
-        if got is not None and not _has_slice(n.slice) and len(elts) <= len(got[0]) and \
+        elts = index_elts(n.slice)
+        if got is not None and not has_slice(n.slice) and len(elts) <= len(got[0]) and \
                 any(slice_bounds.negative_constant(e) for e in elts):
             elts = [ast.BinOp(left=copy.deepcopy(got[0][d]), op=ast.Sub(), right=ast.Constant(-slice_bounds.negative_constant(e)))
                     if slice_bounds.negative_constant(e) else e for d, e in enumerate(elts)]
@@ -939,7 +940,7 @@ def _same(a, b):
     return None if out is None else (out, a[1] and b[1])
 
 
-def _axes(axis, rank: int):
+def reduced_axes(axis, rank: int):
     """A reduction's `axis=` over `rank` axes: None (every axis), a frozenset of axes (an int,
     or a tuple of them, negatives from the end), or False where it is not of that form."""
     if axis is None:
@@ -954,7 +955,7 @@ def _axes(axis, rank: int):
     return None if len(out) == rank else frozenset(out)
 
 
-def _keepdims(kws: dict):
+def keepdims_of(kws: dict):
     """A reduction's `keepdims=` (popped from `kws`): True, False, or None where it is not a
     constant."""
     v = kws.pop("keepdims", None)
@@ -980,12 +981,12 @@ def _whole(e) -> bool:
     return isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None
 
 
-def _has_slice(s) -> bool:
+def has_slice(s) -> bool:
     return any(isinstance(x, ast.Slice) for x in ast.walk(s)) or \
         (isinstance(s, ast.Constant) and s.value is Ellipsis) or isinstance(s, ast.Starred)
 
 
-def _index_elts(s) -> list:
+def index_elts(s) -> list:
     return list(s.elts) if isinstance(s, ast.Tuple) else [s]
 
 
@@ -1191,283 +1192,6 @@ class _Sums(_Hoisting):
         return ast.copy_location(ast.Name(id=acc, ctx=ast.Load()), n)
 
 
-_REDUCTIONS = {np.sum: "sum", np.max: "max", np.amax: "max", np.min: "min", np.amin: "min", np.mean: "mean"}
-_METHODS = {"sum": "sum", "max": "max", "min": "min", "mean": "mean"}
-_SCANS = {np.cumsum: "cumsum", np.cumprod: "cumprod"}
-
-
-def is_reduction(f, resolve) -> bool:
-    """Whether callee `f` is one of the reductions `_Reductions` reads (`np.max`, `x.sum`),
-    `resolve(name)` being what a module-level name means."""
-    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and resolve(f.value.id) is np:
-        return getattr(np, f.attr, None) in _REDUCTIONS
-    if isinstance(f, ast.Name):
-        return any(resolve(f.id) is g for g in _REDUCTIONS)
-    return isinstance(f, ast.Attribute) and f.attr in _METHODS
-
-
-class _Reductions(_Hoisting):
-    """`np.sum(x)`, `np.max(x, axis=1)`, `x.mean()`, ... of a tensor of declared shape: loops
-    before the statement, into a scalar (no axis) or a tensor of the other axes."""
-
-    def __init__(self, env: _Env):
-        super().__init__()
-        self.env = env
-
-    def visit_Call(self, n):
-        self.generic_visit(n)
-        kind, x, axis = None, None, None
-        f = n.func
-        obj = self.env.callee(f)
-        kws = {k.arg: k.value for k in n.keywords}
-        if obj in _SCANS and 1 <= len(n.args) <= 2 or \
-                isinstance(f, ast.Attribute) and f.attr in ("cumsum", "cumprod") and obj is None and len(n.args) <= 1:
-            return self.scan(n, obj, kws)
-        if obj in _REDUCTIONS and 1 <= len(n.args) <= 2:
-            kind, x = _REDUCTIONS[obj], n.args[0]
-            axis = n.args[1] if len(n.args) == 2 else kws.pop("axis", None)
-        elif isinstance(f, ast.Attribute) and f.attr in _METHODS and len(n.args) <= 1 and obj is None:
-            kind, x = _METHODS[f.attr], f.value
-            axis = n.args[0] if n.args else kws.pop("axis", None)
-        keepdims = _keepdims(kws)
-        if kind is None or kws or keepdims is None:
-            return n
-        if isinstance(x, ast.Subscript) and sections.is_mask(x.slice, self.env.masks):
-            return self.reduce_selected(n, kind, x) if axis is None and not keepdims else n
-        got = self.env.value_shape(x)
-        if got is SCALAR and axis is None and not keepdims:
-            return x  # (numpy's sum, max, min, mean of a number: the number)
-        if got is None or got is SCALAR or not got[1]:
-            return n
-        lead = []  # (a row `x[i]`: its elements are x[i, ...])
-        elem_of = self._elements_of(x, got[0]) if sections.contains_section(x, self.env) else None
-        if elem_of is not None:
-            pass  # (a slice expression, read element by element)
-        elif isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name) and not _has_slice(x.slice):
-            x, lead = x.value, _index_elts(x.slice)
-        elif not isinstance(x, ast.Name):  # (an expression: computed once, then indexed)
-            if self.guards:
-                return n  # (a tensor bound under a condition: left as written, refused)
-            tmp = f"eqsat_red{self.count}_of"
-            self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=x)], n, init=0)
-            self.env.shapes[tmp] = got
-            x = ast.Name(id=tmp, ctx=ast.Load())
-        dims = got[0]
-        axis = _axes(axis, len(dims))
-        if axis is False:
-            return n
-        out = self.reduce(n, kind, x, lead, dims, axis, elem_of)
-        return self.kept(n, out, dims, axis) if keepdims else out
-
-    def scan(self, n, obj, kws: dict):
-        """`np.cumsum(x, axis=k)` (np.cumprod, the methods) of a tensor whose shape is known:
-        a new tensor, each line along axis k its running sum (product) in order, computed by
-        loops before the statement. A vector's axis may be left out; numpy flattens a
-        matrix without one, which is left as written (refused)."""
-        f = n.func
-        if obj in _SCANS:
-            kind, x = _SCANS[obj], n.args[0]
-            axis = n.args[1] if len(n.args) == 2 else kws.pop("axis", None)
-        else:
-            kind, x = f.attr, f.value
-            axis = n.args[0] if n.args else kws.pop("axis", None)
-        got = self.env.value_shape(x)
-        if kws or got is None or got is SCALAR or not got[1] or self.guards:
-            return n
-        dims = got[0]
-        axes = _axes(axis, len(dims)) if axis is not None or len(dims) == 1 else False
-        if axes is None and len(dims) == 1:
-            axes = frozenset({0})  # (a vector's one axis: `_axes` says "every axis")
-        if not axes or len(axes) != 1:
-            return n
-        (a,) = axes
-        if not isinstance(x, ast.Name):  # (an expression: computed once, then indexed)
-            tmp = f"eqsat_red{self.count}_of"
-            self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=x)], n, init=1)
-            self.env.shapes[tmp] = got
-            x = ast.Name(id=tmp, ctx=ast.Load())
-        out = f"eqsat_red{self.count}_scan"
-        acc = f"eqsat_red{self.count}_run"
-        self.count += 1
-        idx = [ast.Name(id=f"{out}_{d}", ctx=ast.Load()) for d in range(len(dims))]
-        run = ast.Name(id=acc, ctx=ast.Load())
-        step = ast.BinOp(left=run, op=ast.Add() if kind == "cumsum" else ast.Mult(),
-                         right=sections.subscript(x.id, idx))
-        body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=step),
-                ast.Assign(targets=[sections.subscript(out, idx, ast.Store())], value=run)]
-        body = [ast.For(target=ast.Name(id=idx[a].id, ctx=ast.Store()), iter=ast.Call(
-            func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[a])], keywords=[]),
-            body=body, orelse=[])]
-        body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())],
-                           value=ast.Constant(0.0 if kind == "cumsum" else 1.0))] + body
-        for d in reversed(range(len(dims))):
-            if d != a:
-                body = [ast.For(target=ast.Name(id=idx[d].id, ctx=ast.Store()), iter=ast.Call(
-                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
-                    body=body, orelse=[])]
-        alloc = ast.Assign(targets=[ast.Name(id=out, ctx=ast.Store())], value=ast.Call(
-            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
-            args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))
-        self.env.shapes[out] = ([copy.deepcopy(d) for d in dims], True)
-        self.place([alloc] + body, n)
-        return ast.copy_location(ast.Name(id=out, ctx=ast.Load()), n)
-
-    def kept(self, n, acc, dims: list, axis):
-        """`keepdims=True`: the reduction `acc` copied into a tensor with an axis of one
-        element where the reduced axis was (every axis where none was given)."""
-        name = f"eqsat_red{self.count}_kept"
-        self.count += 1
-        shape = [ast.Constant(1) if axis is None or d in axis else copy.deepcopy(dims[d]) for d in range(len(dims))]
-        self.env.shapes[name] = (shape, True)
-        idx = [f"{name}_{d}" for d in range(len(dims))]
-        full = [ast.Constant(0) if axis is None or d in axis else ast.Name(id=idx[d], ctx=ast.Load())
-                for d in range(len(dims))]
-        part = [ast.Name(id=idx[d], ctx=ast.Load()) for d in range(len(dims)) if axis is not None and d not in axis]
-        src = acc if not part else ast.Subscript(value=acc, slice=part[0] if len(part) == 1 else ast.Tuple(
-            elts=part, ctx=ast.Load()), ctx=ast.Load())
-        body = [ast.Assign(targets=[ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=ast.Tuple(
-            elts=full, ctx=ast.Load()), ctx=ast.Store())], value=src)]
-        for d in reversed(range(len(dims))):
-            if axis is not None and d not in axis:
-                body = [ast.For(target=ast.Name(id=idx[d], ctx=ast.Store()), iter=ast.Call(
-                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
-                    body=body, orelse=[])]
-        alloc = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Call(
-            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()), args=[ast.Tuple(elts=shape, ctx=ast.Load())],
-            keywords=[]))
-        self.place([alloc] + body, n, init=1)
-        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
-
-    def _elements_of(self, x, dims: list):
-        """`idx -> x's element there` for an expression over slices that reads element by
-        element with nothing computed before (`eqsat/sections.py`), else None."""
-        def elem_of(idx):
-            pre: list = []
-            out = self.env.elements.element(x, idx, pre, dims)
-            if pre:  # (a product inside: computed into a buffer first instead)
-                raise sections.NotElementwise
-            return out
-
-        try:
-            elem_of([ast.Name(id="eqsat_probe", ctx=ast.Load()) for _ in dims])
-        except sections.NotElementwise:
-            return None
-        return elem_of
-
-    def reduce(self, n, kind: str, x, lead: list, dims: list, axis, elem_of=None):
-        """Loops before the statement computing the reduction; `elem_of(index names)`, where
-        given, is the element of `x` at them (else `x[lead + index]`)."""
-        acc = f"eqsat_red{self.count}"
-        self.count += 1
-        idx = [f"{acc}_{d}" for d in range(len(dims))]
-        keep = [d for d in range(len(dims)) if d not in axis] if axis is not None else []
-
-        def name(i, ctx=None):
-            return ast.Name(id=i, ctx=ctx or ast.Load())
-
-        def at(d_list, ctx):
-            if not d_list:
-                return name(acc, ctx)
-            return sections.subscript(acc, [name(idx[d]) for d in d_list], ctx)
-
-        def loops(d_list, body):
-            for d in reversed(d_list):
-                body = [ast.For(target=name(idx[d], ast.Store()), iter=ast.Call(
-                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
-                    body=body, orelse=[])]
-            return body
-
-        start = {"sum": 0.0, "mean": 0.0, "max": -math.inf, "min": math.inf}[kind]
-        elem = elem_of([name(i) for i in idx]) if elem_of is not None else ast.Subscript(
-            value=copy.deepcopy(x), slice=ast.Tuple(elts=[copy.deepcopy(e) for e in lead] + [name(i) for i in idx],
-                                                    ctx=ast.Load()), ctx=ast.Load())
-        if kind in ("sum", "mean"):
-            step = ast.BinOp(left=at(keep, ast.Load()), op=ast.Add(), right=elem)
-        else:  # (numpy's: NaN propagates)
-            step = ast.Call(func=name(LIB + ("maximum" if kind == "max" else "minimum")),
-                            args=[at(keep, ast.Load()), elem], keywords=[])
-        stmts = []
-        init = 1  # (what binds the result: the scalar, or the tensor and its first values)
-        if keep:
-            self.env.shapes[acc] = ([copy.deepcopy(dims[d]) for d in keep], True)  # (`x.sum(axis=1).max()`)
-            shape = ast.Tuple(elts=[copy.deepcopy(dims[d]) for d in keep], ctx=ast.Load())
-            stmts.append(ast.Assign(targets=[name(acc, ast.Store())],
-                                    value=ast.Call(func=name(LIB + "zeros"), args=[shape], keywords=[])))
-            if start:
-                stmts += loops(keep, [ast.Assign(targets=[at(keep, ast.Store())], value=ast.Constant(start))])
-                init = 2
-        else:
-            stmts.append(ast.Assign(targets=[name(acc, ast.Store())], value=ast.Constant(start)))
-            self.env.scalars.add(acc)  # (`a[1:] = a[1:] - np.sum(a)`: read element by element)
-        stmts += loops(list(range(len(dims))), [ast.Assign(targets=[at(keep, ast.Store())], value=step)])
-        if kind == "mean":
-            count = _product([copy.deepcopy(dims[d]) for d in range(len(dims)) if axis is None or d in axis])
-            if keep:
-                stmts += loops(keep, [ast.Assign(targets=[at(keep, ast.Store())],
-                                                 value=ast.BinOp(left=at(keep, ast.Load()), op=ast.Div(),
-                                                                 right=count))])
-            else:
-                stmts.append(ast.Assign(targets=[name(acc, ast.Store())],
-                                        value=ast.BinOp(left=name(acc), op=ast.Div(), right=count)))
-        self.place(stmts, n, init)
-        return ast.copy_location(name(acc), n)
-
-
-    def reduce_selected(self, n, kind: str, x):
-        """`np.sum(y[m])`, `y[m].mean()`, ... of the elements a mask of y's shape selects
-        (numpy's boolean index: a vector of them): loops before the statement over y's
-        elements, each taken where m holds. The mean of none is NaN, as numpy's; the max
-        or min of none is -inf or inf, where numpy raises."""
-        y, mask = x.value, x.slice
-        got = self.env.value_shape(y) if isinstance(y, ast.Name) else None
-        if got is None or got is SCALAR or not got[1] or self.guards:
-            return n
-        dims = got[0]
-        cond = self.env.condition_shape(mask)
-        if cond is None or cond is SCALAR or not sections.same_dims(cond[0], dims):
-            return n
-        acc = f"eqsat_red{self.count}"
-        count = f"eqsat_red{self.count}_count"
-        self.count += 1
-        idx = [ast.Name(id=f"{acc}_{d}", ctx=ast.Load()) for d in range(len(dims))]
-        pre: list = []
-        try:
-            test = self.env.elements.truth(mask, idx, pre, dims)
-        except sections.NotElementwise:
-            return n
-        if pre:
-            return n
-        elem = sections.subscript(y.id, idx)
-        acc_load = ast.Name(id=acc, ctx=ast.Load())
-        if kind in ("sum", "mean"):
-            step = ast.BinOp(left=acc_load, op=ast.Add(), right=elem)
-        else:
-            step = ast.Call(func=ast.Name(id=LIB + ("maximum" if kind == "max" else "minimum"), ctx=ast.Load()),
-                            args=[acc_load, elem], keywords=[])
-        body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=step)]
-        start = {"sum": 0.0, "mean": 0.0, "max": -math.inf, "min": math.inf}[kind]
-        stmts = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.Constant(start))]
-        if kind == "mean":
-            body.append(ast.AugAssign(target=ast.Name(id=count, ctx=ast.Store()), op=ast.Add(),
-                                      value=ast.Constant(1.0)))
-            stmts.append(ast.Assign(targets=[ast.Name(id=count, ctx=ast.Store())], value=ast.Constant(0.0)))
-        loop = [ast.If(test=test, body=body, orelse=[])]
-        for d in reversed(range(len(dims))):
-            loop = [ast.For(target=ast.Name(id=idx[d].id, ctx=ast.Store()), iter=ast.Call(
-                func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
-                body=loop, orelse=[])]
-        stmts += loop
-        if kind == "mean":
-            stmts.append(ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.IfExp(
-                test=ast.Compare(left=ast.Name(id=count, ctx=ast.Load()), ops=[ast.Gt()],
-                                 comparators=[ast.Constant(0.0)]),
-                body=ast.BinOp(left=acc_load, op=ast.Div(), right=ast.Name(id=count, ctx=ast.Load())),
-                orelse=ast.Constant(math.nan))))
-        self.env.scalars.add(acc)
-        self.place(stmts, n)  # (no guards here: see above)
-        return ast.copy_location(ast.Name(id=acc, ctx=ast.Load()), n)
-
-
 def _iterations(fdef, resolve) -> None:
     """Loops over a tensor's rows, in place: `for a in x`, `for i, a in enumerate(x)` and
     `for a, b in zip(x, y)` (names of tensors) are `for k in range(len(x))` binding
@@ -1527,19 +1251,12 @@ def _check_mask_reads(fdef, env) -> None:
         ok = (isinstance(up, ast.Subscript) and up.slice is x) or \
             (isinstance(up, (ast.If, ast.While, ast.IfExp, ast.Assert)) and up.test is x) or \
             (isinstance(up, ast.BinOp) and isinstance(up.op, ast.Mult)) or \
-            (isinstance(up, ast.Call) and up.args and up.args[0] is x and env.callee(up.func) in _REDUCTIONS) or \
-            (isinstance(up, ast.Attribute) and up.value is x and up.attr in _METHODS)
+            (isinstance(up, ast.Call) and up.args and up.args[0] is x and env.callee(up.func) in REDUCTIONS) or \
+            (isinstance(up, ast.Attribute) and up.value is x and up.attr in METHODS)
         if not ok:
             n.eqsat_why = (f"{n.id!r} is a mask (of numpy's bools): it is read as a condition (an index, "
                            f"np.where's, `&`, `|`, `~`), under `*` or summed; numpy's bool arithmetic is not a "
                            f"number's (True + True is True): write np.where({n.id}, 1.0, 0.0) for numbers")
-
-
-def _product(es: list):
-    out = es[0]
-    for e in es[1:]:
-        out = ast.BinOp(left=out, op=ast.Mult(), right=e)
-    return out
 
 
 class _Renamed(ast.NodeTransformer):

@@ -15,7 +15,7 @@ import inspect
 
 import numpy as np
 
-from . import aliases, desugar, lang, pingpong
+from . import aliases, desugar, lang, pingpong, reductions
 from .args import SIZE_COMPARISONS
 from .errors import Loc, ProgramError
 from .ir import (
@@ -977,7 +977,7 @@ class _Parser:
     def call(self, e: ast.Call):
         loc = self.loc(e)
         name = self.fn_name(e.func)
-        if name is None and desugar.is_reduction(e.func, self.resolve_global):
+        if name is None and reductions.is_reduction(e.func, self.resolve_global):
             raise self.err(e, f"`{ast.unparse(e)}`: a reduction is read where its operand's shape is known here "
                               f"(a tensor of declared shape, or elementwise arithmetic, slices and products of "
                               f"them: a product of 3-D operands is not)")

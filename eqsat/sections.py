@@ -15,7 +15,7 @@ rewritten into the language's forms before the front end reads them (a part of
   product: an accumulator loop where its element is needed); other tensor expressions over
   sections are computed into a new buffer just before the statement that reads them;
 - `np.sum(e)`, `np.max(e)`, ... of such an expression index it element by element
-  (`desugar._Reductions`, through `element`).
+  (`eqsat/reductions.py`, through `element`).
 
 Slice bounds are checked first (`eqsat/slice_bounds.py`).
 """
@@ -208,10 +208,10 @@ def flips(e, env) -> bool:
 def flip_axes(e, rank: int):
     """The axes `np.flip` call `e` reverses (every one without an axis), or None where its
     axis is not constant ints."""
-    from .desugar import _axes
+    from .desugar import reduced_axes
 
     axis = e.args[1] if len(e.args) == 2 else next((k.value for k in e.keywords), None)
-    got = _axes(axis, rank)
+    got = reduced_axes(axis, rank)
     return None if got is False else frozenset(range(rank)) if got is None else got
 
 

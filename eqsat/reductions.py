@@ -1,0 +1,301 @@
+"""Reductions and scans of tensors, read element by element (a part of `eqsat/desugar.py`'s
+pass): `np.sum(x)`, `np.max(x, axis=1)`, `x.mean(keepdims=True)`, of a tensor of known
+shape or an expression over slices, are loops before the statement into a scalar or a
+tensor of the other axes; `np.sum(y[m])` of what a mask selects, loops taking each
+element where the mask holds; `np.cumsum(x, axis=k)`, loops of running sums.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import math
+
+import numpy as np
+
+from . import desugar as _d
+from . import sections
+from .hoisting import Hoisting
+
+
+REDUCTIONS = {np.sum: "sum", np.max: "max", np.amax: "max", np.min: "min", np.amin: "min", np.mean: "mean"}
+METHODS = {"sum": "sum", "max": "max", "min": "min", "mean": "mean"}
+SCANS = {np.cumsum: "cumsum", np.cumprod: "cumprod"}
+
+
+def is_reduction(f, resolve) -> bool:
+    """Whether callee `f` is one of the reductions `_Reductions` reads (`np.max`, `x.sum`),
+    `resolve(name)` being what a module-level name means."""
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and resolve(f.value.id) is np:
+        return getattr(np, f.attr, None) in REDUCTIONS
+    if isinstance(f, ast.Name):
+        return any(resolve(f.id) is g for g in REDUCTIONS)
+    return isinstance(f, ast.Attribute) and f.attr in METHODS
+
+
+class Reductions(Hoisting):
+    """`np.sum(x)`, `np.max(x, axis=1)`, `x.mean()`, ... of a tensor of declared shape: loops
+    before the statement, into a scalar (no axis) or a tensor of the other axes."""
+
+    def __init__(self, env):
+        super().__init__()
+        self.env = env
+
+    def visit_Call(self, n):
+        self.generic_visit(n)
+        kind, x, axis = None, None, None
+        f = n.func
+        obj = self.env.callee(f)
+        kws = {k.arg: k.value for k in n.keywords}
+        if obj in SCANS and 1 <= len(n.args) <= 2 or \
+                isinstance(f, ast.Attribute) and f.attr in ("cumsum", "cumprod") and obj is None and len(n.args) <= 1:
+            return self.scan(n, obj, kws)
+        if obj in REDUCTIONS and 1 <= len(n.args) <= 2:
+            kind, x = REDUCTIONS[obj], n.args[0]
+            axis = n.args[1] if len(n.args) == 2 else kws.pop("axis", None)
+        elif isinstance(f, ast.Attribute) and f.attr in METHODS and len(n.args) <= 1 and obj is None:
+            kind, x = METHODS[f.attr], f.value
+            axis = n.args[0] if n.args else kws.pop("axis", None)
+        keepdims = _d.keepdims_of(kws)
+        if kind is None or kws or keepdims is None:
+            return n
+        if isinstance(x, ast.Subscript) and sections.is_mask(x.slice, self.env.masks):
+            return self.reduce_selected(n, kind, x) if axis is None and not keepdims else n
+        got = self.env.value_shape(x)
+        if got is _d.SCALAR and axis is None and not keepdims:
+            return x  # (numpy's sum, max, min, mean of a number: the number)
+        if got is None or got is _d.SCALAR or not got[1]:
+            return n
+        lead = []  # (a row `x[i]`: its elements are x[i, ...])
+        elem_of = self._elements_of(x, got[0]) if sections.contains_section(x, self.env) else None
+        if elem_of is not None:
+            pass  # (a slice expression, read element by element)
+        elif isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name) and not _d.has_slice(x.slice):
+            x, lead = x.value, _d.index_elts(x.slice)
+        elif not isinstance(x, ast.Name):  # (an expression: computed once, then indexed)
+            if self.guards:
+                return n  # (a tensor bound under a condition: left as written, refused)
+            tmp = f"eqsat_red{self.count}_of"
+            self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=x)], n, init=0)
+            self.env.shapes[tmp] = got
+            x = ast.Name(id=tmp, ctx=ast.Load())
+        dims = got[0]
+        axis = _d.reduced_axes(axis, len(dims))
+        if axis is False:
+            return n
+        out = self.reduce(n, kind, x, lead, dims, axis, elem_of)
+        return self.kept(n, out, dims, axis) if keepdims else out
+
+    def scan(self, n, obj, kws: dict):
+        """`np.cumsum(x, axis=k)` (np.cumprod, the methods) of a tensor whose shape is known:
+        a new tensor, each line along axis k its running sum (product) in order, computed by
+        loops before the statement. A vector's axis may be left out; numpy flattens a
+        matrix without one, which is left as written (refused)."""
+        f = n.func
+        if obj in SCANS:
+            kind, x = SCANS[obj], n.args[0]
+            axis = n.args[1] if len(n.args) == 2 else kws.pop("axis", None)
+        else:
+            kind, x = f.attr, f.value
+            axis = n.args[0] if n.args else kws.pop("axis", None)
+        got = self.env.value_shape(x)
+        if kws or got is None or got is _d.SCALAR or not got[1] or self.guards:
+            return n
+        dims = got[0]
+        axes = _d.reduced_axes(axis, len(dims)) if axis is not None or len(dims) == 1 else False
+        if axes is None and len(dims) == 1:
+            axes = frozenset({0})  # (a vector's one axis: `_axes` says "every axis")
+        if not axes or len(axes) != 1:
+            return n
+        (a,) = axes
+        if not isinstance(x, ast.Name):  # (an expression: computed once, then indexed)
+            tmp = f"eqsat_red{self.count}_of"
+            self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=x)], n, init=1)
+            self.env.shapes[tmp] = got
+            x = ast.Name(id=tmp, ctx=ast.Load())
+        out = f"eqsat_red{self.count}_scan"
+        acc = f"eqsat_red{self.count}_run"
+        self.count += 1
+        idx = [ast.Name(id=f"{out}_{d}", ctx=ast.Load()) for d in range(len(dims))]
+        run = ast.Name(id=acc, ctx=ast.Load())
+        step = ast.BinOp(left=run, op=ast.Add() if kind == "cumsum" else ast.Mult(),
+                         right=sections.subscript(x.id, idx))
+        body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=step),
+                ast.Assign(targets=[sections.subscript(out, idx, ast.Store())], value=run)]
+        body = [ast.For(target=ast.Name(id=idx[a].id, ctx=ast.Store()), iter=ast.Call(
+            func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[a])], keywords=[]),
+            body=body, orelse=[])]
+        body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())],
+                           value=ast.Constant(0.0 if kind == "cumsum" else 1.0))] + body
+        for d in reversed(range(len(dims))):
+            if d != a:
+                body = [ast.For(target=ast.Name(id=idx[d].id, ctx=ast.Store()), iter=ast.Call(
+                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
+                    body=body, orelse=[])]
+        alloc = ast.Assign(targets=[ast.Name(id=out, ctx=ast.Store())], value=ast.Call(
+            func=ast.Name(id=_d.LIB + "zeros", ctx=ast.Load()),
+            args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))
+        self.env.shapes[out] = ([copy.deepcopy(d) for d in dims], True)
+        self.place([alloc] + body, n)
+        return ast.copy_location(ast.Name(id=out, ctx=ast.Load()), n)
+
+    def kept(self, n, acc, dims: list, axis):
+        """`keepdims=True`: the reduction `acc` copied into a tensor with an axis of one
+        element where the reduced axis was (every axis where none was given)."""
+        name = f"eqsat_red{self.count}_kept"
+        self.count += 1
+        shape = [ast.Constant(1) if axis is None or d in axis else copy.deepcopy(dims[d]) for d in range(len(dims))]
+        self.env.shapes[name] = (shape, True)
+        idx = [f"{name}_{d}" for d in range(len(dims))]
+        full = [ast.Constant(0) if axis is None or d in axis else ast.Name(id=idx[d], ctx=ast.Load())
+                for d in range(len(dims))]
+        part = [ast.Name(id=idx[d], ctx=ast.Load()) for d in range(len(dims)) if axis is not None and d not in axis]
+        src = acc if not part else ast.Subscript(value=acc, slice=part[0] if len(part) == 1 else ast.Tuple(
+            elts=part, ctx=ast.Load()), ctx=ast.Load())
+        body = [ast.Assign(targets=[ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=ast.Tuple(
+            elts=full, ctx=ast.Load()), ctx=ast.Store())], value=src)]
+        for d in reversed(range(len(dims))):
+            if axis is not None and d not in axis:
+                body = [ast.For(target=ast.Name(id=idx[d], ctx=ast.Store()), iter=ast.Call(
+                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
+                    body=body, orelse=[])]
+        alloc = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Call(
+            func=ast.Name(id=_d.LIB + "zeros", ctx=ast.Load()), args=[ast.Tuple(elts=shape, ctx=ast.Load())],
+            keywords=[]))
+        self.place([alloc] + body, n, init=1)
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
+
+    def _elements_of(self, x, dims: list):
+        """`idx -> x's element there` for an expression over slices that reads element by
+        element with nothing computed before (`eqsat/sections.py`), else None."""
+        def elem_of(idx):
+            pre: list = []
+            out = self.env.elements.element(x, idx, pre, dims)
+            if pre:  # (a product inside: computed into a buffer first instead)
+                raise sections.NotElementwise
+            return out
+
+        try:
+            elem_of([ast.Name(id="eqsat_probe", ctx=ast.Load()) for _ in dims])
+        except sections.NotElementwise:
+            return None
+        return elem_of
+
+    def reduce(self, n, kind: str, x, lead: list, dims: list, axis, elem_of=None):
+        """Loops before the statement computing the reduction; `elem_of(index names)`, where
+        given, is the element of `x` at them (else `x[lead + index]`)."""
+        acc = f"eqsat_red{self.count}"
+        self.count += 1
+        idx = [f"{acc}_{d}" for d in range(len(dims))]
+        keep = [d for d in range(len(dims)) if d not in axis] if axis is not None else []
+
+        def name(i, ctx=None):
+            return ast.Name(id=i, ctx=ctx or ast.Load())
+
+        def at(d_list, ctx):
+            if not d_list:
+                return name(acc, ctx)
+            return sections.subscript(acc, [name(idx[d]) for d in d_list], ctx)
+
+        def loops(d_list, body):
+            for d in reversed(d_list):
+                body = [ast.For(target=name(idx[d], ast.Store()), iter=ast.Call(
+                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
+                    body=body, orelse=[])]
+            return body
+
+        start = {"sum": 0.0, "mean": 0.0, "max": -math.inf, "min": math.inf}[kind]
+        elem = elem_of([name(i) for i in idx]) if elem_of is not None else ast.Subscript(
+            value=copy.deepcopy(x), slice=ast.Tuple(elts=[copy.deepcopy(e) for e in lead] + [name(i) for i in idx],
+                                                    ctx=ast.Load()), ctx=ast.Load())
+        if kind in ("sum", "mean"):
+            step = ast.BinOp(left=at(keep, ast.Load()), op=ast.Add(), right=elem)
+        else:  # (numpy's: NaN propagates)
+            step = ast.Call(func=name(_d.LIB + ("maximum" if kind == "max" else "minimum")),
+                            args=[at(keep, ast.Load()), elem], keywords=[])
+        stmts = []
+        init = 1  # (what binds the result: the scalar, or the tensor and its first values)
+        if keep:
+            self.env.shapes[acc] = ([copy.deepcopy(dims[d]) for d in keep], True)  # (`x.sum(axis=1).max()`)
+            shape = ast.Tuple(elts=[copy.deepcopy(dims[d]) for d in keep], ctx=ast.Load())
+            stmts.append(ast.Assign(targets=[name(acc, ast.Store())],
+                                    value=ast.Call(func=name(_d.LIB + "zeros"), args=[shape], keywords=[])))
+            if start:
+                stmts += loops(keep, [ast.Assign(targets=[at(keep, ast.Store())], value=ast.Constant(start))])
+                init = 2
+        else:
+            stmts.append(ast.Assign(targets=[name(acc, ast.Store())], value=ast.Constant(start)))
+            self.env.scalars.add(acc)  # (`a[1:] = a[1:] - np.sum(a)`: read element by element)
+        stmts += loops(list(range(len(dims))), [ast.Assign(targets=[at(keep, ast.Store())], value=step)])
+        if kind == "mean":
+            count = _product([copy.deepcopy(dims[d]) for d in range(len(dims)) if axis is None or d in axis])
+            if keep:
+                stmts += loops(keep, [ast.Assign(targets=[at(keep, ast.Store())],
+                                                 value=ast.BinOp(left=at(keep, ast.Load()), op=ast.Div(),
+                                                                 right=count))])
+            else:
+                stmts.append(ast.Assign(targets=[name(acc, ast.Store())],
+                                        value=ast.BinOp(left=name(acc), op=ast.Div(), right=count)))
+        self.place(stmts, n, init)
+        return ast.copy_location(name(acc), n)
+
+
+    def reduce_selected(self, n, kind: str, x):
+        """`np.sum(y[m])`, `y[m].mean()`, ... of the elements a mask of y's shape selects
+        (numpy's boolean index: a vector of them): loops before the statement over y's
+        elements, each taken where m holds. The mean of none is NaN, as numpy's; the max
+        or min of none is -inf or inf, where numpy raises."""
+        y, mask = x.value, x.slice
+        got = self.env.value_shape(y) if isinstance(y, ast.Name) else None
+        if got is None or got is _d.SCALAR or not got[1] or self.guards:
+            return n
+        dims = got[0]
+        cond = self.env.condition_shape(mask)
+        if cond is None or cond is _d.SCALAR or not sections.same_dims(cond[0], dims):
+            return n
+        acc = f"eqsat_red{self.count}"
+        count = f"eqsat_red{self.count}_count"
+        self.count += 1
+        idx = [ast.Name(id=f"{acc}_{d}", ctx=ast.Load()) for d in range(len(dims))]
+        pre: list = []
+        try:
+            test = self.env.elements.truth(mask, idx, pre, dims)
+        except sections.NotElementwise:
+            return n
+        if pre:
+            return n
+        elem = sections.subscript(y.id, idx)
+        acc_load = ast.Name(id=acc, ctx=ast.Load())
+        if kind in ("sum", "mean"):
+            step = ast.BinOp(left=acc_load, op=ast.Add(), right=elem)
+        else:
+            step = ast.Call(func=ast.Name(id=_d.LIB + ("maximum" if kind == "max" else "minimum"), ctx=ast.Load()),
+                            args=[acc_load, elem], keywords=[])
+        body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=step)]
+        start = {"sum": 0.0, "mean": 0.0, "max": -math.inf, "min": math.inf}[kind]
+        stmts = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.Constant(start))]
+        if kind == "mean":
+            body.append(ast.AugAssign(target=ast.Name(id=count, ctx=ast.Store()), op=ast.Add(),
+                                      value=ast.Constant(1.0)))
+            stmts.append(ast.Assign(targets=[ast.Name(id=count, ctx=ast.Store())], value=ast.Constant(0.0)))
+        loop = [ast.If(test=test, body=body, orelse=[])]
+        for d in reversed(range(len(dims))):
+            loop = [ast.For(target=ast.Name(id=idx[d].id, ctx=ast.Store()), iter=ast.Call(
+                func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
+                body=loop, orelse=[])]
+        stmts += loop
+        if kind == "mean":
+            stmts.append(ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.IfExp(
+                test=ast.Compare(left=ast.Name(id=count, ctx=ast.Load()), ops=[ast.Gt()],
+                                 comparators=[ast.Constant(0.0)]),
+                body=ast.BinOp(left=acc_load, op=ast.Div(), right=ast.Name(id=count, ctx=ast.Load())),
+                orelse=ast.Constant(math.nan))))
+        self.env.scalars.add(acc)
+        self.place(stmts, n)  # (no guards here: see above)
+        return ast.copy_location(ast.Name(id=acc, ctx=ast.Load()), n)
+
+
+def _product(es: list):
+    out = es[0]
+    for e in es[1:]:
+        out = ast.BinOp(left=out, op=ast.Mult(), right=e)
+    return out
