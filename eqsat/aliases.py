@@ -142,6 +142,7 @@ class Memory:
         """`views(call)`: whether numpy answers the call with a view of its first operand
         (the language's transpose under any name the caller reads as it; np.flip)."""
         self.views = views
+        self.root = fdef
         self.links: dict = {}
         self.stored: set = set()  # names whose memory a statement writes (`writes`)
         self.parent: dict = {}
@@ -184,6 +185,23 @@ class Memory:
             if isinstance(node, ast.For):
                 out.append(node)
         return out
+
+    def read_after(self, name: str, node) -> bool:
+        """Whether `name` is read after statement `node` ends (later in the function, or
+        anywhere in a loop around it: the next iteration)."""
+        end = (node.end_lineno, node.end_col_offset)
+        inside = {id(x) for loop in self._loops_around(node) for x in ast.walk(loop)}
+        return any(isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Load) and
+                   ((x.lineno, x.col_offset) > end or id(x) in inside) for x in ast.walk(self.root))
+
+    def written_after(self, name: str, stmt) -> bool:
+        """Whether a statement after `stmt` (later in the function, or anywhere in a loop
+        around it) writes `name`'s memory, through any name sharing it."""
+        mem = self.shared(name)
+        at = (stmt.end_lineno, stmt.end_col_offset)  # (what the passes before put before it has its place)
+        inside = {id(x) for loop in self._loops_around(stmt) for x in ast.walk(loop)}
+        return any(self.writes(x) & mem and ((x.lineno, x.col_offset) > at or id(x) in inside)
+                   for x in ast.walk(self.root) if isinstance(x, ast.stmt))
 
     def rebound_in_another_loop(self, name: str, stmt) -> bool:
         """Whether `name` is bound again inside a loop that is not around `stmt`."""

@@ -293,6 +293,8 @@ class _Env(ast.NodeTransformer):
             return None if a is None or a is SCALAR else (list(reversed(a[0])), a[1])
         if sections.is_where(e):
             return self._where_shape(e)
+        if isinstance(e, ast.IfExp):  # (`a if c else b` of numbers: a number)
+            return SCALAR if self.value_shape(e.body) is SCALAR and self.value_shape(e.orelse) is SCALAR else None
         if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and library_name(e.func.id) == "transpose" and \
                 len(e.args) == 2 and not e.keywords and isinstance(e.args[1], ast.Tuple):
             a, perm = self.value_shape(e.args[0]), [_number(x) for x in e.args[1].elts]  # (`transpose(x, (0, 2, 1))`)
@@ -1216,6 +1218,14 @@ def _iterations(fdef, resolve) -> None:
                     all(isinstance(a, ast.Name) for a in it.args):
                 pairs = list(zip(target.elts, it.args))
         if pairs is None or any(resolve(x.id) is not None for _, x in pairs):
+            continue
+        # (Python steps through the object it was given: a name bound again in the body would
+        # make `x[k]` read another; an update in place, `x += 1.0`, it sees as numpy does)
+        iterated = {x.id for _, x in pairs}
+        if any(isinstance(t, ast.Name) and t.id in iterated for n in ast.walk(loop) if n is not loop
+               for t, _ in aliases.bindings(n)) or \
+                any(isinstance(n, ast.For) and n is not loop and isinstance(n.target, ast.Name) and
+                    n.target.id in iterated for n in ast.walk(loop)):
             continue
         k = index.id if index is not None else f"eqsat_it{count}"
         count += 1

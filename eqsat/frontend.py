@@ -56,6 +56,7 @@ class _Parser:
         # a name bound to a view of a tensor (`v = c`, `v = c.T`, `r = c[i]`) -> (its expression
         # over the memory's owner, the loop depth it was bound at, where); uses are substituted
         self.views: dict = {}
+        self.if_stack: list = []  # the `if` statements around the statement read now
         self.dead: dict = {}  # view name -> where it was bound, once its loop has ended
         self.loop_stack: list = []  # per enclosing loop: names declared inside it
         self.loopvars: set[str] = set()
@@ -169,9 +170,12 @@ class _Parser:
         stmts = []
         for n in body[:-1]:
             live = {v: e for v, (e, _, _) in self.views.items()}
+            known = set(self.sym)
             s = self.stmt(n, top=True)
-            # (and those the statement binds for its own parts: `unpack`'s temporaries)
-            own = {v: e for v, (e, _, _) in self.views.items() if v not in live}
+            # (and those the statement binds for its own parts, of memory there before it:
+            # `unpack`'s temporaries; not a view of a tensor the statement makes, `y = t` after
+            # `t = zeros(...)` in a branch, which the nest binds itself)
+            own = {v: e for v, (e, _, _) in self.views.items() if v not in live and _view_parts(e)[0] in known}
             for x in s if isinstance(s, list) else [s] if s is not None else []:
                 x.views = {**live, **own}  # views a nest kept as written must bind when it runs
                 stmts.append(x)
@@ -442,8 +446,12 @@ class _Parser:
 
     def if_(self, n: ast.If, top: bool):
         cond = self.cond(n.test)
-        body = self.block(n.body, top)
-        orelse = self.block(n.orelse, top)
+        self.if_stack.append(n)
+        try:
+            body = self.block(n.body, top)
+            orelse = self.block(n.orelse, top)
+        finally:
+            self.if_stack.pop()
         update = _extremum_update(cond, body, orelse)
         if update is not None:  # `if e > m: m = e` is `m = max(m, e)`: a max reduction
             fn, name, e = update
@@ -650,6 +658,15 @@ class _Parser:
         h = x[t]`) -- is a copy where nothing writes that memory (a copy reads the same), and
         refused where something does and the next iteration reads it."""
         base = _view_parts(val)[0]
+        if self.if_stack and self.memory.read_after(name, self.if_stack[-1]):
+            # bound on a branch and read after it: which memory the name holds there depends
+            # on the branch taken, which a view (a second name fixed at compile time) cannot
+            # say; a copy can, where it reads the same (`y = t` of a buffer the branch made)
+            if not self.memory.written_after(base, n) or base.startswith("eqsat_"):
+                return False  # (a temporary eqsat made for this value: nothing else reads it)
+            raise self.err(target, f"{name!r} is bound to a view of {base!r} under the `if` at line "
+                                   f"{self.if_stack[-1].lineno} and read after it, while that memory is "
+                                   f"written; bind a copy (`{name} = ... + 0.0`) or use another name")
         carried = self.memory.carried(name, n)
         if not (carried or self.memory.rebound_in_another_loop(name, n)):
             return True

@@ -193,7 +193,11 @@ class _Lowerer:
         roots, scal = [], []
         for k, r in enumerate(self.prog.returns):
             if r.ty is None:
-                roots.append(T.compute([], self.scalar_top(r)))
+                try:
+                    v = self.scalar_top(r)
+                except NotFunctional:  # (`return s // t`: a number with no term, run as written)
+                    v = self.returned_as_written(k, r)
+                roots.append(T.compute([], v))
                 scal.append(True)
                 continue
             try:
@@ -223,7 +227,7 @@ class _Lowerer:
             self.nest(s, lift)
 
     def returned_as_written(self, k: int, r) -> Node:
-        """Returned tensor expression `r` computed by a nest of its own that runs it as written
+        """Returned expression `r` (a tensor, a number) computed by a nest of its own that runs it as written
         (`eqsat_return<k> = r`), as a top-level statement with no term would be."""
         name = f"eqsat_return{k}"
         node = ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=r.node), r.node)

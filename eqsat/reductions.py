@@ -121,16 +121,10 @@ class Reductions(Hoisting):
                          right=sections.subscript(x.id, idx))
         body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=step),
                 ast.Assign(targets=[sections.subscript(out, idx, ast.Store())], value=run)]
-        body = [ast.For(target=ast.Name(id=idx[a].id, ctx=ast.Store()), iter=ast.Call(
-            func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[a])], keywords=[]),
-            body=body, orelse=[])]
         body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())],
-                           value=ast.Constant(0.0 if kind == "cumsum" else 1.0))] + body
-        for d in reversed(range(len(dims))):
-            if d != a:
-                body = [ast.For(target=ast.Name(id=idx[d].id, ctx=ast.Store()), iter=ast.Call(
-                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
-                    body=body, orelse=[])]
+                           value=ast.Constant(0.0 if kind == "cumsum" else 1.0))] + _nest([idx[a].id], [dims[a]], body)
+        others = [d for d in range(len(dims)) if d != a]
+        body = _nest([idx[d].id for d in others], [dims[d] for d in others], body)
         alloc = ast.Assign(targets=[ast.Name(id=out, ctx=ast.Store())], value=ast.Call(
             func=ast.Name(id=_d.LIB + "zeros", ctx=ast.Load()),
             args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))
@@ -153,11 +147,8 @@ class Reductions(Hoisting):
             elts=part, ctx=ast.Load()), ctx=ast.Load())
         body = [ast.Assign(targets=[ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=ast.Tuple(
             elts=full, ctx=ast.Load()), ctx=ast.Store())], value=src)]
-        for d in reversed(range(len(dims))):
-            if axis is not None and d not in axis:
-                body = [ast.For(target=ast.Name(id=idx[d], ctx=ast.Store()), iter=ast.Call(
-                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
-                    body=body, orelse=[])]
+        kept = [d for d in range(len(dims)) if axis is not None and d not in axis]
+        body = _nest([idx[d] for d in kept], [dims[d] for d in kept], body)
         alloc = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Call(
             func=ast.Name(id=_d.LIB + "zeros", ctx=ast.Load()), args=[ast.Tuple(elts=shape, ctx=ast.Load())],
             keywords=[]))
@@ -197,11 +188,7 @@ class Reductions(Hoisting):
             return sections.subscript(acc, [name(idx[d]) for d in d_list], ctx)
 
         def loops(d_list, body):
-            for d in reversed(d_list):
-                body = [ast.For(target=name(idx[d], ast.Store()), iter=ast.Call(
-                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
-                    body=body, orelse=[])]
-            return body
+            return _nest([idx[d] for d in d_list], [dims[d] for d in d_list], body)
 
         start = {"sum": 0.0, "mean": 0.0, "max": -math.inf, "min": math.inf}[kind]
         elem = elem_of([name(i) for i in idx]) if elem_of is not None else ast.Subscript(
@@ -277,11 +264,7 @@ class Reductions(Hoisting):
             body.append(ast.AugAssign(target=ast.Name(id=count, ctx=ast.Store()), op=ast.Add(),
                                       value=ast.Constant(1.0)))
             stmts.append(ast.Assign(targets=[ast.Name(id=count, ctx=ast.Store())], value=ast.Constant(0.0)))
-        loop = [ast.If(test=test, body=body, orelse=[])]
-        for d in reversed(range(len(dims))):
-            loop = [ast.For(target=ast.Name(id=idx[d].id, ctx=ast.Store()), iter=ast.Call(
-                func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(dims[d])], keywords=[]),
-                body=loop, orelse=[])]
+        loop = _nest([i.id for i in idx], dims, [ast.If(test=test, body=body, orelse=[])])
         stmts += loop
         if kind == "mean":
             stmts.append(ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.IfExp(
@@ -299,3 +282,12 @@ def _product(es: list):
     for e in es[1:]:
         out = ast.BinOp(left=out, op=ast.Mult(), right=e)
     return out
+
+
+def _nest(names: list, extents: list, body: list) -> list:
+    """`body` inside `for names[0] in range(extents[0]): for names[1] in ...` (outermost
+    first)."""
+    for v, d in reversed(list(zip(names, extents))):
+        body = [ast.For(target=ast.Name(id=v, ctx=ast.Store()), iter=ast.Call(
+            func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(d)], keywords=[]), body=body, orelse=[])]
+    return body

@@ -490,7 +490,10 @@ def _targets(t) -> list:
 
 def _view_of(v, env):
     """Where `v` is built of names, slices, `.T`, transposes and flips only (a view in numpy)
-    and holds a slice or a flip: the name whose memory it views; else None."""
+    and holds a slice or a flip: the name whose memory it views; else None. (np.diag of a
+    matrix is a view, of a vector a new matrix.)"""
+    from .desugar import SCALAR
+
     seen = False
     while True:
         if isinstance(v, ast.Name):
@@ -501,6 +504,11 @@ def _view_of(v, env):
             seen = seen or parse(v, env) is not None
             v = v.value
         elif _viewing_call(v):
+            tri = triangle_of(v, env)
+            if tri is not None:
+                got = env.value_shape(tri[1])
+                if got is None or got is SCALAR or len(got[0]) != 2:
+                    return None  # (of a vector: new memory)
             seen = True
             v = v.args[0]
         else:
@@ -1032,26 +1040,23 @@ class Scalarize(Hoisting):
         if getattr(n, "eqsat_why", None):
             return n  # (refused: the front end says why)
         if outer_of(n, self.env) is not None or flips(n, self.env) or triangle_of(n, self.env) is not None:
-            from .desugar import SCALAR
-
-            got = self.env.value_shape(n)
-            if got is not None and got is not SCALAR and got[1] and got[0]:
-                try:
-                    return self.materialize(n, got[0])
-                except NotElementwise:
-                    pass
+            return self._whole(n)
         return self.generic_visit(n)
 
     def visit_IfExp(self, n):
-        if is_where(n):
-            from .desugar import SCALAR
+        return self._whole(n) if is_where(n) else self.generic_visit(n)
 
-            got = self.env.value_shape(n)
-            if got is not None and got is not SCALAR and got[1] and got[0]:
-                try:
-                    return self.materialize(n, got[0])
-                except NotElementwise:
-                    pass
+    def _whole(self, n):
+        """A tensor expression read element by element (an outer product, a flip, np.where,
+        ...): computed into a buffer before the statement, where its shape is known."""
+        from .desugar import SCALAR
+
+        got = self.env.value_shape(n)
+        if got is not None and got is not SCALAR and got[1] and got[0]:
+            try:
+                return self.materialize(n, got[0])
+            except NotElementwise:
+                pass
         return self.generic_visit(n)
 
     def visit_Subscript(self, n):

@@ -393,6 +393,16 @@ def p(x: f32["M", "N"], v: f32["N"]) -> tuple[f32["M", "N"], f32["N"], f32["M", 
     d = v.cumsum() + np.cumsum(v * 2.0, axis=0) + np.cumprod(v, axis=-1)
     return a, b, c, d
 ''', None),
+    # a probe's (S): np.diag of a vector is a new matrix, not a view of the vector
+    "diag_of_a_vector_is_new": ('''
+@program
+def p(x: f32["N"], A: f32["N", "N"]) -> tuple[f32["N", "N"], f32["N"]]:
+    D = np.diag(x)
+    d = np.diag(A)
+    x[0] = 100.0
+    A[0, 0] = 100.0
+    return D, d * 1.0
+''', None),
     # numpy's var and std with ddof (the sum of squared distances over max(n - ddof, 0):
     # at one element, 0 / 0 is NaN in both; past n, a probe's (R): inf, not a negative
     # variance); ddof an expression of sizes
@@ -736,6 +746,17 @@ def p(vals: f32["N"], rows: f32["N"]) -> f32["N"]:
         out[i] = np.sum(vals[rows[i]:rows[i + 1]])
     return out
 ''', r"the slice bound `rows\[i( \+ 1)?\]` is read from a tensor \(an index array"),
+    # a probe's (S): the name a row loop steps through is bound again in the loop (Python
+    # steps through the first object; `x[k]` read the new one)
+    ('''
+@program
+def p(x: f32["N"]) -> f32:
+    s = 0.0
+    for a in x:
+        s += a
+        x = x * 2.0
+    return s
+''', r"loops must be `for v in range\(n\)`"),
     # a part of a written view (a slice of a slice) is not rewritten onto its memory
     ('''
 @program

@@ -885,3 +885,70 @@ def p(a: f32["N", "N"]) -> f32["N", "N"]:
     x[0, 1] = 2.0
     return x
 ''')
+
+
+def test_a_name_bound_on_a_branch_to_new_memory_keeps_its_value_where_the_branch_is_not_taken(tmp_program):
+    """A probe's (S): `y = t` of a buffer made on a branch (or a reduction's or a running
+    sum's temporary), read after the branch, was a view fixed at compile time: where the
+    branch was not taken the plan returned an empty array (before this session, and a
+    KeyError after its first change). Such a name is now a copy where that reads the same,
+    and refused with the reason where its memory is written after it."""
+    prog = tmp_program('''import numpy as np
+
+@program
+def p(A: f32["N", "M"], x: f32["N"], s: f32) -> tuple[f32["N"], f32["M"], f32["N", 1], f32["N"]]:
+    y = x * 1.0
+    r = A[0] * 1.0
+    z = A[:, 0:1] * 1.0
+    w = np.zeros((N,), dtype=np.float32)
+    if s > 0:
+        t = np.zeros((N,), dtype=np.float32)
+        for i in range(N):
+            t[i] = x[i] * 2.0
+        y = t
+        r = np.sum(A, axis=0)
+        z = np.max(A, axis=1, keepdims=True)
+        w = np.cumsum(x)
+    else:
+        w = np.cumprod(x)
+    return y, r, z, w
+''')
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((3, 4)).astype(np.float32)
+    x = rng.standard_normal(3).astype(np.float32)
+    plan = eqsat.optimize(prog, {"N": 3, "M": 4})
+    for s in (-1.0, 1.0):
+        want = eqsat.reference(prog, A, x, s)
+        for backend in ("numpy", "triton"):
+            got = plan.run(A, x, s, backend=backend)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    with pytest.raises(eqsat.ProgramError, match=r"'y' is bound to a view of 't' under the `if` at line \d+ and "
+                                                 r"read after it, while that memory is written"):
+        tmp_program('''
+@program
+def p(x: f32["N"], s: f32) -> f32["N"]:
+    t = x * 1.0
+    y = x * 2.0
+    if s > 0:
+        y = t
+    t[0] = 5.0
+    return y
+''')
+
+
+def test_a_returned_number_with_no_term_runs_as_written(tmp_program):
+    """A probe's (S): `return s // t` of scalar parameters leaked the lowering's internal
+    NotFunctional out of optimize()."""
+    prog = tmp_program('''import numpy as np
+
+@program
+def p(x: f32["N"], s: f32, t: f32) -> tuple[f32, f32, f32]:
+    return s // t, s % t, np.floor_divide(s, 0.3) + x[0]
+''')
+    x = np.arange(3, dtype=np.float32)
+    plan = eqsat.optimize(prog, {"N": 3})
+    for s, t in ((7.5, 2.0), (-7.5, 2.0)):
+        got, want = plan.run(x, s, t), eqsat.reference(prog, x, s, t)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
