@@ -341,7 +341,7 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
         direct = _direct_nest(plan, nid, scalar_names)
         if direct is not None:  # the compiled function takes the values themselves
             out = call_direct(DIRECT, nest, direct, list(values[:n_tensors]), list(values[n_tensors:]))
-            return tuple(out[name] for name in nest.outputs)
+            return _distinct(tuple(out[name] for name in nest.outputs))
         compiled = _runner(plan, nid)
         ns = dict(base)
         for name, v, copy in zip(nest.tensor_inputs, values, copied):
@@ -358,10 +358,24 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
         for name in nest.outputs:
             v = ns.get(name)
             out.append(np.asarray(v, dtype=np.float32) if v is not None else None)
-        return tuple(out)
+        return _distinct(tuple(out))
 
     fns[key] = run
     return run
+
+
+def _distinct(outs: tuple) -> tuple:
+    """A nest's outputs, two names bound to one array (`a = eqsat_red0` on a branch) as two
+    objects over the same memory: the recorded plan (`numpy_compiled.trace`) names a value by
+    its identity, and would read the other name's slot, empty where the branch is not taken."""
+    seen: set = set()
+    out = []
+    for v in outs:
+        if isinstance(v, np.ndarray) and id(v) in seen:
+            v = v.view()
+        seen.add(id(v))
+        out.append(v)
+    return tuple(out)
 
 
 def _refs(e) -> list:

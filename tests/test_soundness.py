@@ -952,3 +952,28 @@ def p(x: f32["N"], s: f32, t: f32) -> tuple[f32, f32, f32]:
         got, want = plan.run(x, s, t), eqsat.reference(prog, x, s, t)
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_a_recorded_plan_reads_the_name_a_branch_binds(tmp_program, monkeypatch):
+    """A probe's (T): with nests interpreted, the recorded straight-line plan named a nest's
+    output by the array's identity; `a = eqsat_red0` on a branch made two outputs one array,
+    and the plan read the temporary's slot, empty (None) where the other branch ran."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "never")
+    prog = tmp_program('''import numpy as np
+
+@program
+def p(A: f32["N", "N"], x: f32["N"], s: f32) -> tuple[f32["N"], f32["N"]]:
+    if s > 0:
+        a = np.sum(A, axis=0)
+        c = np.cumsum(x)
+    else:
+        a = A[0] * 2.0
+        c = x * s
+    return a, c + 0.0
+''')
+    A = np.array([[0.5, 1.0], [2.0, -3.0]], np.float32)
+    x = np.array([0.5, 1.0], np.float32)
+    plan = eqsat.optimize(prog, {"N": 2})
+    for s in (1.0, -1.0, 2.0, -2.0):
+        for g, w in zip(plan.run(A, x, s), eqsat.reference(prog, A, x, s)):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
