@@ -658,7 +658,7 @@ class _Parser:
         h = x[t]`) -- is a copy where nothing writes that memory (a copy reads the same), and
         refused where something does and the next iteration reads it."""
         base = _view_parts(val)[0]
-        if self.if_stack and self.memory.read_after(name, self.if_stack[-1]):
+        if self.if_stack and base != name and self.memory.read_after(name, self.if_stack[-1]):
             # bound on a branch and read after it: which memory the name holds there depends
             # on the branch taken, which a view (a second name fixed at compile time) cannot
             # say; a copy can, where it reads the same (`y = t` of a buffer the branch made)
