@@ -63,9 +63,9 @@ import numpy as np
 
 from . import aliases, lang, sections, slice_bounds
 from .hoisting import Hoisting as _Hoisting
+from .names import LIB, SCALAR
 from .reductions import METHODS, REDUCTIONS, Reductions
 
-LIB = "eqsat_lib_"  # prefix of the names eqsat binds to the language's functions
 # library functions that are the language's, by their object
 ALIASES = {np.transpose: "transpose", np.sqrt: "sqrt", np.exp: "exp", np.log: "log", np.tanh: "tanh", np.abs: "abs", np.fabs: "abs",
            np.maximum: "maximum", np.minimum: "minimum", math.sqrt: "sqrt", math.exp: "exp", math.log: "log",
@@ -925,7 +925,6 @@ def _number(e):
     return None
 
 
-SCALAR = "scalar"  # (`_Env.value_shape` of a number)
 
 
 def _same(a, b):

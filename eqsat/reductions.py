@@ -15,6 +15,7 @@ import numpy as np
 from . import desugar as _d
 from . import sections
 from .hoisting import Hoisting
+from .names import LIB, SCALAR
 
 
 REDUCTIONS = {np.sum: "sum", np.max: "max", np.amax: "max", np.min: "min", np.amin: "min", np.mean: "mean"}
@@ -61,9 +62,9 @@ class Reductions(Hoisting):
         if isinstance(x, ast.Subscript) and sections.is_mask(x.slice, self.env.masks):
             return self.reduce_selected(n, kind, x) if axis is None and not keepdims else n
         got = self.env.value_shape(x)
-        if got is _d.SCALAR and axis is None and not keepdims:
+        if got is SCALAR and axis is None and not keepdims:
             return x  # (numpy's sum, max, min, mean of a number: the number)
-        if got is None or got is _d.SCALAR or not got[1]:
+        if got is None or got is SCALAR or not got[1]:
             return n
         lead = []  # (a row `x[i]`: its elements are x[i, ...])
         elem_of = self._elements_of(x, got[0]) if sections.contains_section(x, self.env) else None
@@ -98,7 +99,7 @@ class Reductions(Hoisting):
             kind, x = f.attr, f.value
             axis = n.args[0] if n.args else kws.pop("axis", None)
         got = self.env.value_shape(x)
-        if kws or got is None or got is _d.SCALAR or not got[1] or self.guards:
+        if kws or got is None or got is SCALAR or not got[1] or self.guards:
             return n
         dims = got[0]
         axes = _d.reduced_axes(axis, len(dims)) if axis is not None or len(dims) == 1 else False
@@ -126,7 +127,7 @@ class Reductions(Hoisting):
         others = [d for d in range(len(dims)) if d != a]
         body = _nest([idx[d].id for d in others], [dims[d] for d in others], body)
         alloc = ast.Assign(targets=[ast.Name(id=out, ctx=ast.Store())], value=ast.Call(
-            func=ast.Name(id=_d.LIB + "zeros", ctx=ast.Load()),
+            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
             args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))
         self.env.shapes[out] = ([copy.deepcopy(d) for d in dims], True)
         self.place([alloc] + body, n)
@@ -150,7 +151,7 @@ class Reductions(Hoisting):
         kept = [d for d in range(len(dims)) if axis is not None and d not in axis]
         body = _nest([idx[d] for d in kept], [dims[d] for d in kept], body)
         alloc = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Call(
-            func=ast.Name(id=_d.LIB + "zeros", ctx=ast.Load()), args=[ast.Tuple(elts=shape, ctx=ast.Load())],
+            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()), args=[ast.Tuple(elts=shape, ctx=ast.Load())],
             keywords=[]))
         self.place([alloc] + body, n, init=1)
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
@@ -197,7 +198,7 @@ class Reductions(Hoisting):
         if kind in ("sum", "mean"):
             step = ast.BinOp(left=at(keep, ast.Load()), op=ast.Add(), right=elem)
         else:  # (numpy's: NaN propagates)
-            step = ast.Call(func=name(_d.LIB + ("maximum" if kind == "max" else "minimum")),
+            step = ast.Call(func=name(LIB + ("maximum" if kind == "max" else "minimum")),
                             args=[at(keep, ast.Load()), elem], keywords=[])
         stmts = []
         init = 1  # (what binds the result: the scalar, or the tensor and its first values)
@@ -205,7 +206,7 @@ class Reductions(Hoisting):
             self.env.shapes[acc] = ([copy.deepcopy(dims[d]) for d in keep], True)  # (`x.sum(axis=1).max()`)
             shape = ast.Tuple(elts=[copy.deepcopy(dims[d]) for d in keep], ctx=ast.Load())
             stmts.append(ast.Assign(targets=[name(acc, ast.Store())],
-                                    value=ast.Call(func=name(_d.LIB + "zeros"), args=[shape], keywords=[])))
+                                    value=ast.Call(func=name(LIB + "zeros"), args=[shape], keywords=[])))
             if start:
                 stmts += loops(keep, [ast.Assign(targets=[at(keep, ast.Store())], value=ast.Constant(start))])
                 init = 2
@@ -233,11 +234,11 @@ class Reductions(Hoisting):
         or min of none is -inf or inf, where numpy raises."""
         y, mask = x.value, x.slice
         got = self.env.value_shape(y) if isinstance(y, ast.Name) else None
-        if got is None or got is _d.SCALAR or not got[1] or self.guards:
+        if got is None or got is SCALAR or not got[1] or self.guards:
             return n
         dims = got[0]
         cond = self.env.condition_shape(mask)
-        if cond is None or cond is _d.SCALAR or not sections.same_dims(cond[0], dims):
+        if cond is None or cond is SCALAR or not sections.same_dims(cond[0], dims):
             return n
         acc = f"eqsat_red{self.count}"
         count = f"eqsat_red{self.count}_count"
@@ -255,7 +256,7 @@ class Reductions(Hoisting):
         if kind in ("sum", "mean"):
             step = ast.BinOp(left=acc_load, op=ast.Add(), right=elem)
         else:
-            step = ast.Call(func=ast.Name(id=_d.LIB + ("maximum" if kind == "max" else "minimum"), ctx=ast.Load()),
+            step = ast.Call(func=ast.Name(id=LIB + ("maximum" if kind == "max" else "minimum"), ctx=ast.Load()),
                             args=[acc_load, elem], keywords=[])
         body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=step)]
         start = {"sum": 0.0, "mean": 0.0, "max": -math.inf, "min": math.inf}[kind]

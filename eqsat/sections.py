@@ -26,6 +26,7 @@ import copy
 
 from . import aliases, lang
 from .hoisting import Hoisting
+from .names import LIB, SCALAR
 from .slice_bounds import affine, canonical, elts as _elts, minus as _minus, negative_constant, plus as _plus, \
     step as _step
 
@@ -185,8 +186,6 @@ class _Reordered(Section):
 def contains_section(e, env) -> bool:
     """Whether `e` reads a section, an outer product, np.flip or np.where of tensors (read
     element by element here)."""
-    from .desugar import SCALAR
-
     return any((isinstance(x, ast.Subscript) and parse(x, env) is not None) or outer_of(x, env) is not None or
                flips(x, env) or (is_where(x) and env.value_shape(x) not in (None, SCALAR)) or
                triangle_of(x, env) is not None for x in ast.walk(e))
@@ -219,8 +218,6 @@ def outer_of(e, env):
     """For `np.outer(u, v)` or `np.add.outer(u, v)` (multiply, subtract, divide, maximum,
     minimum alike) of vectors: `(x, y) -> syntax of x (op) y`; else None."""
     import numpy as np
-
-    from .desugar import LIB
 
     if not (isinstance(e, ast.Call) and len(e.args) == 2 and not e.keywords):
         return None
@@ -315,8 +312,6 @@ class Elements:
         before it appended to `pre`. `dims`, where given, are the extents of `use`'s axes:
         each operand's must be the same as the trailing ones (else numpy raises). Raises
         NotElementwise."""
-        from .desugar import SCALAR
-
         env = self.env
         if isinstance(e, ast.BinOp) and isinstance(e.op, _OPS):  # (its shape: its operands')
             return ast.BinOp(left=self.element(e.left, use, pre, dims), op=e.op,
@@ -401,8 +396,6 @@ class Elements:
 
     def product(self, e, use: list, pre: list):
         """Element `use` of `a @ b` (one or two axes each): an accumulator over the shared axis."""
-        from .desugar import SCALAR
-
         a, b = self.env.value_shape(e.left), self.env.value_shape(e.right)
         if a is None or b is None or a is SCALAR or b is SCALAR or not 1 <= len(a[0]) <= 2 or \
                 not 1 <= len(b[0]) <= 2 or not same_dims([a[0][-1]], [b[0][0]]):
@@ -444,8 +437,6 @@ class Elements:
 
     def compute(self, name: str, e, dims: list):
         """`name = zeros(dims)` and the loops storing each element of `e` into it."""
-        from .desugar import LIB
-
         shape = ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())
         alloc = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
                            value=ast.Call(func=ast.Name(id=LIB + "zeros", ctx=ast.Load()), args=[shape], keywords=[]))
@@ -470,8 +461,6 @@ def _root(v):
 def _viewing_call(v) -> bool:
     """A call numpy answers with a view of its first operand: transpose (renamed by
     desugar), flip (by name: a call of that name is taken as one, which errs on the safe side)."""
-    from .desugar import LIB
-
     if not (isinstance(v, ast.Call) and v.args):
         return False
     f = v.func
@@ -492,8 +481,6 @@ def _view_of(v, env):
     """Where `v` is built of names, slices, `.T`, transposes and flips only (a view in numpy)
     and holds a slice or a flip: the name whose memory it views; else None. (np.diag of a
     matrix is a view, of a vector a new matrix.)"""
-    from .desugar import SCALAR
-
     seen = False
     while True:
         if isinstance(v, ast.Name):
@@ -644,8 +631,6 @@ class Scalarize(Hoisting):
         (`t[k]`: `A[N - 1 - k]`). Only where t is bound once, A not bound again, the view's
         bounds read nothing but sizes and the loop variables around it, and no use is
         another form (a part of t: `t[1:]`, `t[i]` of a matrix)."""
-        from .desugar import SCALAR
-
         if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)):
             return False
         name, v = s.targets[0].id, s.value
@@ -781,8 +766,6 @@ class Scalarize(Hoisting):
             # tensor's own shape, at the elements the section names (its shape is known and
             # never negative; the section's may depend on a loop or be empty)
             tmp = el.fresh("val")
-            from .desugar import LIB
-
             shape = ast.Tuple(elts=[copy.deepcopy(d) for d in self.env.shapes[sec.base][0]], ctx=ast.Load())
             alloc = ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())],
                                value=ast.Call(func=ast.Name(id=LIB + "zeros", ctx=ast.Load()), args=[shape],
@@ -808,8 +791,6 @@ class Scalarize(Hoisting):
         loop nest storing v where the mask holds. numpy evaluates both before it stores: the mask is read at the
         element it decides where it reads x only at that element (its own value, before it
         is stored), else computed whole first; v, where it reads x, is computed first."""
-        from .desugar import SCALAR
-
         x = target.value
         if not isinstance(x, ast.Name) or x.id not in self.env.shapes:
             return None
@@ -877,8 +858,6 @@ class Scalarize(Hoisting):
         try:
             if not whole:
                 return first + el.loops(dims, body)
-            from .desugar import LIB
-
             flag = el.fresh("mask")
             alloc = ast.Assign(targets=[ast.Name(id=flag, ctx=ast.Store())], value=ast.Call(
                 func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
@@ -905,8 +884,6 @@ class Scalarize(Hoisting):
         """`value` with its dot products over slices (`np.dot(a[1:], a[1:])`) computed before
         the statement, as numpy computes them before it stores anything (read element by
         element, they would be recomputed for every element, after some were stored)."""
-        from .desugar import SCALAR
-
         class Dots(ast.NodeTransformer):
             def visit_BinOp(inner, n):
                 if isinstance(n.op, ast.MatMult) and contains_section(n, self.env) and \
@@ -947,8 +924,6 @@ class Scalarize(Hoisting):
 
     def bind(self, s, name: str, value):
         """`name = value` over sections: a new buffer holding every element of `value`."""
-        from .desugar import SCALAR
-
         got = self.env.value_shape(value)
         if got is None or got is SCALAR or not got[0] or not got[1]:
             return None
@@ -1003,8 +978,6 @@ class Scalarize(Hoisting):
         no loop moves: they are copied into buffers first, so that the product stays one
         library call (read element by element, it is an accumulator loop at shifted
         indices, which is no matmul)."""
-        from .desugar import SCALAR
-
         if not (isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult)):
             return False
         got = self.env.value_shape(e)
@@ -1019,8 +992,6 @@ class Scalarize(Hoisting):
 
     def visit_BinOp(self, n):
         if isinstance(n.op, ast.MatMult) and contains_section(n, self.env):
-            from .desugar import SCALAR
-
             got = self.env.value_shape(n)
             try:
                 if got is SCALAR:  # `u @ v`: a number
@@ -1049,8 +1020,6 @@ class Scalarize(Hoisting):
     def _whole(self, n):
         """A tensor expression read element by element (an outer product, a flip, np.where,
         ...): computed into a buffer before the statement, where its shape is known."""
-        from .desugar import SCALAR
-
         got = self.env.value_shape(n)
         if got is not None and got is not SCALAR and got[1] and got[0]:
             try:
