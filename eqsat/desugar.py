@@ -137,7 +137,6 @@ class _Env(ast.NodeTransformer):
         self.int_locals: set = set()  # names bound once to an integer expression
         self.size_locals: dict = {}  # those of them bound to an expression of sizes: name -> it
         self.masks: set = set()  # names bound to a mask of tensors (`_bind_mask`)
-        self.parents = {c: x for x in ast.walk(fdef) for c in ast.iter_child_nodes(x)}
         self.memory = aliases.Memory(fdef, lambda call: True)  # (every call's result a view: safe here)
         self.not_scalars: set = set()
         self.sizes = sizes
@@ -523,13 +522,13 @@ class _Env(ast.NodeTransformer):
         if not (isinstance(t, ast.Name) and self.stores.get(t.id) == 1 and isinstance(v, ast.Subscript) and
                 isinstance(v.value, ast.Name) and sections.is_mask(v.slice, self.masks)):
             return False
-        block = next((b for b in (getattr(self.parents.get(n), f, None) for f in ("body", "orelse"))
+        block = next((b for b in (getattr(self.memory.parent.get(n), f, None) for f in ("body", "orelse"))
                       if isinstance(b, list) and any(x is n for x in b)), None)
         if block is None:
             return False
         rest = block[[i for i, x in enumerate(block) if x is n][0] + 1:]
         reads = [x for st in rest for x in ast.walk(st) if isinstance(x, ast.Name) and x.id == t.id]
-        everywhere = sum(1 for x in ast.walk(self.parents.get(n)) if isinstance(x, ast.Name) and x.id == t.id)
+        everywhere = sum(1 for x in ast.walk(self.memory.parent.get(n)) if isinstance(x, ast.Name) and x.id == t.id)
         if not reads or len(reads) + 1 != everywhere or not all(self._reduced(x) for x in reads):
             return False
         # nothing between the binding and the last read writes the memory y[m] reads
@@ -539,7 +538,7 @@ class _Env(ast.NodeTransformer):
                                                x.id in mem) for st in rest[:last + 1] for x in ast.walk(st)):
             return False
         for x in reads:
-            up = self.parents[x]
+            up = self.memory.parent[x]
             if isinstance(up, ast.Attribute):
                 up.value = copy.deepcopy(v)
             else:
@@ -549,9 +548,9 @@ class _Env(ast.NodeTransformer):
     def _reduced(self, x) -> bool:
         """Whether load `x` is the operand of a reduction over all its elements (`np.sum(x)`,
         `x.mean()`)."""
-        up = self.parents.get(x)
+        up = self.memory.parent.get(x)
         if isinstance(up, ast.Attribute) and up.value is x and up.attr in METHODS:
-            call = self.parents.get(up)
+            call = self.memory.parent.get(up)
             return isinstance(call, ast.Call) and call.func is up and not call.args and not call.keywords
         return isinstance(up, ast.Call) and len(up.args) == 1 and up.args[0] is x and not up.keywords and \
             self.callee(up.func) in REDUCTIONS

@@ -56,6 +56,17 @@ from .parallel import parallel_work
 AUG = {"+": "Sc.add", "*": "Sc.mul", "/": "Sc.div"}  # an augmented assignment's combining op
 
 
+def _call(e: Call, term) -> Node:
+    """The term of a call, `term(arg)` of each argument: builtin max and min, or one of the
+    language's functions; a function with no term (`lang.NO_TERM`) keeps its nest as written."""
+    if e.fn in lang.NO_TERM:
+        raise NotFunctional(f"`{e.fn}` has no term here; the nest runs as written")
+    args = [term(a) for a in e.args]
+    if e.fn in ("max", "min"):
+        return Node(f"Sc.{e.fn}", *args)
+    return Node("Sc.fn", e.fn, args[0])
+
+
 def _binop(e: Bin) -> str:
     op = {"+": "Sc.add", "-": "Sc.sub", "*": "Sc.mul", "/": "Sc.div"}.get(e.op)
     if op is None:  # `//`, `%`, `**` by a non-integer: no term; the nest runs as written
@@ -311,12 +322,7 @@ class _Lowerer:
                 return T.lit(float(self.dims[e.name]))
             return Node("Sc.idx", self.ix(("name", e.name), ctx.loopvars, e.loc))
         if isinstance(e, Call):
-            if e.fn in lang.NO_TERM:
-                raise NotFunctional(f"`{e.fn}` has no term here; the nest runs as written")
-            args = [self.scalar(a, ctx) for a in e.args]
-            if e.fn in ("max", "min"):
-                return Node(f"Sc.{e.fn}", *args)
-            return Node("Sc.fn", e.fn, args[0])
+            return _call(e, lambda a: self.scalar(a, ctx))
         if isinstance(e, Select):
             return _select(e.cond, lambda x: self.scalar(x, ctx), self.scalar(e.a, ctx), self.scalar(e.b, ctx))
         if isinstance(e, MatMul):  # a dot product of two vectors
@@ -360,12 +366,7 @@ class _Lowerer:
         if isinstance(e, Bin):
             return T.binop(_binop(e), self.elem(e.a, my, ctx), self.elem(e.b, my, ctx))
         if isinstance(e, Call):
-            if e.fn in lang.NO_TERM:
-                raise NotFunctional(f"`{e.fn}` has no term here; the nest runs as written")
-            args = [self.elem(a, my, ctx) for a in e.args]
-            if e.fn in ("max", "min"):
-                return Node(f"Sc.{e.fn}", *args)
-            return Node("Sc.fn", e.fn, args[0])
+            return _call(e, lambda a: self.elem(a, my, ctx))
         if isinstance(e, Select):
             return _select(e.cond, lambda x: self.elem(x, my, ctx), self.elem(e.a, my, ctx), self.elem(e.b, my, ctx))
         if isinstance(e, MatMul) and _with_vector(e):
