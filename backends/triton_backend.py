@@ -424,25 +424,32 @@ def source(plan, precision: str = "tf32", dot16=DOT16, kernels: list | None = No
 
 
 def _ensure_triton():
-    """Import triton, through its interpreter when there is no CUDA device."""
+    """Import triton, through its interpreter when there is no CUDA device (also where the
+    caller imported triton first: Triton reads TRITON_INTERPRET when a kernel is defined)."""
     import importlib.util
-    import sys
 
-    if "triton" not in sys.modules:
-        cuda = False
-        try:
-            import torch
-
-            cuda = torch.cuda.is_available()
-        except ImportError as e:
-            raise RuntimeError("the triton backend needs torch (pip install torch==2.13.0)") from e
-        if not cuda:
-            os.environ.setdefault("TRITON_INTERPRET", "1")
+    try:
+        import torch
+    except ImportError as e:
+        raise RuntimeError("the triton backend needs torch (pip install torch==2.13.0)") from e
+    if not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
     if importlib.util.find_spec("triton") is None:
         raise RuntimeError("the triton backend needs triton (pip install triton)")
-    import triton  # noqa: F401
+    import triton.language as tl
 
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    interpret = os.environ.get("TRITON_INTERPRET") == "1"
+    if interpret and not _interpreter_function(tl.zeros):
+        # triton was imported before TRITON_INTERPRET was set: its own library functions are
+        # compiled ones, which the interpreter cannot call
+        raise RuntimeError("the triton backend runs Triton's interpreter here (no CUDA device), and triton "
+                           "was imported before that was chosen; set TRITON_INTERPRET=1 in the environment, "
+                           "or run a plan with backend='triton' before importing triton yourself")
+    return interpret
+
+
+def _interpreter_function(fn) -> bool:
+    return type(fn).__name__ == "InterpretedFunction"
 
 
 def _cache_dir() -> str:

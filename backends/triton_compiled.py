@@ -150,9 +150,19 @@ class TritonCompiled:
     def _launch_tuned(self, g, fn, out, call):
         """Launch a matmul kernel with its config for this shape, tuned on first use (the
         timed launches each write all of `out`; the chosen config then writes it once more)."""
-        key = (g.name, g.shape, tuple(str(a.dtype) for a in call if isinstance(a, self.torch.Tensor)), self.precision)
-        cfg = self.tuner.config(key, lambda c: fn[c.grid(*g.gemm_size)](out, *call, **c.launch))
+        dtypes = tuple(str(a.dtype) for a in call if isinstance(a, self.torch.Tensor))
+        key = (g.name, g.shape, dtypes, self.precision)
+        strides = tuple(x for x in call if type(x) is int)  # (scalar parameters are floats)
+        shared = tuning.launch_key(self._device_name(), g.source, g.name, (*g.gemm_size, *g.shape),
+                                   (*strides, *dtypes), self.precision)
+        cfg = self.tuner.config(key, lambda c: fn[c.grid(*g.gemm_size)](out, *call, **c.launch), shared)
         fn[cfg.grid(*g.gemm_size)](out, *call, **cfg.launch)
+
+    def _device_name(self) -> str:
+        torch = self.torch
+        if self.device == "cuda":
+            return torch.cuda.get_device_name()
+        return "no GPU (Triton's interpreter)"
 
     def _torch_dtype(self, dtype):
         return {"f32": self.torch.float32, "f16": self.torch.float16, "bf16": self.torch.bfloat16}[dtype.name]

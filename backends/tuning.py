@@ -15,11 +15,20 @@ The policy, in one place:
   Relaunching is harmless: a kernel writes only its own fresh output, every element once.
   A config that does not compile or launch on this GPU (too much shared memory) is
   skipped; if none runs, `DEFAULT`. `EQSAT_TRITON_TUNE=0` turns tuning off.
+- A tuned choice is kept for every runner of the process and on disk (`TuningCache`), under
+  what decides a launch's speed: the GPU's name, Triton's version, the kernel's source (its
+  name aside), its sizes, the strides and dtypes of its operands and the dot precision. So
+  a second plan of the same program, or the same program in a later process, times nothing
+  (on an H100, tuning took 35-65 s on a PolyBench program's first call with 16 processes
+  compiling at once). The file is `EQSAT_TUNING_CACHE` (a path; `off`: the process only),
+  by default `~/.cache/eqsat/triton_tuning.json`; an unreadable or corrupt file is tuned
+  over, and one that cannot be written leaves the choices in the process.
 
 `TritonCompiled.configs` shows what each matmul kernel used and why, with the timings.
 """
 from __future__ import annotations
 
+import json
 import os
 import threading
 from dataclasses import dataclass, field
@@ -128,19 +137,110 @@ def choose(configs, launch: Callable, timer: Callable = bench_ms) -> Choice:
     return Choice(best, True, f"fastest of {len(times)} configs on this GPU ({times[best]:.3f} ms{base})", notes)
 
 
-class Tuner:
-    """The configs chosen for one compiled runner, per (kernel, shape, dtypes, precision)."""
+def cache_path() -> str | None:
+    """Where tuned choices are kept between processes (None: in the process only)."""
+    path = os.environ.get("EQSAT_TUNING_CACHE")
+    if path is not None:
+        return None if path.strip().lower() in ("", "0", "off", "none") else path
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(home, "eqsat", "triton_tuning.json")
 
-    def __init__(self, on: bool | None = None, timer: Callable = bench_ms, configs=CONFIGS):
+
+class TuningCache:
+    """Tuned choices by launch key (a string: `launch_key`), for the whole process and,
+    where `path` is set, in a JSON file that every process reads once and merges into when
+    it tunes something new (written whole to a temporary file, then renamed over it)."""
+
+    def __init__(self, path: str | None):
+        self.path = path
+        self.entries: dict = {}  # launch key -> Choice
+        self._loaded = False
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Choice | None:
+        with self._lock:
+            if not self._loaded:
+                self._loaded = True
+                for k, c in self._read().items():
+                    self.entries.setdefault(k, c)
+            return self.entries.get(key)
+
+    def put(self, key: str, choice: Choice) -> None:
+        with self._lock:
+            self.entries[key] = choice
+            if self.path is None or not choice.tuned:
+                return
+            merged = {**self._read(), key: choice}
+            try:
+                os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+                tmp = f"{self.path}.{os.getpid()}.{threading.get_ident()}.tmp"
+                with open(tmp, "w") as f:
+                    json.dump({k: _as_json(c) for k, c in merged.items()}, f, indent=0, sort_keys=True)
+                os.replace(tmp, self.path)
+            except OSError:  # (a read-only home: the choice stays in this process)
+                pass
+
+    def _read(self) -> dict:
+        if self.path is None:
+            return {}
+        try:
+            with open(self.path) as f:
+                raw = json.load(f)
+            return {k: _from_json(v) for k, v in raw.items()}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):  # none yet, or not ours
+            return {}
+
+
+def _as_json(c: Choice) -> dict:
+    x = c.config
+    return {"config": [x.block_m, x.block_n, x.block_k, x.num_warps, x.num_stages], "why": c.why,
+            "timings_ms": c.timings_ms}
+
+
+def _from_json(v: dict) -> Choice:
+    return Choice(Config(*(int(n) for n in v["config"])), True, str(v["why"]), dict(v.get("timings_ms", {})))
+
+
+_SHARED: list = []  # the process's TuningCache, made on first use (`shared_cache`)
+
+
+def shared_cache() -> TuningCache:
+    """The process's cache of tuned choices, at `cache_path()` as it was on first use."""
+    if not _SHARED:
+        _SHARED.append(TuningCache(cache_path()))
+    return _SHARED[0]
+
+
+def launch_key(device: str, source: str, name: str, sizes: tuple, layout: tuple, precision: str) -> str:
+    """What decides a matmul launch's speed, as one string: the GPU, Triton's version, the
+    kernel's source with its name taken out (`k0_matmul` of one plan is `k2_matmul` of
+    another), its sizes, its operands' strides and dtypes, the dot precision."""
+    import hashlib
+
+    import triton
+
+    digest = hashlib.sha256(source.replace(name, "KERNEL").encode()).hexdigest()[:24]
+    return json.dumps([device, triton.__version__, digest, list(sizes), list(layout), precision])
+
+
+class Tuner:
+    """The configs chosen for one compiled runner, per (kernel, shape, dtypes, precision);
+    tuned choices are shared through `cache` (the process's `shared_cache()` by default)
+    under each launch's `launch_key`."""
+
+    def __init__(self, on: bool | None = None, timer: Callable = bench_ms, configs=CONFIGS,
+                 cache: TuningCache | None = None):
         self.on = enabled() if on is None else on
         self.timer = timer
         self.configs = tuple(configs)
+        self.cache = cache
         self.choices: dict = {}  # key -> Choice
         self._lock = threading.Lock()
 
-    def config(self, key: tuple, launch: Callable) -> Config:
+    def config(self, key: tuple, launch: Callable, shared: str | None = None) -> Config:
         """The config for `key` (its first element the kernel's name), tuned with
-        `launch(config)` on first use when tuning is on; DEFAULT when it is off."""
+        `launch(config)` on first use when tuning is on (or taken from the cache, where an
+        earlier runner tuned the launch `shared`); DEFAULT when it is off."""
         if not self.on:
             return DEFAULT
         got = self.choices.get(key)
@@ -148,7 +248,15 @@ class Tuner:
             with self._lock:  # one tuning per key, whichever thread gets there first
                 got = self.choices.get(key)
                 if got is None:
-                    got = self.choices[key] = choose(self.configs, launch, self.timer)
+                    cache = self.cache if self.cache is not None else shared_cache()
+                    kept = None if shared is None else cache.get(shared)
+                    if kept is not None:
+                        got = Choice(kept.config, True, f"tuned earlier on this GPU: {kept.why}", kept.timings_ms)
+                    else:
+                        got = choose(self.configs, launch, self.timer)
+                        if shared is not None:
+                            cache.put(shared, got)
+                    self.choices[key] = got
         return got.config
 
     def choice(self, kernel: str) -> Choice:

@@ -8,8 +8,10 @@ import pytest
 
 import eqsat
 from conftest import CORPUS, load_case, random_args, rel_err
-from eqsat.backends import registry, tuning
+from eqsat.backends import registry, triton_backend, tuning
 from eqsat.backends.tuning import CONFIGS, DEFAULT, Config
+
+triton_backend._ensure_triton()  # (before a test imports triton itself: its interpreter is chosen at import)
 
 pytestmark = pytest.mark.skipif(tuning.enabled(), reason="checks the path taken without a CUDA device")
 
@@ -74,6 +76,23 @@ def test_tuning_turned_off_on_a_gpu(monkeypatch):
     assert not tuning.enabled()
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Each test its own cache of tuned choices: a file of its own, a fresh process cache."""
+    path = tmp_path / "tuning.json"
+    monkeypatch.setenv("EQSAT_TUNING_CACHE", str(path))
+    monkeypatch.setattr(tuning, "_SHARED", [])
+    return path
+
+
+def _recording(ran: list, ms: dict):
+    """A tuner on the GPU's path whose timed launches are noted in `ran`."""
+    class Recording(tuning.Tuner):
+        def config(self, key, launch, shared=None):
+            return super().config(key, lambda c: (ran.append(c), launch(c)), shared)
+    return Recording(on=True, timer=_fake_timer(ms, ran))
+
+
 def _fake_timer(ms: dict, ran: list):
     """A timer that runs the launch once and returns the time `ms` gives its config."""
     def timer(fn):
@@ -125,8 +144,8 @@ def test_the_tuned_path_launches_the_chosen_config_and_keeps_it():
     ran = []
 
     class Recording(tuning.Tuner):  # notes which config each timed launch runs
-        def config(self, key, launch):
-            return super().config(key, lambda c: (ran.append(c), launch(c)))
+        def config(self, key, launch, shared=None):
+            return super().config(key, lambda c: (ran.append(c), launch(c)), shared)
 
     mod, prog, plan = _plan()
     runner = plan.compiled("triton")
@@ -141,3 +160,87 @@ def test_the_tuned_path_launches_the_chosen_config_and_keeps_it():
     assert key == ("k0_matmul", (100, 70), ("torch.float32",) * 4, "ieee")
     assert rel_err(runner(tuple(args)), mod.truth(*args)) < 1e-4
     assert ran == list(CONFIGS)  # kept: not tuned again
+
+
+def test_a_tuned_launch_is_kept_for_other_plans_and_later_processes(own_cache, monkeypatch):
+    """A second plan of the same program times nothing (the process's cache), nor does a
+    later process (the file); a corrupt file is tuned over and rewritten; `off` keeps the
+    choices in the process."""
+    import json
+
+    ran = []
+    want = CONFIGS[4]
+    mod, prog, plan = _plan()
+    args = random_args(prog, SHAPES, 3)
+
+    def run_fresh_plan():
+        runner = eqsat.optimize(prog, SHAPES).compiled("triton")
+        runner.tuner = _recording(ran, {str(want): 0.1})
+        assert rel_err(runner(tuple(args)), mod.truth(*args)) < 1e-4
+        (choice,) = runner.configs.values()
+        return choice
+
+    first = run_fresh_plan()
+    assert ran == list(CONFIGS) and first.config == want and first.tuned
+    (entry,) = json.loads(own_cache.read_text()).values()
+    assert entry["config"] == [want.block_m, want.block_n, want.block_k, want.num_warps, want.num_stages]
+
+    again = run_fresh_plan()  # another plan, this process
+    assert len(ran) == len(CONFIGS) and again.config == want and again.why.startswith("tuned earlier")
+
+    monkeypatch.setattr(tuning, "_SHARED", [])  # a later process: only the file
+    later = run_fresh_plan()
+    assert len(ran) == len(CONFIGS) and later.config == want and "0.100 ms" in later.why
+
+    own_cache.write_text("{not json")
+    monkeypatch.setattr(tuning, "_SHARED", [])
+    assert run_fresh_plan().config == want and len(ran) == 2 * len(CONFIGS)  # tuned over
+    assert len(json.loads(own_cache.read_text())) == 1
+
+    monkeypatch.setenv("EQSAT_TUNING_CACHE", "off")
+    monkeypatch.setattr(tuning, "_SHARED", [])
+    own_cache.unlink()
+    assert tuning.cache_path() is None
+    run_fresh_plan()
+    run_fresh_plan()
+    assert len(ran) == 3 * len(CONFIGS) and not own_cache.exists()
+
+
+def test_the_launch_key_tells_apart_what_changes_a_launch():
+    key = tuning.launch_key
+    base = key("H100", "def k0_matmul(x): pass", "k0_matmul", (64, 64, 1), (1, 64), "tf32")
+    assert base == key("H100", "def k3_matmul(x): pass", "k3_matmul", (64, 64, 1), (1, 64), "tf32")  # the name aside
+    for other in (key("A100", "def k0_matmul(x): pass", "k0_matmul", (64, 64, 1), (1, 64), "tf32"),
+                  key("H100", "def k0_matmul(y): pass", "k0_matmul", (64, 64, 1), (1, 64), "tf32"),
+                  key("H100", "def k0_matmul(x): pass", "k0_matmul", (64, 32, 1), (1, 64), "tf32"),
+                  key("H100", "def k0_matmul(x): pass", "k0_matmul", (64, 64, 1), (64, 1), "tf32"),
+                  key("H100", "def k0_matmul(x): pass", "k0_matmul", (64, 64, 1), (1, 64), "ieee")):
+        assert other != base
+
+
+def test_triton_imported_first_gives_a_clear_error(tmp_path):
+    """Without a CUDA device the backend runs Triton's interpreter, which Triton chooses when
+    it is imported: a caller who imported triton first gets an error that says what to do,
+    not a failure inside a kernel (or a CUDA call on a machine without CUDA)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "first.py"
+    script.write_text(
+        "import os, sys\n"
+        "os.environ.pop('TRITON_INTERPRET', None)\n"
+        "import triton\n"
+        f"sys.path[:0] = [{str(Path(__file__).parent)!r}]\n"
+        "import numpy as np, eqsat\n"
+        "from conftest import CORPUS, load_case, random_args\n"
+        "mod, prog = load_case(CORPUS / 'residual_gelu.py')\n"
+        "shapes = {'M': 4, 'N': 4, 'K': 4}\n"
+        "plan = eqsat.optimize(prog, shapes)\n"
+        "try:\n"
+        "    plan.run(*random_args(prog, shapes, 0), backend='triton')\n"
+        "except RuntimeError as e:\n"
+        "    print('ERROR', e)\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert "ERROR" in out.stdout and "set TRITON_INTERPRET=1" in out.stdout, out.stdout + out.stderr[-2000:]
