@@ -390,6 +390,7 @@ class Kernel:
             f"{val} + tl.zeros((BLOCK_M, BLOCK_N), tl.float32), mask=mask)"]
         self.source = "\n".join(lines)
         self.gemm_size = (M, N, batch)
+        self.flops = 2 * M * N * int(K) * batch
         self.grid = DEFAULT.grid(M, N, batch)
         self.meta = DEFAULT.meta
 

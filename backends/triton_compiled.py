@@ -155,7 +155,7 @@ class TritonCompiled:
         strides = tuple(x for x in call if type(x) is int)  # (scalar parameters are floats)
         shared = tuning.launch_key(self._device_name(), g.source, g.name, (*g.gemm_size, *g.shape),
                                    (*strides, *dtypes), self.precision)
-        cfg = self.tuner.config(key, lambda c: fn[c.grid(*g.gemm_size)](out, *call, **c.launch), shared)
+        cfg = self.tuner.config(key, lambda c: fn[c.grid(*g.gemm_size)](out, *call, **c.launch), shared, g.flops)
         fn[cfg.grid(*g.gemm_size)](out, *call, **cfg.launch)
 
     def _device_name(self) -> str:

@@ -15,6 +15,8 @@ The policy, in one place:
   Relaunching is harmless: a kernel writes only its own fresh output, every element once.
   A config that does not compile or launch on this GPU (too much shared memory) is
   skipped; if none runs, `DEFAULT`. `EQSAT_TRITON_TUNE=0` turns tuning off.
+- Only products of at least `MIN_TUNE_FLOPS` are tuned: compiling the 10 configs took
+  11-24 s a corpus program on an H100 (one process), for kernels of microseconds.
 - A tuned choice is kept for every runner of the process and on disk (`TuningCache`), under
   what decides a launch's speed: the GPU's name, Triton's version, the kernel's source (its
   name aside), its sizes, the strides and dtypes of its operands and the dot precision. So
@@ -90,6 +92,11 @@ CONFIGS = (
     Config(64, 64, 64, num_warps=4, num_stages=4),
     Config(32, 64, 32, num_warps=4, num_stages=4),
 )
+
+
+# 2·M·N·K·batch below which a matmul launch keeps DEFAULT untuned (BERT's 2048x768x768
+# projection, 2.4e9, is tuned: its tile mattered there, 0.020 against 0.058 ms)
+MIN_TUNE_FLOPS = 2 ** 30
 
 
 @dataclass(frozen=True)
@@ -229,24 +236,29 @@ class Tuner:
     under each launch's `launch_key`."""
 
     def __init__(self, on: bool | None = None, timer: Callable = bench_ms, configs=CONFIGS,
-                 cache: TuningCache | None = None):
+                 cache: TuningCache | None = None, min_flops: float = MIN_TUNE_FLOPS):
         self.on = enabled() if on is None else on
+        self.min_flops = min_flops
         self.timer = timer
         self.configs = tuple(configs)
         self.cache = cache
         self.choices: dict = {}  # key -> Choice
         self._lock = threading.Lock()
 
-    def config(self, key: tuple, launch: Callable, shared: str | None = None) -> Config:
+    def config(self, key: tuple, launch: Callable, shared: str | None = None, flops: float | None = None) -> Config:
         """The config for `key` (its first element the kernel's name), tuned with
         `launch(config)` on first use when tuning is on (or taken from the cache, where an
-        earlier runner tuned the launch `shared`); DEFAULT when it is off."""
+        earlier runner tuned the launch `shared`); DEFAULT when it is off, or when the
+        product's `flops` are below `min_flops`."""
         if not self.on:
             return DEFAULT
         got = self.choices.get(key)
         if got is None:
             with self._lock:  # one tuning per key, whichever thread gets there first
                 got = self.choices.get(key)
+                if got is None and flops is not None and flops < self.min_flops:
+                    got = self.choices[key] = Choice(
+                        DEFAULT, False, f"default: {flops:.3g} flops, below the {self.min_flops:.3g} worth tuning")
                 if got is None:
                     cache = self.cache if self.cache is not None else shared_cache()
                     kept = None if shared is None else cache.get(shared)

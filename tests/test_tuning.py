@@ -88,9 +88,9 @@ def own_cache(tmp_path, monkeypatch):
 def _recording(ran: list, ms: dict):
     """A tuner on the GPU's path whose timed launches are noted in `ran`."""
     class Recording(tuning.Tuner):
-        def config(self, key, launch, shared=None):
-            return super().config(key, lambda c: (ran.append(c), launch(c)), shared)
-    return Recording(on=True, timer=_fake_timer(ms, ran))
+        def config(self, key, launch, shared=None, flops=None):
+            return super().config(key, lambda c: (ran.append(c), launch(c)), shared, flops)
+    return Recording(on=True, timer=_fake_timer(ms, ran), min_flops=0)
 
 
 def _fake_timer(ms: dict, ran: list):
@@ -144,13 +144,13 @@ def test_the_tuned_path_launches_the_chosen_config_and_keeps_it():
     ran = []
 
     class Recording(tuning.Tuner):  # notes which config each timed launch runs
-        def config(self, key, launch, shared=None):
-            return super().config(key, lambda c: (ran.append(c), launch(c)), shared)
+        def config(self, key, launch, shared=None, flops=None):
+            return super().config(key, lambda c: (ran.append(c), launch(c)), shared, flops)
 
     mod, prog, plan = _plan()
     runner = plan.compiled("triton")
     want = CONFIGS[-1]
-    runner.tuner = Recording(on=True, timer=_fake_timer({str(want): 0.1}, ran))
+    runner.tuner = Recording(on=True, timer=_fake_timer({str(want): 0.1}, ran), min_flops=0)
     args = random_args(prog, SHAPES, 2)
     assert rel_err(runner(tuple(args)), mod.truth(*args)) < 1e-4
     assert ran == list(CONFIGS)
@@ -244,3 +244,16 @@ def test_triton_imported_first_gives_a_clear_error(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
     assert "ERROR" in out.stdout and "set TRITON_INTERPRET=1" in out.stdout, out.stdout + out.stderr[-2000:]
+
+
+def test_a_small_product_keeps_the_default_untuned():
+    """Tuning compiles every config (seconds); a product of microseconds keeps DEFAULT."""
+    ran = []
+    mod, prog, plan = _plan()
+    runner = plan.compiled("triton")
+    runner.tuner = tuning.Tuner(on=True, timer=_fake_timer({}, ran))  # the default threshold
+    args = random_args(prog, SHAPES, 4)
+    assert rel_err(runner(tuple(args)), mod.truth(*args)) < 1e-4
+    (choice,) = runner.configs.values()
+    assert ran == [] and choice.config == DEFAULT and not choice.tuned and "worth tuning" in choice.why
+    assert 2 * 100 * 70 * 40 < tuning.MIN_TUNE_FLOPS
