@@ -1070,9 +1070,16 @@ class _NestRun:
             if cur is None or cur[1].free != tuple(self.open):
                 raise NotFunctional(f"{s.name!r} is updated inside a reduction loop it is not reduced over")
             # set earlier in this same iteration (`v = x[i, j]` then `v = max(v, -1.0)`): an
-            # update of a private value, read from that assignment (a claim isl checks)
-            value = Bin(s.loc, s.aug_op, Ref(s.loc, s.name), s.value) if s.aug else s.value
-            self.scal[s.name] = (self.low.scalar(value, ctx), Source(s, s.name, tuple(self.open)))
+            # update of a private value, read from that assignment (a claim isl checks; an
+            # augmented update's read is the statement's own "aug" read, as in `assign`)
+            if s.aug:
+                term, src = self._entry(self.scal, s.name)
+                if s.name in self.written:
+                    self.checks.append((s, "aug", src, None))
+                value = T.binop(AUG[s.aug_op], term, self.low.scalar(s.value, ctx))
+            else:
+                value = self.low.scalar(s.value, ctx)
+            self.scal[s.name] = (value, Source(s, s.name, tuple(self.open)))
             return
         self.scal[s.name] = (self.low.scalar(s.value, ctx), Source(s, s.name, tuple(self.open)))
 

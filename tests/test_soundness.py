@@ -693,6 +693,32 @@ def p(A: f32["N", "N"], B: f32["N", "N"]) -> tuple[f32["N", "N"], f32["N", "N"]]
     A[0, :], A[1, :] = A[1, :] * 1.0, A[0, :]
     return A, B
 ''', {"N": 3}),
+    # a probe's (U, 2026-11-26): inside a loop that is a reduction (`b[0] += ...` over i), a
+    # scalar set and then updated in place (`s -= 2.0`): its update read `s` through a
+    # reference made for it, unknown to the dataflow check (KeyError in optimize)
+    "augmented_private_in_a_reduction_loop": ('''
+@program
+def p(x: f32["N"]) -> tuple[f32["N"], f32]:
+    b = zeros((N,))
+    t = 0.0
+    for i in range(N):
+        s = x[i]
+        s -= 2.0
+        s *= x[i]
+        b[0] += 1.0
+        t += s
+    return b, t
+''', {"N": 3}),
+    "augmented_private_in_a_reduction_loop_alone": ('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    b = zeros((N,))
+    for i in range(N):
+        s = 1.0
+        s -= 2.0
+        b[0] += 1.0
+    return b
+''', {"N": 3}),
     # a triangular loop widened to its hull assigns `w2` under the bound's condition: the
     # predicated form reads w2 before any assignment
     "predicated_first_assignment": ('''
