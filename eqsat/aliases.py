@@ -186,13 +186,22 @@ class Memory:
                 out.append(node)
         return out
 
-    def read_after(self, name: str, node) -> bool:
+    def read_after(self, name: str, node, bound_at=None) -> bool:
         """Whether `name` is read after statement `node` ends (later in the function, or
-        anywhere in a loop around it: the next iteration)."""
+        anywhere in a loop around it: the next iteration). `bound_at`: a statement of one of
+        `node`'s branches (`node` an `if`) that binds `name`; the reads in the statements after
+        it in that branch see that binding, in every iteration, and do not count."""
         end = (node.end_lineno, node.end_col_offset)
         inside = {id(x) for loop in self._loops_around(node) for x in ast.walk(loop)}
+        dominated: set = set()
+        if bound_at is not None and isinstance(node, ast.If):
+            for branch in (node.body, node.orelse):
+                k = next((i for i, s in enumerate(branch) if s is bound_at), None)
+                if k is not None:
+                    dominated = {id(x) for s in branch[k + 1:] for x in ast.walk(s)}
         return any(isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Load) and
-                   ((x.lineno, x.col_offset) > end or id(x) in inside) for x in ast.walk(self.root))
+                   ((x.lineno, x.col_offset) > end or id(x) in inside) and id(x) not in dominated
+                   for x in ast.walk(self.root))
 
     def written_after(self, name: str, stmt) -> bool:
         """Whether a statement after `stmt` (later in the function, or anywhere in a loop

@@ -50,6 +50,8 @@ class _Parser:
         self.tree = ast.parse(src)
         if isinstance(self.tree.body[0], ast.If):
             self.tree.body = self.tree.body[0].body
+        for node in self.tree.body:  # (the passes over the tree name lines in their messages)
+            node.eqsat_first_line = self.first
         self.globals = fn.__globals__
         self.constants: dict = {}  # module-level constants read, as read (`Program.current`)
         self.sym: dict[str, tuple] = {}  # name -> (kind, type)
@@ -658,14 +660,14 @@ class _Parser:
         h = x[t]`) -- is a copy where nothing writes that memory (a copy reads the same), and
         refused where something does and the next iteration reads it."""
         base = _view_parts(val)[0]
-        if self.if_stack and base != name and self.memory.read_after(name, self.if_stack[-1]):
+        if self.if_stack and base != name and self.memory.read_after(name, self.if_stack[-1], n):
             # bound on a branch and read after it: which memory the name holds there depends
             # on the branch taken, which a view (a second name fixed at compile time) cannot
             # say; a copy can, where it reads the same (`y = t` of a buffer the branch made)
             if not self.memory.written_after(base, n) or base.startswith("eqsat_"):
                 return False  # (a temporary eqsat made for this value: nothing else reads it)
             raise self.err(target, f"{name!r} is bound to a view of {base!r} under the `if` at line "
-                                   f"{self.if_stack[-1].lineno} and read after it, while that memory is "
+                                   f"{self.loc(self.if_stack[-1]).line} and read after it, while that memory is "
                                    f"written; bind a copy (`{name} = ... + 0.0`) or use another name")
         carried = self.memory.carried(name, n)
         if not (carried or self.memory.rebound_in_another_loop(name, n)):

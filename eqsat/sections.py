@@ -962,7 +962,8 @@ class Scalarize(Hoisting):
             for sub in ast.walk(loop):
                 if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Load) and \
                         self._before(sub, s):
-                    return f"a later iteration of the loop at line {loop.lineno} reads it first"
+                    line = getattr(self.fdef, "eqsat_first_line", 1) + loop.lineno - 1
+                    return f"a later iteration of the loop at line {line} reads it first"
         return None
 
     def _stores(self, mem: set):
