@@ -127,6 +127,21 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     ast.fix_missing_locations(fdef)
 
 
+def _reverses_axes(call: ast.Call) -> bool:
+    """`transpose(a)`, or `transpose(a, perm)` (`axes=perm`) with perm the axes reversed, as
+    constants (`(1, 0)`): the view `a.T` is."""
+    perm = call.args[1] if len(call.args) == 2 else next((k.value for k in call.keywords if k.arg == "axes"), None)
+    if len(call.args) not in (1, 2) or len(call.args) + len(call.keywords) > 2 or \
+            any(k.arg != "axes" for k in call.keywords):
+        return False
+    if perm is None:
+        return True
+    if not isinstance(perm, (ast.Tuple, ast.List)) or \
+            not all(isinstance(x, ast.Constant) and type(x.value) is int for x in perm.elts):
+        return False
+    return [x.value for x in perm.elts] == list(range(len(perm.elts)))[::-1]
+
+
 class _Env(ast.NodeTransformer):
     def __init__(self, fdef, params, sizes, resolve, stores):
         self.loopvars = {t.id for n in ast.walk(fdef) if isinstance(n, ast.For) for t in ast.walk(n.target)
@@ -148,8 +163,8 @@ class _Env(ast.NodeTransformer):
             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and \
                     stores.get(n.targets[0].id) == 1:
                 v = n.value
-                if isinstance(v, ast.Call) and self.callee(v.func) is np.transpose and len(v.args) == 1 and \
-                        not v.keywords:
+                if isinstance(v, ast.Call) and self.callee(v.func) in (np.transpose, lang.transpose) and \
+                        _reverses_axes(v):
                     v = ast.Attribute(value=v.args[0], attr="T", ctx=ast.Load())
                 if isinstance(v, ast.Attribute) and v.attr == "T" and isinstance(v.value, ast.Name) and \
                         stores.get(v.value.id, 0) <= 1:

@@ -1049,3 +1049,40 @@ def p(A: f32["N", "N"], x: f32["N"], s: f32) -> tuple[f32["N"], f32["N"]]:
     for s in (1.0, -1.0, 2.0, -2.0):
         for g, w in zip(plan.run(A, x, s), eqsat.reference(prog, A, x, s)):
             np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_transpose_with_the_axes_reversed_is_the_view_dot_T(tmp_program):
+    """A probe's (U): `t = transpose(A, (1, 0))` (or np.transpose with `axes=`) is `A.T`,
+    whose rows are read, stored and bound as views (`t[i] = ...`, `r = t[i]; r *= 2.0`);
+    they were refused while `A.T` was admitted."""
+    progs = [tmp_program('''
+@program
+def p(A: f32["N", "M"]) -> tuple[f32["N", "M"], f32["N"]]:
+    t = transpose(A, (1, 0))
+    s = zeros((N,))
+    for i in range(M):
+        r = t[i]
+        r *= 2.0
+        s += t[i]
+    return A, s
+'''), tmp_program('''import numpy as np
+
+@program
+def p(A: f32["N", "M"]) -> tuple[f32["N", "M"], f32["N"]]:
+    u = np.transpose(A, axes=(1, 0))
+    s = zeros((N,))
+    for i in range(M):
+        u[i] = 2.0 * u[i]
+        s += u[i]
+    return A, s
+''')]
+    A = np.random.default_rng(2).standard_normal((4, 3)).astype(np.float32)
+    want_a = 2.0 * A
+    want_s = want_a.sum(axis=1)
+    for prog in progs:
+        for target in ("cpu", "h100"):
+            plan = eqsat.optimize(prog, {"N": 4, "M": 3}, target=target)
+            for backend in ("numpy", "triton"):
+                a, s = plan.run(A, backend=backend)
+                np.testing.assert_allclose(a, want_a, rtol=1e-6)
+                np.testing.assert_allclose(s, want_s, rtol=1e-5)
