@@ -127,6 +127,33 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     ast.fix_missing_locations(fdef)
 
 
+def clamped(tree) -> None:
+    """The loops `_clamped_bounds` widened, back to their clamped bounds, in `tree` (a copy of
+    a nest run as written; in place): `for j in range(a, c): if j >= b and j < d: body` runs
+    as `for j in range(max(a, b), min(c, d)): body`, the iterations the guard keeps and no
+    others. (A banded loop `range(max(0, j - k), j)` widened to `range(0, j)` ran its whole
+    triangle: quadratic where the source is linear.)"""
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.For) and len(n.body) == 1 and isinstance(n.target, ast.Name) and
+                isinstance(n.iter, ast.Call) and len(n.iter.args) == 2 and not n.orelse):
+            continue
+        g = n.body[0]
+        if not (isinstance(g, ast.If) and getattr(g, "eqsat_clamp", False) and not g.orelse):
+            continue
+        lo, hi = [n.iter.args[0]], [n.iter.args[1]]
+        for c in g.test.values if isinstance(g.test, ast.BoolOp) else [g.test]:
+            if not (isinstance(c, ast.Compare) and len(c.ops) == 1 and isinstance(c.left, ast.Name) and
+                    c.left.id == n.target.id and isinstance(c.ops[0], (ast.GtE, ast.Lt))):
+                break
+            (lo if isinstance(c.ops[0], ast.GtE) else hi).append(c.comparators[0])
+        else:
+            def fold(fn, es):
+                return es[0] if len(es) == 1 else ast.Call(func=ast.Name(id=fn, ctx=ast.Load()), args=es, keywords=[])
+            n.iter.args = [fold("max", lo), fold("min", hi)]
+            n.body = g.body
+    ast.fix_missing_locations(tree)
+
+
 def _reverses_axes(call: ast.Call) -> bool:
     """`transpose(a)`, or `transpose(a, perm)` (`axes=perm`) with perm the axes reversed, as
     constants (`(1, 0)`): the view `a.T` is."""
@@ -774,7 +801,9 @@ class _Env(ast.NodeTransformer):
             return
         it.args = [lo, hi]
         test = guards[0] if len(guards) == 1 else ast.BoolOp(op=ast.And(), values=guards)
-        n.body = [ast.copy_location(ast.If(test=test, body=n.body, orelse=[]), n)]
+        guard = ast.copy_location(ast.If(test=test, body=n.body, orelse=[]), n)
+        guard.eqsat_clamp = True  # (a nest run as written runs the clamped bounds again: `clamped`)
+        n.body = [guard]
 
     # ------------------------------------------------------------------ expressions
     def visit_Subscript(self, n):

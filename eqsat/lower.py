@@ -38,6 +38,7 @@ from . import expand, lang
 from . import terms as T
 from .bounds import _index_of, check_bounds
 from .dataflow import Conditional, Mismatch, NestFlow, Source, operation_quota, quota_spent, span, trip
+from .desugar import clamped
 from .ifconvert import ifconvert
 from .errors import ProgramError
 from .ir import (
@@ -499,7 +500,9 @@ class _Lowerer:
         _exposed_reads([s], assigned, exposed, self.dims)
         scalar_in = sorted(n for n in exposed | (swrites - assigned) if n in self.env and n not in self.shapes)
         outputs = sorted(writes) + sorted(swrites)
-        code = compile(ast.fix_missing_locations(ast.Module(body=[s.node], type_ignores=[])),
+        source = copy.deepcopy(s.node)
+        clamped(source)  # (bounds desugar widened to a guard, clamped again)
+        code = compile(ast.fix_missing_locations(ast.Module(body=[source], type_ignores=[])),
                        self.prog.file, "exec")
         work = nest_work(s, self.dims)
         # what runs on several cores; a whole top-level nest knows what is read after it (a
