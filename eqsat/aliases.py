@@ -72,12 +72,12 @@ def substitute(fdef: ast.FunctionDef, sizes: set, constants) -> list:
             k += 1
             if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
                 name = st.targets[0].id
-                if stores.get(name) == 1 and name not in loop_targets and name not in params and \
-                        name not in sizes and index_expr(st.value, loops, known):
-                    rest = stmts[k:]
+                rest = stmts[k:]
+                if stores.get(name) == 1 and name not in params and name not in sizes and \
+                        index_expr(st.value, loops, known) and _apart_from_its_loops(fdef, name, st, rest):
                     later = sum(1 for s in rest for x in ast.walk(s) if isinstance(x, ast.Name) and x.id == name
                                 and isinstance(x.ctx, ast.Load))
-                    if later == loads.get(name, 0):
+                    if later + _loads_in_loops_over(fdef, name) == loads.get(name, 0):
                         for s in rest:
                             _replace(s, name, st.value)
                         done.append(name)
@@ -96,6 +96,27 @@ def substitute(fdef: ast.FunctionDef, sizes: set, constants) -> list:
 
     fdef.body = block(fdef.body, set(), set()) or [ast.Pass()]
     return done
+
+
+def _loops_over(fdef, name: str) -> list:
+    return [n for n in ast.walk(fdef) if isinstance(n, ast.For) and
+            any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(n.target))]
+
+
+def _apart_from_its_loops(fdef, name: str, st, rest: list) -> bool:
+    """Whether the loops that bind `name` as their variable (`for i in range(N)` before
+    `i = j + r - 1`: valid Python, another variable) are apart from the assignment `st`:
+    none holds it, and none comes after it in its block (there `name` is that loop's again)."""
+    for loop in _loops_over(fdef, name):
+        if any(x is st for x in ast.walk(loop)) or any(x is loop for s in rest for x in ast.walk(s)):
+            return False
+    return True
+
+
+def _loads_in_loops_over(fdef, name: str) -> int:
+    """Reads of `name` inside the loops that bind it (their variable's, not the local's)."""
+    return sum(1 for loop in _loops_over(fdef, name) for s in loop.body + loop.orelse for x in ast.walk(s)
+               if isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Load))
 
 
 def _over_range(f: ast.For) -> bool:

@@ -1086,3 +1086,50 @@ def p(A: f32["N", "M"]) -> tuple[f32["N", "M"], f32["N"]]:
                 a, s = plan.run(A, backend=backend)
                 np.testing.assert_allclose(a, want_a, rtol=1e-6)
                 np.testing.assert_allclose(s, want_s, rtol=1e-5)
+
+
+def test_an_index_local_may_reuse_the_name_of_a_finished_loop(tmp_program):
+    """A probe's (V): reference BLAS's gbmv computes a band row into `i`, the variable of an
+    earlier loop (`for i in range(N)`); valid Python, refused as "neither a loop variable
+    nor a dimension". The local is its own variable where no loop over `i` holds it or
+    follows it in its block; the loops' reads stay theirs."""
+    prog = tmp_program('''
+@program
+def p(A: f32[3, "N"], x: f32["N"], y: f32["N"]) -> tuple[f32["N"], f32["N"]]:
+    z = zeros((N,))
+    for i in range(N):
+        y[i] *= 0.5
+    for j in range(N):
+        for r in range(3):
+            i = j + r - 1
+            if i >= 0 and i < N:
+                y[i] += x[j] * A[r, j]
+    for i in range(N):
+        z[i] = y[i] + x[i]
+    return y, z
+''')
+    rng = np.random.default_rng(5)
+    A, x, y = (rng.standard_normal(s).astype(np.float32) for s in ((3, 6), 6, 6))
+    wy = 0.5 * y
+    for j in range(6):
+        for r in range(3):
+            if 0 <= j + r - 1 < 6:
+                wy[j + r - 1] += x[j] * A[r, j]
+    for target in ("cpu", "h100"):
+        plan = eqsat.optimize(prog, {"N": 6}, target=target)
+        for backend in ("numpy", "triton"):
+            gy, gz = plan.run(A, x, y, backend=backend)
+            np.testing.assert_allclose(gy, wy, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(gz, wy + x, rtol=1e-5, atol=1e-6)
+    # a loop over `i` after the assignment in its block makes `i` that loop's again: refused
+    with pytest.raises(eqsat.ProgramError, match="neither a loop variable nor a dimension"):
+        tmp_program('''
+@program
+def p(x: f32["N"], y: f32["N"]) -> f32["N"]:
+    for j in range(N):
+        i = j
+        y[i] += 1.0
+        for i in range(N):
+            y[i] += x[i]
+    return y
+''')
