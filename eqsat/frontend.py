@@ -52,6 +52,7 @@ class _Parser:
             self.tree.body = self.tree.body[0].body
         for node in self.tree.body:  # (the passes over the tree name lines in their messages)
             node.eqsat_first_line = self.first
+        self.called = {n.func.id for n in ast.walk(self.tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         self.globals = fn.__globals__
         self.constants: dict = {}  # module-level constants read, as read (`Program.current`)
         self.sym: dict[str, tuple] = {}  # name -> (kind, type)
@@ -71,8 +72,9 @@ class _Parser:
 
     # ------------------------------------------------------------------ helpers
     def check_name(self, node, name: str, what: str):
-        """A parameter, dim or loop variable must not hide a function the language calls."""
-        if name in RESERVED:
+        """A parameter, dim or loop variable must not hide a function the program calls (a
+        tensor named `cos` that is only indexed hides nothing: RoPE's `cos[t, i]`)."""
+        if name in RESERVED and name in self.called:
             raise self.err(node, f"{what} {name!r} hides the function {name}(); Python would call the {what} "
                                  "there, eqsat the function: rename it")
 

@@ -1509,7 +1509,7 @@ def test_dimension_hiding_a_function():
     def build():
         @program
         def p(x: f32["exp"]) -> f32["exp"]:  # ERR:dim-hides
-            return x
+            return exp(x)
 
     expect_program_error(build, "dim-hides", "dimension 'exp' hides the function")
 

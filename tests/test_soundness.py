@@ -588,15 +588,42 @@ def test_admitted(tmp_program, name):
 
 @pytest.mark.parametrize("name", ["exp", "range", "relu"])
 def test_parameter_hiding_a_function_is_rejected(tmp_program, name):
+    """Where the program calls the function the parameter's name hides (Python would call
+    the parameter)."""
     with pytest.raises(eqsat.ProgramError, match="hides the function"):
         tmp_program(f'''
 @program
-def p({name}: f32["N"]) -> f32["N"]:
+def p({name}: f32["N"], x: f32["N"]) -> f32["N"]:
     y = empty((N,))
     for i in range(N):
-        y[i] = {name}[i]
+        y[i] = {name}[i] + exp(x[i]) + relu(x[i])
     return y
 ''')
+
+
+def test_a_tensor_named_like_a_function_it_never_calls_is_a_tensor(tmp_program):
+    """A probe's (V): RoPE's `cos` and `sin` tables, only indexed, were refused as hiding
+    cos() and sin()."""
+    prog = tmp_program('''
+@program
+def p(x: f32["T", "D"], cos: f32["T", "H"], sin: f32["T", "H"]) -> f32["T", "D"]:
+    y = empty((T, D))
+    for t in range(T):
+        for i in range(H):
+            a = x[t, i]
+            b = x[t, i + H]
+            y[t, i] = a * cos[t, i] - b * sin[t, i]
+            y[t, i + H] = b * cos[t, i] + a * sin[t, i]
+    return y
+''')
+    rng = np.random.default_rng(6)
+    x, c, s_ = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (3, 2), (3, 2)))
+    a, b = x[:, :2], x[:, 2:]
+    want = np.concatenate([a * c - b * s_, b * c + a * s_], axis=1)
+    for target in ("cpu", "h100"):
+        plan = eqsat.optimize(prog, {"T": 3, "D": 4, "H": 2}, target=target)
+        for backend in ("numpy", "triton"):
+            np.testing.assert_allclose(plan.run(x, c, s_, backend=backend), want, rtol=1e-5, atol=1e-6)
 
 
 def test_transposed_copy_with_equal_extents(tmp_program):
