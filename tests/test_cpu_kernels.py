@@ -214,3 +214,57 @@ def conv2d_valid(img: f32["H", "W"], w: f32["R", "R"]) -> f32["H", "W"]:
     inner = src.split("for v0 in numba.prange(0, 296):")[1].split("for v1 in range(297, 301):")[0]
     assert "for v1 in range(0, 297):" in inner, src
     assert "min(max(" not in inner and " if " not in inner, src
+
+
+CHUNKED = '''
+@program
+def p(x: f32["M", "N"], q: f32["N"]) -> tuple[f32, f32["M"], f32["M"], f32["M"]]:
+    s = 0.0
+    for j in range(N):
+        if q[j] > 0.0:
+            s += q[j] * log(q[j] / (abs(x[0, j]) + 0.5))
+    lse = empty((M,))
+    hi = empty((M,))
+    lo = empty((M,))
+    for i in range(M):
+        acc = 0.0
+        m = -1e30
+        n = 1e30
+        for j in range(N):
+            acc += exp(x[i, j])
+            m = max(m, tanh(x[i, j]))
+            n = min(n, sigmoid(x[i, j]))
+        lse[i] = log(acc)
+        hi[i] = m
+        lo[i] = n
+    return s, lse, hi, lo
+'''
+
+
+@pytest.mark.parametrize("nan", [False, True])
+def test_a_reduction_of_vectorizable_terms_is_chunked_with_the_same_result(tmp_program, monkeypatch, nan):
+    """A probe's (V): `sum(p * log(p / q))` ran one lane at a time (the float32 sum is not
+    reassociated), 3.5x numba; its terms now go a chunk at a time into a buffer (a loop
+    LLVM vectorizes), then into the accumulator in the same order: bit for bit the unchunked
+    kernel's result, sum, max and min alike, NaN included."""
+    from eqsat.backends import cpu_kernels
+
+    monkeypatch.setenv("EQSAT_COMPILE_KERNELS", "always")
+    prog = tmp_program(CHUNKED)
+    dims = {"M": 3, "N": 2 * cpu_kernels.CHUNK + 517}  # (a last chunk of another length)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    srcs = [cpu_kernels._source(plan, k.term)[0] for k in plan.kernels if k.term is not None and k.term.op == "Ten.compute"]
+    assert any("buf" in s for s in srcs), srcs
+    args = random_args(prog, dims, 6)
+    if nan:
+        args[0][1, 7] = np.nan
+    got = plan.run(*args)
+    want = eqsat.reference(prog, *args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-5, equal_nan=True)
+    monkeypatch.setattr(cpu_kernels, "CHUNK", 10 ** 9)  # every reduction one loop, as before
+    again = eqsat.optimize(prog, dims, target="cpu")
+    assert not any("buf" in cpu_kernels._source(again, k.term)[0] for k in again.kernels
+                   if k.term is not None and k.term.op == "Ten.compute")
+    for g, w in zip(got, again.run(*args)):
+        assert np.array_equal(np.asarray(g), np.asarray(w), equal_nan=True)
