@@ -431,6 +431,7 @@ def _source(plan, nest):
     # a Python-float input the nest makes float32 (`acc += x[i]`) is one from the start: a
     # numba variable has one type (the reference's is a float64 until that statement)
     lines += [f"    {n} = np.float32({n})" for n in sorted(weak) if types.env.get(n) == scalar_types.F32]
+    lines += [f"    {n} = np.empty({tuple(shape)!r}, dtype=np.float32)" for n, shape in nest.allocates.items()]
     lines += ["    " + line for line in body.splitlines()]
     lines.append(f"    return ({outs})")
     return "\n".join(lines) + "\n", lib_names, params, [f.target.id for f in par]

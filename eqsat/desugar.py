@@ -88,6 +88,9 @@ _COPY_LIMIT = 2000
 # what those names are bound to where a kept nest runs as Python
 BINDINGS = {LIB + k: f for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS,
                                      "transpose": lang.transpose}.items()}
+# a buffer a nest kept as written makes for itself (`lower.Nest.allocates`: it writes every
+# element before any read, so its contents need no fill)
+BINDINGS["eqsat_allocate"] = lambda shape: np.empty(shape, dtype=np.float32)
 # module attributes that are numbers
 _NUMBERS = {(np, "inf"), (np, "nan"), (np, "pi"), (np, "e"), (np, "NINF"), (np, "Inf"), (np, "NaN"), (math, "inf"),
             (math, "nan"), (math, "pi"), (math, "e"), (math, "tau")}

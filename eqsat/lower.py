@@ -113,6 +113,7 @@ class Nest:
     code: object = None
     views: dict = field(default_factory=dict)  # view name -> its ir expression, bound when the nest runs
     out_shapes: dict = field(default_factory=dict)  # output name -> shape (() for a scalar)
+    allocates: dict = field(default_factory=dict)  # buffer it makes itself (writes whole, never reads) -> shape
 
 
 @dataclass
@@ -492,6 +493,16 @@ class _Lowerer:
         # of it inside the loop runs as written and needs `x`)
         loaded = {n.id for n in names if isinstance(n.ctx, ast.Load)}
         tensor_in = sorted(n for n in reads | writes | loaded if n in self.shapes and n in self.env)
+        # a buffer the nest writes whole and never reads comes in as nothing: the nest makes
+        # it (`v = empty((N,))`, then `for i: v[i] = ...`: no pass filling it, no copy of it)
+        viewed = set()
+        for e in views.values():
+            while not hasattr(e, "name") and not hasattr(e, "base"):
+                e = e.x
+            viewed.add(getattr(e, "name", None) or e.base)
+        allocates = {n: self.shapes[n] for n in tensor_in if n in writes and n not in reads and n not in views
+                     and n not in viewed and _overwrites(s, n, self.shapes[n], self.dims)}
+        tensor_in = [n for n in tensor_in if n not in allocates]
         # a scalar comes in only where the nest may read the value it had before: a read
         # before any assignment, or an output some run of the nest may leave unassigned
         # (a scalar every iteration sets first, an accumulator `acc = 0.0`, does not: were
@@ -502,7 +513,8 @@ class _Lowerer:
         outputs = sorted(writes) + sorted(swrites)
         source = copy.deepcopy(s.node)
         clamped(source)  # (bounds desugar widened to a guard, clamped again)
-        code = compile(ast.fix_missing_locations(ast.Module(body=[source], type_ignores=[])),
+        made = [ast.parse(f"{n} = {ALLOCATE}({tuple(shape)!r})").body[0] for n, shape in allocates.items()]
+        code = compile(ast.fix_missing_locations(ast.Module(body=made + [source], type_ignores=[])),
                        self.prog.file, "exec")
         work = nest_work(s, self.dims)
         # what runs on several cores; a whole top-level nest knows what is read after it (a
@@ -515,13 +527,55 @@ class _Lowerer:
         work["io_bytes"] = 4 * sum(math.prod(self.shapes[n]) for n in tensor_in) + \
             4 * sum(math.prod(self.shapes[n]) for n in writes if n in self.shapes)
         nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), work, code=code,
-                    views=views,
+                    views=views, allocates=allocates,
                     out_shapes={n: self.shapes.get(n, ()) if n not in swrites else () for n in outputs})
         self.nests[nid] = nest
         tin = T.tens([self.env[n] for n in tensor_in])
         sin = T.scs([self.env[n] for n in scalar_in])
         nest.reason = reason
         return {n: Node("Ten.opaque", nid, n, tin, sin) for n in outputs}, swrites
+
+
+ALLOCATE = "eqsat_allocate"  # what a nest calls for the buffers it makes (`Nest.allocates`; numpy_backend)
+
+
+def _overwrites(s, name: str, shape: tuple, dims: dict) -> bool:
+    """Whether nest `s` stores every element of tensor `name` and reads none: one plain store
+    `name[i, j] = value` (no update, no guard, its value not reading `name`) under loops
+    only, each index the variable of a loop around it running 0, 1, ... over that axis's
+    whole extent. Its old contents then never matter."""
+    stores, others = [], []
+
+    def visit(st, loops):
+        if isinstance(st, For):
+            for b in st.body:
+                visit(b, None if loops is None else loops + (st,))  # (None: under an `if`)
+        elif isinstance(st, If):
+            for b in st.body + st.orelse:
+                visit(b, None)
+        elif isinstance(st, Store) and st.buf == name:
+            stores.append((st, loops))
+        elif isinstance(st, (Assign, Alloc)) and st.name == name:
+            others.append(st)
+
+    visit(s, ())
+    if len(stores) != 1 or others:
+        return False
+    st, loops = stores[0]
+    if loops is None or st.aug or st.guarded or len(st.idx) != len(shape):
+        return False
+    reads: set = set()
+    _expr_reads(st.value, reads)
+    if name in reads:
+        return False
+    by_var = {f.var: f for f in loops}
+    used = set()
+    for ix, extent in zip(st.idx, shape):
+        f = by_var.get(ix[1]) if ix[0] == "name" else None
+        if f is None or f.var in used or f.step != 1 or f.lo != ("int", 0) or trip(f, dims) != extent:
+            return False
+        used.add(f.var)
+    return True
 
 
 def _reorder_check(s, low):

@@ -372,3 +372,45 @@ def test_a_clamped_loop_runs_its_own_iterations(tmp_program, monkeypatch, mode):
         assert rel_err(got, w) < 1e-5
     src = "".join(loops._source(plan, plan.lowered.nests[k.nest])[0] for k in nests)
     assert "range(max(0, j - (KB1 - 1)), j)" in src and "if i >=" not in src, src
+
+
+WHOLE_WRITES = '''
+@program
+def p(u: f32["N"], img: f32["H", "W"]) -> tuple[f32["N"], f32["H2", "W2"], f32["N"], f32["N"]]:
+    v = empty((N,))
+    for i in range(N):
+        v[i] = u[i] + 0.1 * (u[(i - 1) % N] - 2.0 * u[i] + u[(i + 1) % N])
+    out = empty((H2, W2))
+    for y in range(H2):
+        for x in range(W2):
+            out[y, x] = img[y // 2, x // 2]
+    part = zeros((N,))
+    for i in range(1, N):
+        part[i] = u[(i + 2) % N]
+    rec = zeros((N,))
+    for i in range(N):
+        rec[i] = u[(i * 3) % N] + rec[(i + N - 1) % N]
+    return v, out, part, rec
+'''
+
+
+@pytest.mark.parametrize("mode", ["always", "never"])
+def test_a_nest_that_writes_a_whole_buffer_makes_it(tmp_program, monkeypatch, mode):
+    """A probe's (V): `v = empty((N,))` then a kept nest storing every `v[i]` had a pass
+    fill v with zeros, then a copy of it (a written input is copied): 2x numba on a periodic
+    stencil. A buffer a nest stores whole (one plain store, its index the loops' variables
+    over every axis) and never reads is made by the nest; one written in part, or read,
+    still comes in."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", mode)
+    prog = tmp_program(WHOLE_WRITES)
+    dims = {"N": 7, "H": 3, "W": 2, "H2": 6, "W2": 4}
+    args = random_args(prog, dims, seed=8)
+    want = eqsat.reference(prog, *args, shapes=dims)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for got, w in zip(plan.run(*args), want):
+        assert rel_err(got, w) < 1e-6
+    nests = [plan.lowered.nests[k.nest] for k in plan.kernels if k.kind == "loop"]
+    made = {n for nest in nests for n in nest.allocates}
+    inputs = {n for nest in nests for n in nest.tensor_inputs}
+    assert {"v", "out"} <= made and not {"part", "rec"} & made, plan
+    assert not {"v", "out"} & inputs and {"part", "rec"} <= inputs
