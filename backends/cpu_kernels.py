@@ -94,6 +94,7 @@ def _source(plan, term: Node):
                dict(dims))
     out_shape = tuple(e for _, e in dims) or (1,)
     lines = [f"    out = np.empty({out_shape!r}, dtype=np.float32)"]
+    lines += [f"    in{i}_0 = in{i}[()]" for i, t in enumerate(inputs) if not plan.costing.shape(t)]
     at = ", ".join(f"v{i}" for i in range(len(dims))) or "0"
     # each loop in ranges where every select on its variable against a constant is decided,
     # each range computing its own branches (`_cuts`), at most MAX_PIECES loop bodies
@@ -242,7 +243,10 @@ class _Gen(Emitter):
             # keeps its wrap-around check, which stops the loop vectorizing; every index is
             # in its axis (proven, or clamped just above)
             idx = [f"np.uint64({i})" for i in idx]
-            out = self.tmp(f"{self.operands[t]}[{', '.join(idx) if idx else '()'}]")
+            if idx:
+                out = self.tmp(f"{self.operands[t]}[{', '.join(idx)}]")
+            else:  # a 0-d tensor: read once, before the loops (`_source`; numba's parallel
+                out = f"{self.operands[t]}_0"  # lowering refuses `x[()]` inside a prange)
         elif op in _BIN:
             out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
         elif op == "Sc.fn" and n.args[0] == "neg":

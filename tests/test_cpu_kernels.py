@@ -22,6 +22,20 @@ CASES.update({f"rows_{n}": (src, (extra or [rows.D])[0]) for n, (src, _, *extra)
 CASES.update({f"whole_{n}": (src, {"N": 100}) for n, src in rows.WHOLE.items()})
 CASES.update({f"cond_{n}": (src, conditionals.D) for n, (src, _) in conditionals.LIFTED.items()})
 CASES.update({f"shifted_{n}": (src, dims) for n, (src, dims, _) in shifted.PROGRAMS.items()})
+# a whole-array sum read by a parallel kernel: a 0-d tensor read inside `numba.prange`
+# failed numba's parallel lowering, and the kernel ran as numpy passes (probe V: a
+# Householder update 13 ms, compiled 1.7)
+CASES["normalized_by_a_sum"] = ('''
+@program
+def p(A: f32["M", "N"], v: f32["M"], w: f32["N"]) -> f32["M", "N"]:
+    s = 0.0
+    for i in range(M):
+        s += v[i] * v[i]
+    for i in range(M):
+        for j in range(N):
+            A[i, j] -= 2.0 * v[i] * w[j] / s
+    return A
+''', {"M": 6, "N": 5})
 # every function of the language, in one body (each must compile on scalars)
 CASES["functions"] = ('''
 @program
