@@ -250,6 +250,17 @@ class NestFlow:
         sched = self._sched_str(leaf, space, self._lvars(leaf) + free, 0, band, perm)
         return acc, sched
 
+    def covers(self, name: str) -> bool:
+        """Whether the nest's stores into tensor `name` write every element of it, for the
+        sizes given (exactly: the union of the stores' images contains the whole box)."""
+        shape = self.shapes.get(name, ())
+        if not shape or name not in self._writes:
+            return False
+        es = ", ".join(f"f{a}" for a in range(len(shape)))
+        bounds = " and ".join(f"0 <= f{a} < {n}" for a, n in enumerate(shape))
+        box = isl.UnionSet.read_from_str(self.ctx, f"{{ b_{name}[{es}] : {bounds} }}")
+        return box.is_subset(self._union(self._writes[name]).range())
+
     def _final_space(self, name: str):
         """A sink reading every element of `name` after the nest (its last writer: the final value)."""
         shape = self.shapes.get(name, ())

@@ -501,7 +501,7 @@ class _Lowerer:
                 e = e.x
             viewed.add(getattr(e, "name", None) or e.base)
         allocates = {n: self.shapes[n] for n in tensor_in if n in writes and n not in reads and n not in views
-                     and n not in viewed and _overwrites(s, n, self.shapes[n], self.dims)}
+                     and n not in viewed and _overwrites(s, n, self.shapes[n], self.dims, self.shapes)}
         tensor_in = [n for n in tensor_in if n not in allocates]
         # a scalar comes in only where the nest may read the value it had before: a read
         # before any assignment, or an output some run of the nest may leave unassigned
@@ -539,11 +539,12 @@ class _Lowerer:
 ALLOCATE = "eqsat_allocate"  # what a nest calls for the buffers it makes (`Nest.allocates`; numpy_backend)
 
 
-def _overwrites(s, name: str, shape: tuple, dims: dict) -> bool:
-    """Whether nest `s` stores every element of tensor `name` and reads none: one plain store
-    `name[i, j] = value` (no update, no guard, its value not reading `name`) under loops
-    only, each index the variable of a loop around it running 0, 1, ... over that axis's
-    whole extent. Its old contents then never matter."""
+def _overwrites(s, name: str, shape: tuple, dims: dict, shapes: dict) -> bool:
+    """Whether nest `s` stores every element of tensor `name` and reads none: plain stores
+    only (no update, no guard, no value reading `name`, none under an `if`), that together
+    write the whole tensor: one store indexed by the variables of loops over every axis's
+    whole extent, or stores whose images isl proves cover it (`y[2 * i] = ...` and
+    `y[2 * i + 1] = ...`). Its old contents then never matter."""
     stores, others = [], []
 
     def visit(st, loops):
@@ -559,23 +560,30 @@ def _overwrites(s, name: str, shape: tuple, dims: dict) -> bool:
             others.append(st)
 
     visit(s, ())
-    if len(stores) != 1 or others:
+    if not stores or others:
         return False
-    st, loops = stores[0]
-    if loops is None or st.aug or st.guarded or len(st.idx) != len(shape):
-        return False
-    reads: set = set()
-    _expr_reads(st.value, reads)
-    if name in reads:
-        return False
-    by_var = {f.var: f for f in loops}
-    used = set()
-    for ix, extent in zip(st.idx, shape):
-        f = by_var.get(ix[1]) if ix[0] == "name" else None
-        if f is None or f.var in used or f.step != 1 or f.lo != ("int", 0) or trip(f, dims) != extent:
+    for st, loops in stores:
+        reads: set = set()
+        _expr_reads(st.value, reads)
+        if loops is None or st.aug or st.guarded or name in reads:
             return False
-        used.add(f.var)
-    return True
+    if len(stores) == 1 and len(stores[0][0].idx) == len(shape):
+        st, loops = stores[0]
+        by_var = {f.var: f for f in loops}
+        used = set()
+        for ix, extent in zip(st.idx, shape):
+            f = by_var.get(ix[1]) if ix[0] == "name" else None
+            if f is None or f.var in used or f.step != 1 or f.lo != ("int", 0) or trip(f, dims) != extent:
+                break
+            used.add(f.var)
+        else:
+            return True
+    if not isinstance(s, For):
+        return False
+    try:
+        return NestFlow(s, dims, shapes, set()).covers(name)
+    except (Conditional, isl.Error, KeyError, NotAffine):
+        return False
 
 
 def _reorder_check(s, low):

@@ -376,7 +376,8 @@ def test_a_clamped_loop_runs_its_own_iterations(tmp_program, monkeypatch, mode):
 
 WHOLE_WRITES = '''
 @program
-def p(u: f32["N"], img: f32["H", "W"]) -> tuple[f32["N"], f32["H2", "W2"], f32["N"], f32["N"]]:
+def p(u: f32["N"], img: f32["H", "W"]) -> tuple[f32["N"], f32["H2", "W2"], f32["N"], f32["N"], f32["N2"],
+                                                f32["H2", "W2"], f32["N2"]]:
     v = empty((N,))
     for i in range(N):
         v[i] = u[i] + 0.1 * (u[(i - 1) % N] - 2.0 * u[i] + u[(i + 1) % N])
@@ -390,7 +391,19 @@ def p(u: f32["N"], img: f32["H", "W"]) -> tuple[f32["N"], f32["H2", "W2"], f32["
     rec = zeros((N,))
     for i in range(N):
         rec[i] = u[(i * 3) % N] + rec[(i + N - 1) % N]
-    return v, out, part, rec
+    lace = empty((N2,))
+    for i in range(N):
+        lace[2 * i] = u[i]
+        lace[2 * i + 1] = -u[i]
+    shuf = empty((H2, W2))
+    for c in range(4):
+        for y in range(H):
+            for x in range(W):
+                shuf[2 * y + c // 2, 2 * x + c % 2] = img[y, x] * (c + 1.0)
+    odd = zeros((N2,))
+    for i in range(N):
+        odd[2 * i] = u[i]
+    return v, out, part, rec, lace, shuf, odd
 '''
 
 
@@ -400,10 +413,11 @@ def test_a_nest_that_writes_a_whole_buffer_makes_it(tmp_program, monkeypatch, mo
     fill v with zeros, then a copy of it (a written input is copied): 2x numba on a periodic
     stencil. A buffer a nest stores whole (one plain store, its index the loops' variables
     over every axis) and never reads is made by the nest; one written in part, or read,
-    still comes in."""
+    still comes in. Stores that write it whole together (interleaved, a pixel shuffle)
+    count, proven by isl."""
     monkeypatch.setenv("EQSAT_COMPILE_LOOPS", mode)
     prog = tmp_program(WHOLE_WRITES)
-    dims = {"N": 7, "H": 3, "W": 2, "H2": 6, "W2": 4}
+    dims = {"N": 7, "H": 3, "W": 2, "H2": 6, "W2": 4, "N2": 14}
     args = random_args(prog, dims, seed=8)
     want = eqsat.reference(prog, *args, shapes=dims)
     plan = eqsat.optimize(prog, dims, target="cpu")
@@ -412,5 +426,5 @@ def test_a_nest_that_writes_a_whole_buffer_makes_it(tmp_program, monkeypatch, mo
     nests = [plan.lowered.nests[k.nest] for k in plan.kernels if k.kind == "loop"]
     made = {n for nest in nests for n in nest.allocates}
     inputs = {n for nest in nests for n in nest.tensor_inputs}
-    assert {"v", "out"} <= made and not {"part", "rec"} & made, plan
-    assert not {"v", "out"} & inputs and {"part", "rec"} <= inputs
+    assert {"v", "out", "lace", "shuf"} <= made and not {"part", "rec", "odd"} & made, plan
+    assert not {"v", "out", "lace", "shuf"} & inputs and {"part", "rec", "odd"} <= inputs
