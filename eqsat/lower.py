@@ -577,7 +577,10 @@ def _overwrites(s, name: str, shape: tuple, dims: dict, shapes: dict) -> bool:
                 break
             used.add(f.var)
         else:
-            return True
+            # and every other loop around it runs at least once, whatever the loops around
+            # it (`for t in range(n)` with n = 0, or `for j in range(i)` at i = 0, store nothing)
+            if all(f.var in used or trip(f, dims) >= 1 for f in loops):
+                return True
     if not isinstance(s, For):
         return False
     try:

@@ -428,3 +428,35 @@ def test_a_nest_that_writes_a_whole_buffer_makes_it(tmp_program, monkeypatch, mo
     inputs = {n for nest in nests for n in nest.tensor_inputs}
     assert {"v", "out", "lace", "shuf"} <= made and not {"part", "rec", "odd"} & made, plan
     assert not {"v", "out", "lace", "shuf"} & inputs and {"part", "rec", "odd"} <= inputs
+
+
+@pytest.mark.parametrize("mode", ["always", "never"])
+@pytest.mark.parametrize("n", [0, 2])
+def test_a_store_that_may_not_run_keeps_the_buffer(tmp_program, monkeypatch, mode, n):
+    """A probe's (X), against the buffers nests make: a store under a loop that may run no
+    iteration (`for t in range(n)` with n = 0; `for j in range(i)` at i = 0) does not write
+    the buffer whole, so the parameter's values (or zeros) must stay where it does not run."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", mode)
+    prog = tmp_program('''
+@program
+def p(x: f32["N"], y: f32["N"], n: int) -> tuple[f32["N"], f32["N"]]:
+    s = 0.0
+    for t in range(n):
+        for i in range(N):
+            s = s * 0.5 + x[i]
+            y[i] = s
+    v = zeros((N,))
+    r = 0.0
+    for i in range(N):
+        for j in range(i):
+            r = r * 0.5 + x[j]
+            v[i] = r
+    return y, v
+''')
+    dims = {"N": 6, "n": n}
+    x, y = (np.random.default_rng(9).standard_normal(6).astype(np.float32) for _ in range(2))
+    want = eqsat.reference(prog, x, y, n)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for _ in range(3):  # (fresh memory each time: garbage would show)
+        for got, w in zip(plan.run(x, y, n), want):
+            assert np.array_equal(got, w)
