@@ -808,8 +808,38 @@ class _Env(ast.NodeTransformer):
         guard.eqsat_clamp = True  # (a nest run as written runs the clamped bounds again: `clamped`)
         n.body = [guard]
 
+    def _clamped_index(self, n):
+        """`x[max(i - 1, 0)]` (a clamp-to-edge stencil's read), as the read of the index the
+        builtin picks: `x[0] if i - 1 < 0 else x[i - 1]` (`min` alike, one axis and one
+        argument at a time; the other axes and clamps are read again in each branch). The
+        index of a read is an int, so which argument `max` returns on a tie does not matter;
+        only the branch taken reads, as in Python. None where no index is such a call."""
+        if not isinstance(n.ctx, ast.Load) or has_slice(n.slice):
+            return None
+        elts = index_elts(n.slice)
+        for k, e in enumerate(elts):
+            if not (isinstance(e, ast.Call) and self.callee(e.func) in (builtins.max, builtins.min) and
+                    len(e.args) >= 2 and not e.keywords and not any(isinstance(a, ast.Starred) for a in e.args)):
+                continue
+            fn, (first, second), rest = self.callee(e.func), e.args[:2], e.args[2:]
+            # max(a, b, ...) is max(max(a, b), ...): the pair first
+            pair = ast.Compare(left=second, ops=[ast.Gt() if fn is builtins.max else ast.Lt()], comparators=[first])
+
+            def read(at):
+                inner = at if not rest else ast.Call(func=e.func, args=[at] + rest, keywords=[])
+                new = elts[:k] + [inner] + elts[k + 1:]
+                sl = new[0] if len(new) == 1 else ast.Tuple(elts=new, ctx=ast.Load())
+                return ast.Subscript(value=copy.deepcopy(n.value), slice=copy.deepcopy(sl), ctx=ast.Load())
+
+            out = ast.IfExp(test=pair, body=read(second), orelse=read(first))
+            return ast.fix_missing_locations(ast.copy_location(out, n))
+        return None
+
     # ------------------------------------------------------------------ expressions
     def visit_Subscript(self, n):
+        picked = self._clamped_index(n)
+        if picked is not None:
+            return self.visit(picked)
         v = n.value
         # X.shape[k] (before `X.shape` alone is rewritten)
         got = self.value_shape(v.value) if isinstance(v, ast.Attribute) and v.attr == "shape" else None
