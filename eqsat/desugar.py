@@ -822,8 +822,11 @@ class _Env(ast.NodeTransformer):
                     len(e.args) >= 2 and not e.keywords and not any(isinstance(a, ast.Starred) for a in e.args)):
                 continue
             fn, (first, second), rest = self.callee(e.func), e.args[:2], e.args[2:]
-            # max(a, b, ...) is max(max(a, b), ...): the pair first
-            pair = ast.Compare(left=second, ops=[ast.Gt() if fn is builtins.max else ast.Lt()], comparators=[first])
+            # max(a, b, ...) is max(max(a, b), ...): the pair first; a clamp inside a clamp
+            # (`min(max(i + 1, 0), N - 1)`) compares its arguments (`N - 1 < max(i + 1, 0)`
+            # is `N - 1 < i + 1 or N - 1 < 0`), so every condition stays affine and the
+            # bounds of the reads it guards are proved from it
+            pair = self._compare(second, ast.Gt() if fn is builtins.max else ast.Lt(), first)
 
             def read(at):
                 inner = at if not rest else ast.Call(func=e.func, args=[at] + rest, keywords=[])
@@ -834,6 +837,29 @@ class _Env(ast.NodeTransformer):
             out = ast.IfExp(test=pair, body=read(second), orelse=read(first))
             return ast.fix_missing_locations(ast.copy_location(out, n))
         return None
+
+    def _clamp_call(self, e):
+        """(builtins.max or builtins.min, its arguments) of a call to either, else None."""
+        if isinstance(e, ast.Call) and self.callee(e.func) in (builtins.max, builtins.min) and \
+                len(e.args) >= 2 and not e.keywords and not any(isinstance(a, ast.Starred) for a in e.args):
+            return self.callee(e.func), list(e.args)
+        return None
+
+    def _compare(self, left, op, right):
+        """`left op right` (op > or <) with max/min calls on either side taken apart into
+        comparisons of their arguments: `c < max(a, b)` is `c < a or c < b`, `c < min(a, b)`
+        is `c < a and c < b` (and the mirror images)."""
+        for side, other, flip in ((right, left, False), (left, right, True)):
+            got = self._clamp_call(side)
+            if got is None:
+                continue
+            fn, args = got
+            # with the call on the right: c < max(...) and c > min(...) hold for any argument
+            small = isinstance(op, ast.Lt) != flip
+            either = (fn is builtins.max) == small
+            parts = [self._compare(a, op, other) if flip else self._compare(other, op, a) for a in args]
+            return ast.BoolOp(op=ast.Or() if either else ast.And(), values=parts)
+        return ast.Compare(left=copy.deepcopy(left), ops=[op], comparators=[copy.deepcopy(right)])
 
     # ------------------------------------------------------------------ expressions
     def visit_Subscript(self, n):

@@ -1165,14 +1165,15 @@ def p(x: f32["N"], y: f32["N"]) -> f32["N"]:
 def test_a_clamped_index_reads_the_element_the_builtin_picks(tmp_program):
     """Probes' (V, W): clamp-to-edge stencils index with `max`/`min` (`x[max(i - 1, 0)]`),
     refused as no affine index. Each such read is the read of the index the builtin picks
-    (a select of two affine reads, only the taken one read), any axis, nested, several
-    arguments; exact on both targets and backends, at sizes down to 1."""
+    (a select of two affine reads, only the taken one read), any axis, nested (a clamp in a
+    clamp compares with its arguments: the conditions stay affine, so the reads' bounds are
+    proved), several arguments; exact on both targets and backends, at sizes down to 1."""
     prog = tmp_program('''
 @program
 def p(x: f32["N"], a: f32["H", "W"]) -> tuple[f32["N"], f32["H", "W"]]:
     y = empty((N,))
     for i in range(N):
-        y[i] = x[max(i - 1, 0)] + x[i] + x[min(i + 1, N - 1)]
+        y[i] = x[max(i - 1, 0)] + x[i] + x[min(i + 1, N - 1)] + x[min(max(i + 2, 0), N - 1)]
     b = empty((H, W))
     for i in range(H):
         for j in range(W):
@@ -1183,7 +1184,8 @@ def p(x: f32["N"], a: f32["H", "W"]) -> tuple[f32["N"], f32["H", "W"]]:
     for d in ({"N": 1, "H": 1, "W": 1}, {"N": 7, "H": 5, "W": 4}):
         n, h, w = d["N"], d["H"], d["W"]
         x, a = rng.standard_normal(n).astype(np.float32), rng.standard_normal((h, w)).astype(np.float32)
-        wy = np.array([x[max(i - 1, 0)] + x[i] + x[min(i + 1, n - 1)] for i in range(n)], np.float32)
+        wy = np.array([x[max(i - 1, 0)] + x[i] + x[min(i + 1, n - 1)] + x[min(max(i + 2, 0), n - 1)]
+                       for i in range(n)], np.float32)
         wb = np.array([[a[max(i - 1, 0), min(j + 1, w - 1)] + a[min(max(i - 2, 0), h - 1), j] + a[max(0, i - 1, j - 3), j]
                         for j in range(w)] for i in range(h)], np.float32)
         for target in ("cpu", "h100"):
