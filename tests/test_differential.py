@@ -30,7 +30,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, note, settings
+from hypothesis import HealthCheck, Phase, assume, given, note, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -92,8 +92,11 @@ def close(got, want) -> tuple[bool, str]:
     return False, f"relative L2 error {rel:.3g}, max abs difference {float(np.nanmax(np.abs(got - want))):.3g}"
 
 
-def check(gp: GenProgram, directory: str, worker: Worker, seed: int) -> dict:
-    """Optimize and run `gp` on inputs drawn from `seed`; fail unless it matches the reference."""
+def check(gp: GenProgram, directory: str, worker: Worker, seed: int, drawn: bool = False) -> dict:
+    """Optimize and run `gp` on inputs drawn from `seed`; fail unless it matches the reference.
+    `drawn` (a program hypothesis drew): one whose reference is not finite says nothing about
+    the plan and is passed over (a min-plus near-miss starting at -1000 under `exp(sqrt(acc *
+    acc + 1))` overflows in the program itself); a fixed example must be finite."""
     path = write(gp, directory)
     where = f"\n{gp}\nfile: {path}\ninput seed: {seed}"
     try:
@@ -105,6 +108,8 @@ def check(gp: GenProgram, directory: str, worker: Worker, seed: int) -> dict:
     if "error" in res:
         pytest.fail(f"{res['error']} raised:\n{res['traceback']}{where}")
     want = res["want"]
+    if drawn:
+        assume(all(np.all(np.isfinite(np.asarray(w, dtype=np.float32))) for w in want))
     for backend, got in res["got"].items():
         assert len(got) == len(want), f"{len(got)} outputs, expected {len(want)} ({backend}){where}"
         for n, (g, w) in enumerate(zip(got, want)):
@@ -124,7 +129,7 @@ def check(gp: GenProgram, directory: str, worker: Worker, seed: int) -> dict:
 @given(gp=programs(), seed=st.integers(0, 2**32 - 1))
 def test_differential(progdir, worker, gp, seed):
     note(str(gp))
-    check(gp, progdir, worker, seed)
+    check(gp, progdir, worker, seed, drawn=True)
 
 
 @settings(max_examples=max(10, EXAMPLES // 5), **_SETTINGS)
@@ -132,7 +137,7 @@ def test_differential(progdir, worker, gp, seed):
 def test_differential_near_misses(progdir, worker, gp, seed):
     """Only near-misses: they must keep their meaning, and not become matmuls."""
     note(str(gp))
-    check(gp, progdir, worker, seed)
+    check(gp, progdir, worker, seed, drawn=True)
 
 
 # ------------------------------------------------------------------------------- fixed cases
