@@ -325,8 +325,7 @@ class _Gen(Emitter):
             self.lines += inner.lines
             self.lines += [f"{inner.indent}{buf}[{k}] = {b}",
                            f"{self.indent}    for {k} in range({m}):"]
-            b = f"{buf}[{k}]"
-            inner.indent = self.indent + "        "
+            b = f"{buf}[{k}]"  # (accumulated at `inner.indent`, the second loop's body)
         else:
             self.lines.append(f"{self.indent}for {name} in range({ext}):")
             inner.indent = self.indent + "    "

@@ -36,8 +36,14 @@ def substitute(fdef: ast.FunctionDef, sizes: set, constants) -> list:
     Returns the names substituted."""
     # loop variables; and per name, how many times something other than a loop binds it
     # (`=`, `+=`, `:=`) and how many times it is read
-    targets = [t for n in ast.walk(fdef) if isinstance(n, ast.For) for t in ast.walk(n.target)
-               if isinstance(t, ast.Name)]
+    loops_over: dict = {}  # name -> the loops binding it as their variable
+    targets = []
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.For):
+            for t in ast.walk(n.target):
+                if isinstance(t, ast.Name):
+                    targets.append(t)
+                    loops_over.setdefault(t.id, []).append(n)
     loop_targets = {t.id for t in targets}
     in_loop_header = {id(t) for t in targets}
     stores: dict = {}
@@ -74,10 +80,10 @@ def substitute(fdef: ast.FunctionDef, sizes: set, constants) -> list:
                 name = st.targets[0].id
                 rest = stmts[k:]
                 if stores.get(name) == 1 and name not in params and name not in sizes and \
-                        index_expr(st.value, loops, known) and _apart_from_its_loops(fdef, name, st, rest):
+                        index_expr(st.value, loops, known) and _apart(loops_over.get(name, ()), st, rest):
                     later = sum(1 for s in rest for x in ast.walk(s) if isinstance(x, ast.Name) and x.id == name
                                 and isinstance(x.ctx, ast.Load))
-                    if later + _loads_in_loops_over(fdef, name) == loads.get(name, 0):
+                    if later + _loads_inside(loops_over.get(name, ()), name) == loads.get(name, 0):
                         for s in rest:
                             _replace(s, name, st.value)
                         done.append(name)
@@ -98,24 +104,19 @@ def substitute(fdef: ast.FunctionDef, sizes: set, constants) -> list:
     return done
 
 
-def _loops_over(fdef, name: str) -> list:
-    return [n for n in ast.walk(fdef) if isinstance(n, ast.For) and
-            any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(n.target))]
-
-
-def _apart_from_its_loops(fdef, name: str, st, rest: list) -> bool:
-    """Whether the loops that bind `name` as their variable (`for i in range(N)` before
-    `i = j + r - 1`: valid Python, another variable) are apart from the assignment `st`:
-    none holds it, and none comes after it in its block (there `name` is that loop's again)."""
-    for loop in _loops_over(fdef, name):
+def _apart(loops, st, rest: list) -> bool:
+    """Whether `loops`, those binding a name as their variable (`for i in range(N)` before
+    `i = j + r - 1`: valid Python, another variable), are apart from the assignment `st` of
+    it: none holds it, and none comes after it in its block (there the name is that loop's)."""
+    for loop in loops:
         if any(x is st for x in ast.walk(loop)) or any(x is loop for s in rest for x in ast.walk(s)):
             return False
     return True
 
 
-def _loads_in_loops_over(fdef, name: str) -> int:
-    """Reads of `name` inside the loops that bind it (their variable's, not the local's)."""
-    return sum(1 for loop in _loops_over(fdef, name) for s in loop.body + loop.orelse for x in ast.walk(s)
+def _loads_inside(loops, name: str) -> int:
+    """Reads of `name` inside `loops`, those binding it (their variable's, not the local's)."""
+    return sum(1 for loop in loops for s in loop.body + loop.orelse for x in ast.walk(s)
                if isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Load))
 
 

@@ -90,7 +90,8 @@ BINDINGS = {LIB + k: f for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS
                                      "transpose": lang.transpose}.items()}
 # a buffer a nest kept as written makes for itself (`lower.Nest.allocates`: it writes every
 # element before any read, so its contents need no fill)
-BINDINGS["eqsat_allocate"] = lambda shape: np.empty(shape, dtype=np.float32)
+ALLOCATE = "eqsat_allocate"
+BINDINGS[ALLOCATE] = lambda shape: np.empty(shape, dtype=np.float32)
 # module attributes that are numbers
 _NUMBERS = {(np, "inf"), (np, "nan"), (np, "pi"), (np, "e"), (np, "NINF"), (np, "Inf"), (np, "NaN"), (math, "inf"),
             (math, "nan"), (math, "pi"), (math, "e"), (math, "tau")}
@@ -791,8 +792,8 @@ class _Env(ast.NodeTransformer):
         guards = []
 
         def clamp(e, fn, op):
-            if isinstance(e, ast.Call) and self.callee(e.func) is fn and len(e.args) >= 2 and not e.keywords and \
-                    not any(isinstance(a, ast.Starred) for a in e.args):
+            got = self._clamp_call(e)
+            if got is not None and got[0] is fn:
                 for other in e.args[1:]:
                     guards.append(ast.Compare(left=ast.Name(id=n.target.id, ctx=ast.Load()), ops=[op],
                                               comparators=[other]))
@@ -818,10 +819,10 @@ class _Env(ast.NodeTransformer):
             return None
         elts = index_elts(n.slice)
         for k, e in enumerate(elts):
-            if not (isinstance(e, ast.Call) and self.callee(e.func) in (builtins.max, builtins.min) and
-                    len(e.args) >= 2 and not e.keywords and not any(isinstance(a, ast.Starred) for a in e.args)):
+            got = self._clamp_call(e)
+            if got is None:
                 continue
-            fn, (first, second), rest = self.callee(e.func), e.args[:2], e.args[2:]
+            fn, (first, second, *rest) = got
             # max(a, b, ...) is max(max(a, b), ...): the pair first; a clamp inside a clamp
             # (`min(max(i + 1, 0), N - 1)`) compares its arguments (`N - 1 < max(i + 1, 0)`
             # is `N - 1 < i + 1 or N - 1 < 0`), so every condition stays affine and the

@@ -38,7 +38,7 @@ from . import expand, lang
 from . import terms as T
 from .bounds import _index_of, check_bounds
 from .dataflow import Conditional, Mismatch, NestFlow, Source, operation_quota, quota_spent, span, trip
-from .desugar import clamped
+from .desugar import ALLOCATE, clamped
 from .ifconvert import ifconvert
 from .errors import ProgramError
 from .ir import (
@@ -493,15 +493,11 @@ class _Lowerer:
         # of it inside the loop runs as written and needs `x`)
         loaded = {n.id for n in names if isinstance(n.ctx, ast.Load)}
         tensor_in = sorted(n for n in reads | writes | loaded if n in self.shapes and n in self.env)
-        # a buffer the nest writes whole and never reads comes in as nothing: the nest makes
-        # it (`v = empty((N,))`, then `for i: v[i] = ...`: no pass filling it, no copy of it)
-        viewed = set()
-        for e in views.values():
-            while not hasattr(e, "name") and not hasattr(e, "base"):
-                e = e.x
-            viewed.add(getattr(e, "name", None) or e.base)
+        # a buffer the nest writes whole and never reads (nor views: those are in `reads`)
+        # comes in as nothing: the nest makes it (`v = empty((N,))`, then `for i: v[i] = ...`:
+        # no pass filling it, no copy of it)
         allocates = {n: self.shapes[n] for n in tensor_in if n in writes and n not in reads and n not in views
-                     and n not in viewed and _overwrites(s, n, self.shapes[n], self.dims, self.shapes)}
+                     and _overwrites(s, n, self.shapes[n], self.dims, self.shapes)}
         tensor_in = [n for n in tensor_in if n not in allocates]
         # a scalar comes in only where the nest may read the value it had before: a read
         # before any assignment, or an output some run of the nest may leave unassigned
@@ -534,9 +530,6 @@ class _Lowerer:
         sin = T.scs([self.env[n] for n in scalar_in])
         nest.reason = reason
         return {n: Node("Ten.opaque", nid, n, tin, sin) for n in outputs}, swrites
-
-
-ALLOCATE = "eqsat_allocate"  # what a nest calls for the buffers it makes (`Nest.allocates`; numpy_backend)
 
 
 def _overwrites(s, name: str, shape: tuple, dims: dict, shapes: dict) -> bool:
