@@ -43,6 +43,8 @@ compute exactly the same:
   tells (`_Env.value_shape`): loops before the statement, into a scalar or a tensor of the
   other axes (numpy's sums are pairwise, these sequential: the same up to rounding; max
   and min propagate NaN as numpy's);
+- `np.einsum` with a constant spec of letters: loops summing the products of the
+  operands' elements (`reductions.Reductions.einsum`);
 - `sum(e for k in range(...) if c)` (builtin sum over a generator of `range` loops) is an
   accumulator, `0` (or sum's start) plus each `e` in order, computed by loops just before
   the statement that reads it (an `if`'s test: before the `if`), its variables renamed

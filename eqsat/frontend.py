@@ -1002,6 +1002,10 @@ class _Parser:
             raise self.err(e, f"`{ast.unparse(e)}`: a reduction is read where its operand's shape is known here "
                               f"(a tensor of declared shape, or elementwise arithmetic, slices and products of "
                               f"them: a product of 3-D operands is not)")
+        if name is None and reductions.is_einsum(e.func, self.resolve_global):
+            raise self.err(e, f"`{ast.unparse(e)}`: np.einsum is read with a constant spec of letters (no `...`, "
+                              f"no keyword but optimize=) over operands of known shape, each with as many axes as its "
+                              f"letters, and one declared extent for each letter; not under a condition")
         if name is None:
             shown = ast.unparse(e.func)
             if isinstance(e.func, ast.Name) and self.enclosing(e.func.id):

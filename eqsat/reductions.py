@@ -2,7 +2,8 @@
 pass): `np.sum(x)`, `np.max(x, axis=1)`, `x.mean(keepdims=True)`, of a tensor of known
 shape or an expression over slices, are loops before the statement into a scalar or a
 tensor of the other axes; `np.sum(y[m])` of what a mask selects, loops taking each
-element where the mask holds; `np.cumsum(x, axis=k)`, loops of running sums.
+element where the mask holds; `np.cumsum(x, axis=k)`, loops of running sums;
+`np.einsum("ik,kj->ij", a, b)`, loops summing products.
 """
 from __future__ import annotations
 
@@ -33,6 +34,13 @@ def is_reduction(f, resolve) -> bool:
     return isinstance(f, ast.Attribute) and f.attr in METHODS
 
 
+def is_einsum(f, resolve) -> bool:
+    """Whether callee `f` is `np.einsum` (`resolve(name)`: what a module-level name means)."""
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and resolve(f.value.id) is np:
+        return f.attr == "einsum"
+    return isinstance(f, ast.Name) and resolve(f.id) is np.einsum
+
+
 class Reductions(Hoisting):
     """`np.sum(x)`, `np.max(x, axis=1)`, `x.mean()`, ... of a tensor of declared shape: loops
     before the statement, into a scalar (no axis) or a tensor of the other axes."""
@@ -50,6 +58,8 @@ class Reductions(Hoisting):
         if obj in SCANS and 1 <= len(n.args) <= 2 or \
                 isinstance(f, ast.Attribute) and f.attr in ("cumsum", "cumprod") and obj is None and len(n.args) <= 1:
             return self.scan(n, obj, kws)
+        if obj is np.einsum:
+            return self.einsum(n)
         if obj in REDUCTIONS and 1 <= len(n.args) <= 2:
             kind, x = REDUCTIONS[obj], n.args[0]
             axis = n.args[1] if len(n.args) == 2 else kws.pop("axis", None)
@@ -132,6 +142,84 @@ class Reductions(Hoisting):
         self.env.shapes[out] = ([copy.deepcopy(d) for d in dims], True)
         self.place([alloc] + body, n)
         return ast.copy_location(ast.Name(id=out, ctx=ast.Load()), n)
+
+    def einsum(self, n):
+        """`np.einsum(spec, a, b, ...)` with a constant spec of letters, over tensors (and
+        numbers, spec "") of known shape: loops before the statement, the output's letters
+        outermost (in the order the output names them) and the summed letters inside (in
+        the order they first appear), each output element the sum of the product of the
+        operands' elements (`out[i, k] = out[i, k] + a[i, j] * b[j, k]`; with no letter
+        summed, one store of the product). Without `->` the output is numpy's: the letters
+        used once, in alphabetical order. Left as written (the front end refuses it, with
+        its location): keywords but `optimize=` (an order of evaluation: the same sums),
+        `...`, a letter given two different
+        declared extents, an operand whose axes the spec does not match, and an einsum
+        under a condition. The sums are sequential, numpy's may be pairwise or BLAS: the
+        same up to rounding."""
+        if any(k.arg != "optimize" for k in n.keywords) or len(n.args) < 2 or self.guards or \
+                not isinstance(n.args[0], ast.Constant) or \
+                not isinstance(n.args[0].value, str):
+            return n
+        spec = n.args[0].value.replace(" ", "")
+        ins, arrow, out = spec.partition("->")
+        terms, ops = ins.split(","), list(n.args[1:])
+        letters = ins.replace(",", "")
+        if len(terms) != len(ops) or not all(c.isascii() and c.isalpha() for c in letters + out):
+            return n
+        if not arrow:
+            out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+        if len(set(out)) != len(out) or any(c not in letters for c in out):
+            return n
+        extent: dict = {}  # letter -> its extent (an expression)
+        names = []
+        for term, op in zip(terms, ops):
+            got = self.env.value_shape(op)
+            if got is SCALAR and not term:
+                names.append(None)
+                continue
+            if got is None or got is SCALAR or not got[1] or len(got[0]) != len(term):
+                return n
+            for c, d in zip(term, got[0]):
+                if c in extent and ast.dump(extent[c]) != ast.dump(d):
+                    return n
+                extent.setdefault(c, d)
+            names.append(op if isinstance(op, ast.Name) else None)
+        for k, (term, op) in enumerate(zip(terms, ops)):
+            if term and names[k] is None:  # (an expression: computed once, then indexed)
+                tmp = f"eqsat_red{self.count}_of{k}"
+                self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=op)], n, init=0)
+                self.env.shapes[tmp] = self.env.value_shape(op)
+                names[k] = ast.Name(id=tmp, ctx=ast.Load())
+        acc = f"eqsat_red{self.count}"
+        self.count += 1
+        summed = [c for c in dict.fromkeys(letters) if c not in out]
+        idx = {c: f"{acc}_{c}" for c in dict.fromkeys(letters)}
+        factors = [sections.subscript(names[k].id, [ast.Name(id=idx[c], ctx=ast.Load()) for c in term])
+                   if term else copy.deepcopy(op) for k, (term, op) in enumerate(zip(terms, ops))]
+        elem = factors[0]
+        for f in factors[1:]:
+            elem = ast.BinOp(left=elem, op=ast.Mult(), right=f)
+
+        def at(ctx):
+            if not out:
+                return ast.Name(id=acc, ctx=ctx)
+            return sections.subscript(acc, [ast.Name(id=idx[c], ctx=ast.Load()) for c in out], ctx)
+
+        if out:
+            dims = [copy.deepcopy(extent[c]) for c in out]
+            self.env.shapes[acc] = (dims, True)
+            stmts = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.Call(
+                func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
+                args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))]
+        else:
+            stmts = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.Constant(0.0))]
+            self.env.scalars.add(acc)
+        value = ast.BinOp(left=at(ast.Load()), op=ast.Add(), right=elem) if summed or not out else elem
+        order = list(out) + summed
+        stmts += _nest([idx[c] for c in order], [extent[c] for c in order],
+                       [ast.Assign(targets=[at(ast.Store())], value=value)])
+        self.place(stmts, n)
+        return ast.copy_location(ast.Name(id=acc, ctx=ast.Load()), n)
 
     def kept(self, n, acc, dims: list, axis):
         """`keepdims=True`: the reduction `acc` copied into a tensor with an axis of one

@@ -263,6 +263,60 @@ def test_python_forms_in_a_kept_nest(tmp_program, monkeypatch, policy):
         assert close(plan.run(*args, backend=backend), want), (backend, plan)
 
 
+EINSUMS = {  # spec and operands -> the kernels expected (None: any), all against numpy's own einsum
+    "matmul": ('np.einsum("ik,kj->ij", a, b)', 'a: f32["M", "K"], b: f32["K", "N"]', ["matmul"]),
+    "transposed_operand": ('np.einsum("ik,jk->ij", a, c)', 'a: f32["M", "K"], c: f32["N", "K"]', ["matmul"]),
+    "implicit_output": ('np.einsum("ik,kj", a, b)', 'a: f32["M", "K"], b: f32["K", "N"]', ["matmul"]),
+    "implicit_output_sorted": ('np.einsum("kj,ik", b, a)', 'a: f32["M", "K"], b: f32["K", "N"]', None),
+    "matvec": ('np.einsum("ij,j->i", a, v)', 'a: f32["M", "K"], v: f32["K"]', ["matmul"]),
+    "dot": ('np.einsum("i,i->", v, v)', 'v: f32["K"]', None),
+    "outer": ('np.einsum("i,j->ij", v, u)', 'v: f32["K"], u: f32["N"]', None),
+    "transpose": ('np.einsum("ij->ji", a)', 'a: f32["M", "K"]', None),
+    "trace_and_diagonal": ('np.einsum("ii", s) + np.einsum("ii->i", s)', 's: f32["K", "K"]', None),
+    "batched": ('np.einsum("bik,bkj->bij", x, y)', 'x: f32["N", "M", "K"], y: f32["N", "K", "M"]', ["matmul"]),
+    "epilogue": ('np.maximum(np.einsum("ik,kj->ij", a, b, optimize=True) + bias, 0.0)',
+                 'a: f32["M", "K"], b: f32["K", "N"], bias: f32["N"]', None),
+    "expression_operand": ('np.einsum("ik,kj->ij", a * 2.0, b)', 'a: f32["M", "K"], b: f32["K", "N"]', None),
+    "three_operands": ('np.einsum("ik,kj,jl->il", a, b, d)', 'a: f32["M", "K"], b: f32["K", "N"], d: f32["N", "M"]',
+                       None),
+    "number_operand": ('np.einsum("ij,->ij", a, 3.0)', 'a: f32["M", "K"]', None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EINSUMS))
+def test_einsum(tmp_program, name):
+    """np.einsum with a constant spec: loops summing products (eqsat/reductions.py), the
+    same values as numpy's einsum up to rounding; a contraction of two operands is a matmul."""
+    expr, params, kinds = EINSUMS[name]
+    prog = tmp_program(PRELUDE + f"@program\ndef p({params}):\n    return {expr}\n")
+    dims = {d: n for d, n in {"N": 3, "M": 5, "K": 4}.items() if d in prog.dims}
+    args = random_args(prog, dims, seed=2)
+    truth = eval(expr, {"np": np, **{p.name: a for p, a in zip(prog.params, args)}})
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for backend in ("numpy", "triton"):
+        assert rel_err(plan.run(*args, backend=backend), truth) < 1e-5, (name, backend, plan)
+    if kinds is not None:
+        assert [k.kind for k in plan.kernels] == kinds, plan
+
+
+@pytest.mark.parametrize("expr", [
+    'np.einsum("...k,kj->...j", a, b)',  # an ellipsis
+    'np.einsum("ik,kj->ij", a, b, out=a)',  # a keyword but optimize=
+    'np.einsum("ikz,kj->ij", a, b)',  # more letters than axes
+    'np.einsum("ik,kk->ik", a, b)',  # k is K on a, K and N on b
+    'np.einsum("ik,kj->ii", a, b)',  # a letter twice in the output
+    'np.einsum(spec, a, b)',  # not a constant
+])
+def test_an_einsum_it_cannot_read_is_refused_with_its_location(tmp_program, expr):
+    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: `np.einsum\(.*np.einsum is read with"):
+        tmp_program(PRELUDE + f'''
+spec = "ik,kj->ij"
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    return {expr}
+''')
+
+
 def test_a_method_call_is_still_refused(tmp_program):
     with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: unsupported function 'x\[i\]\.argmax'"):
         tmp_program(PRELUDE + '''
