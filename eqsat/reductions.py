@@ -150,7 +150,11 @@ class Reductions(Hoisting):
         the order they first appear), each output element the sum of the product of the
         operands' elements (`out[i, k] = out[i, k] + a[i, j] * b[j, k]`; with no letter
         summed, one store of the product). Without `->` the output is numpy's: the letters
-        used once, in alphabetical order. Left as written (the front end refuses it, with
+        used once, in alphabetical order. More than two operands are contracted a pair at a
+        time, left to right, each pair into the letters the output or a later operand names
+        (`"ik,kj,jl->il"` is two matmuls): no step costs more than the loops over every letter
+        at once, as numpy's einsum without `optimize` runs it, and its `optimize` would pick
+        an order of its own (the same sums, up to rounding). Left as written (the front end refuses it, with
         its location): keywords but `optimize=` (an order of evaluation: the same sums),
         `...`, a letter given two different
         declared extents, an operand whose axes the spec does not match, and an einsum
@@ -184,6 +188,15 @@ class Reductions(Hoisting):
                     return n
                 extent.setdefault(c, d)
             names.append(op if isinstance(op, ast.Name) else None)
+        if len(ops) > 2:  # contracted a pair at a time, left to right
+            later = set(out).union(*terms[2:])
+            mid = "".join(c for c in dict.fromkeys(terms[0] + terms[1]) if c in later)
+            first = ast.copy_location(ast.Call(func=copy.deepcopy(n.func), args=[
+                ast.Constant(f"{terms[0]},{terms[1]}->{mid}"), ops[0], ops[1]], keywords=[]), n)
+            rest = ast.copy_location(ast.Call(func=n.func, args=[
+                ast.Constant(",".join([mid, *terms[2:]]) + "->" + out), self.einsum(first), *ops[2:]],
+                keywords=[]), n)
+            return self.einsum(rest)
         for k, (term, op) in enumerate(zip(terms, ops)):
             if term and names[k] is None:  # (an expression: computed once, then indexed)
                 tmp = f"eqsat_red{self.count}_of{k}"

@@ -278,7 +278,9 @@ EINSUMS = {  # spec and operands -> the kernels expected (None: any), all agains
                  'a: f32["M", "K"], b: f32["K", "N"], bias: f32["N"]', None),
     "expression_operand": ('np.einsum("ik,kj->ij", a * 2.0, b)', 'a: f32["M", "K"], b: f32["K", "N"]', None),
     "three_operands": ('np.einsum("ik,kj,jl->il", a, b, d)', 'a: f32["M", "K"], b: f32["K", "N"], d: f32["N", "M"]',
-                       None),
+                       ["matmul", "matmul"]),  # (a pair at a time)
+    "four_operands": ('np.einsum("i,ij,jk,k->", v, a, b, u)', 'v: f32["M"], a: f32["M", "K"], b: f32["K", "N"], u: f32["N"]',
+                      None),
     "number_operand": ('np.einsum("ij,->ij", a, 3.0)', 'a: f32["M", "K"]', None),
 }
 
