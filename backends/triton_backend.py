@@ -93,7 +93,10 @@ class _Gen(Emitter):
         elif op == "Sc.lit":
             out = literal(n.args[0])
         elif op == "Sc.param":
-            out = f"p_{n.args[0]}"
+            # a tensor, not the argument itself: Triton's interpreter passes a float
+            # parameter as a Python float, whose 1.0 / 0.0 raises where the GPU's fp32
+            # gives inf (times 1.0: exact, -0.0 and NaN too)
+            out = self.tmp(f"p_{n.args[0]} * tl.full((), 1.0, tl.float32)")
         elif op == "Sc.acc":
             out = "acc"
         elif op == "Sc.load":

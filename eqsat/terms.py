@@ -113,7 +113,12 @@ def scs(items) -> Node:
 
 
 def lit(x: float) -> Node:
-    return Node("Sc.lit", float(x))
+    """A float literal; -0.0 is `neg(0.0)`: hash-consing (here, and egglog's f64) takes
+    -0.0 and 0.0 for one key, as they compare equal, and 1 / -0.0 is -inf."""
+    x = float(x)
+    if x == 0.0 and math.copysign(1.0, x) < 0:
+        return Node("Sc.fn", "neg", Node("Sc.lit", 0.0))
+    return Node("Sc.lit", x)
 
 
 def load(t: Node, idx) -> Node:
@@ -149,14 +154,32 @@ def binop(op: str, a: Node, b: Node) -> Node:
     too; a division by zero as numpy's, inf or NaN: `zeros(...) / zeros(...)`)."""
     if a.op == "Sc.lit" and b.op == "Sc.lit" and op in _FOLD:
         return lit(_FOLD[op](a.args[0], b.args[0]))
-    if op == "Sc.add":
-        if a is lit(0.0):
+    if op == "Sc.add":  # (0.0 + x is x but for x = -0.0: 0.0 + -0.0 is 0.0, and 1 / it inf)
+        if a is lit(0.0) and never_negative_zero(b):
             return b
-        if b is lit(0.0):
+        if b is lit(0.0) and never_negative_zero(a):
             return a
-    if op == "Sc.sub" and b is lit(0.0):
+    if op == "Sc.sub" and b is lit(0.0):  # (x - 0.0 is x, -0.0 too)
         return a
     return Node(op, a, b)
+
+
+def never_negative_zero(n: Node, budget: int = 64) -> bool:
+    """Whether scalar term `n` can never be -0.0 (rounding to nearest): a sum reduction (the
+    program's starts from 0.0: `acc = 0.0; acc += ...`), a literal other than -0.0, an index
+    value, and a sum with such an operand (x + y is -0.0 only where both are). Looks at no
+    more than `budget` terms (a long sum: False, which only keeps a `0.0 +`)."""
+    todo = [n]
+    while todo and budget > 0:
+        budget -= 1
+        n = todo.pop()
+        if n.op == "Sc.red" and n.args[0] == "sum" or n.op == "Sc.idx":
+            return True
+        if n.op == "Sc.lit" and not (n.args[0] == 0 and math.copysign(1.0, n.args[0]) < 0):
+            return True
+        if n.op == "Sc.add":
+            todo += n.args
+    return False
 
 
 _NEGATED = {"<": ">=", ">=": "<", "<=": ">", ">": "<=", "==": "!=", "!=": "=="}

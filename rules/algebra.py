@@ -16,7 +16,8 @@ Preconditions:
     sum[v] c * x       == c * sum[v] x
     sum[v] (c * x) * y == sum[v] c * (x * y)     and the constant in any other place of a
     sum[v] x * (c * y), x * (y * c), (x * c) * y     two-factor product
-    0 + x == x == x + 0                          (a zero initialization, `c = 0` then `c += ...`)
+    0 + sum[v] x == sum[v] x == sum[v] x + 0     (a zero initialization, `c = 0` then `c += ...`;
+                                                 of a sum only: 0 + x is not x where x is -0.0)
     sum[v] (x if m else 0) == (sum[v] x) if m else 0
                                                  where the mask m compares index values that
                                                  do not mention v, or literals (a triangular
@@ -72,6 +73,8 @@ def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u:
                 out = Sc.select(cmp, lhs, rhs, Sc.red("sum", v, n, x), zero) if then_x else \
                     Sc.select(cmp, lhs, rhs, zero, Sc.red("sum", v, n, x))
                 yield rule(eq(red).to(Sc.red("sum", v, n, sel)), *g1, *g2).then(union(red).with_(out))
-    # a zero start of an accumulation: 0 + x -> x (equal up to the sign of a zero result)
-    yield rewrite(Sc.add(Sc.lit(0.0), x)).to(x)
-    yield rewrite(Sc.add(x, Sc.lit(0.0))).to(x)
+    # a zero start of an accumulation: 0 + sum -> sum. Of a sum only: 0.0 + x is x but for
+    # x = -0.0 (0.0 + -0.0 is 0.0, and 1 / it inf, not -inf), and the program's sum, which
+    # starts from 0.0, is never -0.0; a kernel's sum is -0.0 only where every term is
+    yield rewrite(Sc.add(Sc.lit(0.0), Sc.red("sum", v, n, x))).to(Sc.red("sum", v, n, x))
+    yield rewrite(Sc.add(Sc.red("sum", v, n, x), Sc.lit(0.0))).to(Sc.red("sum", v, n, x))

@@ -1193,3 +1193,79 @@ def p(x: f32["N"], a: f32["H", "W"]) -> tuple[f32["N"], f32["H", "W"]]:
             for backend in ("numpy", "triton"):
                 gy, gb = plan.run(x, a, backend=backend)
                 assert np.array_equal(gy, wy) and np.array_equal(gb, wb), (target, backend, d)
+
+
+# The sign of a zero: 0.0 + x is x except for x = -0.0 (0.0 + -0.0 is 0.0), and 1 / it
+# tells them apart (inf, -inf). Found by a probe: the lowering folded `c = 0.0; c += x * w`
+# into x * w, and the rule 0 + x -> x did so in the e-graph; a literal -0.0 was hash-consed
+# with 0.0 (they compare equal). Inputs here are finite.
+SIGNED_ZEROS = {
+    "zero_start_then_one_product": ('''
+@program
+def p(x: f32["M", "N"], w: f32["N", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            c[i, j] = 0.0
+            c[i, j] += x[i, j] * w[j, j]
+    out = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            out[i, j] = 1.0 / c[i, j]
+    return out
+''', lambda: [np.array([[-3.0, 2.0]], np.float32), np.array([[0.0, 1.0], [1.0, 1.0]], np.float32)]),
+    "plus_zero_and_literal_negative_zero": ('''
+@program
+def p(x: f32["N"]) -> tuple[f32["N"], f32["N"], f32["N"], f32["N"]]:
+    a = empty((N,))
+    b = empty((N,))
+    c = empty((N,))
+    d = empty((N,))
+    for i in range(N):
+        a[i] = 1.0 / (x[i] + 0.0)
+        b[i] = 1.0 / (0.0 + x[i] * x[i] * -1.0)
+        c[i] = 1.0 / (x[i] * -0.0)
+        d[i] = 1.0 / (x[i] - 0.0)
+    return a, b, c, d
+''', lambda: [np.array([-0.0, 0.0, 2.0, -3.0], np.float32)]),
+}
+
+
+@pytest.mark.parametrize("target", ["cpu", "h100"])
+@pytest.mark.parametrize("name", sorted(SIGNED_ZEROS))
+def test_the_sign_of_a_zero_is_the_programs(tmp_program, name, target):
+    src, make_args = SIGNED_ZEROS[name]
+    prog = tmp_program(src)
+    args = make_args()
+    dims = {"M": args[0].shape[0], "N": args[0].shape[-1]} if args[0].ndim == 2 else {"N": args[0].shape[0]}
+    dims = {d: n for d, n in dims.items() if d in prog.dims}
+    with np.errstate(all="ignore"):
+        want = eqsat.reference(prog, *[a.copy() for a in args])
+        plan = eqsat.optimize(prog, dims, target=target)
+        for backend in ("numpy", "triton"):
+            got = plan.run(*[a.copy() for a in args], backend=backend)
+            for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+                np.testing.assert_array_equal(np.signbit(g), np.signbit(w), err_msg=f"{backend}: {g} vs {w}")
+                np.testing.assert_array_equal(g, w)
+
+
+def test_a_float_parameter_of_zero_divides_as_the_program_does(tmp_program):
+    """1.0 / alpha with alpha = 0.0 is inf in the program (numpy's float32), and in every
+    backend: Triton's interpreter passed the parameter as a Python float, whose division by
+    zero raised ZeroDivisionError from inside the kernel."""
+    prog = tmp_program('''
+@program
+def p(x: f32["N"], alpha: f32) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = x[i] + 1.0 / alpha
+    return y
+''')
+    x = np.ones(4, np.float32)
+    with np.errstate(all="ignore"):
+        for target in ("cpu", "h100"):
+            plan = eqsat.optimize(prog, {"N": 4}, target=target)
+            for alpha in (0.0, -0.0, 2.0):
+                want = eqsat.reference(prog, x.copy(), alpha)
+                for backend in ("numpy", "triton"):
+                    np.testing.assert_array_equal(plan.run(x.copy(), alpha, backend=backend), want)
