@@ -32,7 +32,8 @@ compute exactly the same:
   the same, -0.0 and NaN too); `y = np.ones(shape)` and `y = np.full(shape, v)` are `zeros`
   and a loop nest that stores 1.0 or v (evaluated once) into every element;
 - `reversed(range(n))` and `reversed(range(lo, hi))` are `range(n - 1, -1, -1)` and
-  `range(hi - 1, lo - 1, -1)`; `range(max(a, b), min(c, d))` (step 1) is `range(a, c)`
+  `range(hi - 1, lo - 1, -1)`, and `reversed(range(lo, hi, s))` with a constant step s
+  `range(lo + (hi - 1 - lo) // s * s, lo - 1, -s)`; `range(max(a, b), min(c, d))` (step 1) is `range(a, c)`
   around a body guarded by `j >= b and j < d`;
 - `np.zeros([M, N], np.float32)` is `np.zeros((M, N), dtype=np.float32)`; `N = x.shape[1]`
   and `M, N = x.shape`, binding sizes to themselves, are dropped;
@@ -734,14 +735,20 @@ class _Env(ast.NodeTransformer):
         if isinstance(it, ast.Call) and self.callee(it.func) is builtins.reversed and len(it.args) == 1 and \
                 not it.keywords:
             inner = it.args[0]
+            step = _number(inner.args[2]) if isinstance(inner, ast.Call) and len(inner.args) == 3 else 1
             if isinstance(inner, ast.Call) and self.callee(inner.func) is builtins.range and \
-                    1 <= len(inner.args) <= 2 and not inner.keywords:
-                lo, hi = (ast.Constant(0), inner.args[0]) if len(inner.args) == 1 else inner.args
+                    1 <= len(inner.args) <= 3 and not inner.keywords and type(step) is int and step >= 1:
+                lo, hi = (ast.Constant(0), inner.args[0]) if len(inner.args) == 1 else inner.args[:2]
                 one = ast.Constant(1)
+                last = ast.BinOp(left=hi, op=ast.Sub(), right=one)
+                if step > 1:  # the last value taken: lo + (hi - lo - 1) // step * step (below lo if none)
+                    last = ast.BinOp(left=copy.deepcopy(lo), op=ast.Add(), right=ast.BinOp(left=ast.BinOp(
+                        left=ast.BinOp(left=last, op=ast.Sub(), right=copy.deepcopy(lo)), op=ast.FloorDiv(),
+                        right=ast.Constant(step)), op=ast.Mult(), right=ast.Constant(step)))
                 n.iter = ast.copy_location(ast.Call(
                     func=inner.func,
-                    args=[ast.BinOp(left=hi, op=ast.Sub(), right=one), ast.BinOp(left=lo, op=ast.Sub(), right=one),
-                          ast.UnaryOp(op=ast.USub(), operand=ast.Constant(1))], keywords=[]), it)
+                    args=[last, ast.BinOp(left=lo, op=ast.Sub(), right=one),
+                          ast.UnaryOp(op=ast.USub(), operand=ast.Constant(step))], keywords=[]), it)
         return n
 
     def _normalized(self, n):

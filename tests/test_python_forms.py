@@ -658,3 +658,24 @@ def test_names_bound_again(tmp_program, name):
     want = g["p"](*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
     got = eqsat.optimize(prog, dims).run(*args)
     assert close(got, want)
+
+
+@pytest.mark.parametrize("n,k", [(1, 0), (2, 1), (5, 0), (8, 2), (11, 20)])
+def test_reversed_range_with_a_step(tmp_program, n, k):
+    """reversed(range(lo, hi, s)), constant s: from the last value the range takes down to
+    lo; no iteration where the range is empty (k past N)."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["N"], k: int) -> f32["N"]:
+    y = zeros((N,))
+    for i in reversed(range(1, N, 2)):
+        y[i] = x[i] + y[i - 1] * 0.5
+    for i in reversed(range(k, N - 1, 3)):
+        y[i] = y[i] + x[i + 1] * 2.0
+    return y
+''')
+    x = np.arange(n, dtype=np.float32) + 1
+    want = eqsat.reference(prog, x.copy(), k)
+    plan = eqsat.optimize(prog, {"N": n, "k": k}, target="cpu")
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(x.copy(), k, backend=backend), want), backend
