@@ -45,7 +45,10 @@ compute exactly the same:
   other axes (numpy's sums are pairwise, these sequential: the same up to rounding; max
   and min propagate NaN as numpy's);
 - `np.einsum` with a constant spec of letters: loops summing the products of the
-  operands' elements (`reductions.Reductions.einsum`);
+  operands' elements (`reductions.Reductions.einsum`), and `np.inner`, `np.vdot`,
+  `np.tensordot` as the einsum they are; `a.dot(b)` of a tensor is `np.dot(a, b)`, and
+  `x.astype(np.float32)` of a float32 tensor a copy;
+- arrays made as operands (`np.ones_like(x)`, `np.eye(n)`, ...): `eqsat/builders.py`;
 - `sum(e for k in range(...) if c)` (builtin sum over a generator of `range` loops) is an
   accumulator, `0` (or sum's start) plus each `e` in order, computed by loops just before
   the statement that reads it (an `if`'s test: before the `if`), its variables renamed
@@ -65,6 +68,7 @@ import math
 import numpy as np
 
 from . import aliases, lang, sections, slice_bounds
+from .builders import Builders
 from .hoisting import Hoisting as _Hoisting
 from .names import LIB, SCALAR
 from .reductions import METHODS, REDUCTIONS, Reductions
@@ -125,6 +129,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
     env.visit(fdef)
     _check_mask_reads(fdef, env)
+    fdef.body = Builders(env).block(fdef.body)
     reductions = Reductions(env)
     fdef.body = reductions.block(fdef.body)
     fdef.body = sections.Scalarize(env, fdef).block(fdef.body)
@@ -991,6 +996,11 @@ class _Env(ast.NodeTransformer):
             return ast.copy_location(ast.Attribute(value=n.args[0], attr="T", ctx=ast.Load()), n)
         copied = n.args[0] if obj is np.copy and len(n.args) == 1 else \
             n.func.value if isinstance(n.func, ast.Attribute) and n.func.attr == "copy" and not n.args else None
+        if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr == "astype" and len(n.args) == 1 and \
+                all(k.arg == "copy" for k in n.keywords) and \
+                (self.callee(n.args[0]) is np.float32 or _number(n.args[0]) is None and
+                 isinstance(n.args[0], ast.Constant) and n.args[0].value in ("float32", "f4")):
+            copied, n.keywords = n.func.value, []  # (`x.astype(np.float32)` of a float32 x: a copy)
         got = self.value_shape(copied) if copied is not None and not n.keywords else None
         if got is not None and got is not SCALAR and got[1]:  # (of a view too: `np.flip(a).copy()`)
             out = ast.copy_location(ast.BinOp(left=copied, op=ast.Mult(), right=ast.Constant(1.0)), n)
@@ -1012,6 +1022,12 @@ class _Env(ast.NodeTransformer):
             if getattr(obj, "__module__", None) == "math" or obj in _MATH:
                 out.eqsat_of_math = f"math.{obj.__name__}"  # (numbers only: the front end checks)
             return out
+        if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr == "dot" and len(n.args) == 1:
+            got = self.value_shape(n.func.value)  # (`a.dot(b)` of a tensor a: np.dot(a, b))
+            if got is not None and got is not SCALAR:
+                mm = ast.copy_location(ast.BinOp(left=n.func.value, op=ast.MatMult(), right=n.args[0]), n)
+                mm.eqsat_dot = True
+                return mm
         if len(n.args) == 2 and obj in (np.matmul, np.dot):
             mm = ast.copy_location(ast.BinOp(left=n.args[0], op=ast.MatMult(), right=n.args[1]), n)
             mm.eqsat_dot = obj is np.dot  # (the front end refuses it over more than two axes)

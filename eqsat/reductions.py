@@ -60,6 +60,12 @@ class Reductions(Hoisting):
             return self.scan(n, obj, kws)
         if obj is np.einsum:
             return self.einsum(n)
+        if obj in (np.inner, np.vdot, np.tensordot):
+            spec = self.contraction(n, obj, kws)
+            if spec is None:
+                return n
+            return self.einsum(ast.copy_location(ast.Call(func=ast.Name(id=LIB + "einsum", ctx=ast.Load()), args=[
+                ast.Constant(spec), *n.args[:2]], keywords=[]), n))
         if obj in REDUCTIONS and 1 <= len(n.args) <= 2:
             kind, x = REDUCTIONS[obj], n.args[0]
             axis = n.args[1] if len(n.args) == 2 else kws.pop("axis", None)
@@ -142,6 +148,56 @@ class Reductions(Hoisting):
         self.env.shapes[out] = ([copy.deepcopy(d) for d in dims], True)
         self.place([alloc] + body, n)
         return ast.copy_location(ast.Name(id=out, ctx=ast.Load()), n)
+
+    def contraction(self, n, obj, kws: dict) -> str | None:
+        """The einsum spec of `np.inner(a, b)` (the last axes of both), `np.vdot(a, b)` (every
+        axis, a and b of one shape: numpy flattens both) or `np.tensordot(a, b, axes=k)` (a's
+        last k axes with b's first k; `axes=([i, ...], [j, ...])` pairs them), over operands
+        of known shape whose paired axes have the same declared extents; else None (left as
+        written: refused)."""
+        if len(n.args) != (3 if obj is np.tensordot and "axes" not in kws and len(n.args) == 3 else 2) or \
+                self.guards or set(kws) - ({"axes"} if obj is np.tensordot else set()):
+            return None
+        shapes = [self.env.value_shape(a) for a in n.args[:2]]
+        if any(g is None or g is SCALAR or not g[1] or not g[0] for g in shapes):
+            return None
+        (da, _), (db, _) = shapes
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        if len(da) + len(db) > len(letters):
+            return None
+        la, lb = list(letters[:len(da)]), list(letters[len(da):len(da) + len(db)])
+        if obj is np.inner:
+            pairs = [(len(da) - 1, len(db) - 1)]
+        elif obj is np.vdot:
+            if len(da) != len(db):
+                return None
+            pairs = list(zip(range(len(da)), range(len(db))))
+        else:
+            axes = kws.get("axes", n.args[2] if len(n.args) == 3 else ast.Constant(2))
+            k = _d._number(axes)
+            if type(k) is int:
+                if not 0 <= k <= min(len(da), len(db)):
+                    return None
+                pairs = list(zip(range(len(da) - k, len(da)), range(k)))
+            elif isinstance(axes, (ast.Tuple, ast.List)) and len(axes.elts) == 2 and \
+                    all(isinstance(e, (ast.Tuple, ast.List)) for e in axes.elts):
+                ia, ib = ([_d._number(x) for x in e.elts] for e in axes.elts)
+                if len(ia) != len(ib) or not all(type(x) is int for x in ia + ib):
+                    return None
+                ia, ib = [x % len(da) if -len(da) <= x < len(da) else None for x in ia], \
+                    [x % len(db) if -len(db) <= x < len(db) else None for x in ib]
+                if None in ia or None in ib or len(set(ia)) != len(ia) or len(set(ib)) != len(ib):
+                    return None
+                pairs = list(zip(ia, ib))
+            else:
+                return None
+        for i, j in pairs:
+            if ast.dump(da[i]) != ast.dump(db[j]):
+                return None
+            lb[j] = la[i]
+        paired_a, paired_b = {i for i, _ in pairs}, {j for _, j in pairs}
+        out = [c for i, c in enumerate(la) if i not in paired_a] + [c for j, c in enumerate(lb) if j not in paired_b]
+        return "".join(la) + "," + "".join(lb) + "->" + "".join(out)
 
     def einsum(self, n):
         """`np.einsum(spec, a, b, ...)` with a constant spec of letters, over tensors (and

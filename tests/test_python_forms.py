@@ -319,6 +319,55 @@ def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
 ''')
 
 
+ARRAY_FORMS = {  # numpy's contractions, methods and arrays made as operands: expr, params, kernels
+    "inner_of_vectors": ('np.inner(u, v)', 'u: f32["M"], v: f32["M"]', None),
+    "inner_of_matrices": ('np.inner(a, c)', 'a: f32["M", "K"], c: f32["N", "K"]', ["matmul"]),
+    "vdot_of_matrices": ('np.vdot(a, d)', 'a: f32["M", "K"], d: f32["M", "K"]', None),
+    "tensordot_one_axis": ('np.tensordot(a, b, axes=1)', 'a: f32["M", "K"], b: f32["K", "N"]', ["matmul"]),
+    "tensordot_default_two": ('np.tensordot(a, d)', 'a: f32["M", "K"], d: f32["M", "K"]', None),
+    "tensordot_pairs": ('np.tensordot(t, b, axes=([2], [0]))', 't: f32["N", "M", "K"], b: f32["K", "N"]',
+                        ["matmul"]),
+    "dot_method": ('np.maximum(a.dot(b), 0.0)', 'a: f32["M", "K"], b: f32["K", "N"]', ["matmul"]),
+    "dot_method_of_vectors": ('u.dot(u)', 'u: f32["M"]', None),
+    "astype_float32": ('a.astype(np.float32) * 2.0 + a.astype("float32")', 'a: f32["M", "K"]', ["pointwise"]),
+    "eye_operand": ('a + np.eye(M, dtype=np.float32)', 'a: f32["M", "M"]', None),
+    "identity_operand": ('np.maximum(a @ np.identity(M) + u, 0.0)', 'a: f32["M", "M"], u: f32["M"]', None),
+    "ones_like_operand": ('a - np.ones_like(a) + np.zeros_like(a)', 'a: f32["M", "K"]', ["pointwise"]),
+    "full_like_operand": ('a * np.full_like(a, s) + np.full((M, K), 0.5)', 'a: f32["M", "K"], s: f32', None),
+    "ones_operand_reduced": ('np.sum(np.ones((M, K))) + a', 'a: f32["M", "K"]', None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARRAY_FORMS))
+def test_array_forms(tmp_program, name):
+    expr, params, kinds = ARRAY_FORMS[name]
+    prog = tmp_program(PRELUDE + f"@program\ndef p({params}):\n    return {expr}\n")
+    dims = {d: n for d, n in {"N": 3, "M": 5, "K": 4}.items() if d in prog.dims}
+    args = random_args(prog, dims, seed=6)
+    truth = eval(expr, {"np": np, **dims, **{p.name: a for p, a in zip(prog.params, args)}})
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for backend in ("numpy", "triton"):
+        got = plan.run(*args, backend=backend)
+        assert np.shape(got) == np.shape(truth) and rel_err(got, truth) < 1e-5, (name, backend, plan)
+    if kinds is not None:
+        assert [k.kind for k in plan.kernels] == kinds, plan
+
+
+@pytest.mark.parametrize("expr,what", [
+    ("np.tensordot(a, b, axes=([0], [0]))", "np.tensordot"),  # M against K
+    ("np.inner(a, b)", "np.inner"),  # K against N
+    ("a * np.full((M, K), 2)", "np.full"),  # numpy's integer array
+    ("a.astype(np.float64)", "a.astype"),
+])
+def test_a_contraction_or_array_it_cannot_read_is_refused_with_its_location(tmp_program, expr, what):
+    with pytest.raises(eqsat.ProgramError, match=rf"prog_\d+\.py:\d+:\d+: unsupported function '{what}'"):
+        tmp_program(PRELUDE + f'''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]):
+    return {expr}
+''')
+
+
 def test_a_method_call_is_still_refused(tmp_program):
     with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: unsupported function 'x\[i\]\.argmax'"):
         tmp_program(PRELUDE + '''

@@ -1,0 +1,111 @@
+"""Arrays made inside an expression (a part of `eqsat/desugar.py`'s pass): `np.ones_like(x)`,
+`np.full_like(x, v)`, `np.zeros_like(x)`, `np.ones(shape)`, `np.full(shape, v)`,
+`np.zeros(shape)`, `np.eye(n)` and `np.identity(n)` where they are an operand
+(`x + np.ones_like(x)`, `a @ np.eye(N)`), not bound to a name (desugar's statements
+handle those): a buffer allocated just before the statement, and loops storing its values,
+then read by name. Left as written (refused by the front end, with its location): a dtype
+other than float32 (numpy's float64 default is taken as float32, as for the bound forms),
+a fill numpy would make an integer array of (`np.full(s, 2)`), a shape that is no tuple of
+sizes.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+import numpy as np
+
+from . import sections
+from .hoisting import Hoisting
+from .names import LIB, SCALAR
+
+_LIKE = {np.ones_like: 1.0, np.full_like: None, np.zeros_like: 0.0}
+_SHAPED = {np.ones: 1.0, np.full: None, np.zeros: 0.0}
+_EYE = (np.eye, np.identity)
+
+
+class Builders(Hoisting):
+    def __init__(self, env):
+        super().__init__()
+        self.env = env
+
+    def visit_Assign(self, n):
+        # (`y = zeros(shape)`, `y = np.ones(shape)`, ... bound to a name are desugar's: only
+        # their operands are visited here)
+        v = n.value
+        if len(n.targets) == 1 and isinstance(v, ast.Call) and (
+                isinstance(v.func, ast.Name) and v.func.id in (LIB + "zeros", LIB + "empty") or
+                self.env.callee(v.func) in (np.zeros, np.empty, np.zeros_like, np.empty_like, *_SHAPED, *_EYE)):
+            v.args = [self.visit(a) for a in v.args]
+            return n
+        return self.generic_visit(n)
+
+    def visit_Call(self, n):
+        self.generic_visit(n)
+        f = n.func
+        if isinstance(f, ast.Name) and f.id == LIB + "zeros" and len(n.args) == 1 and not n.keywords \
+                and not self.guards:  # (`np.zeros_like(x)` as an operand: desugar made it this)
+            dims = _sizes(n.args[0], self.env)
+            return n if dims is None else self.allocate(n, dims, ast.Constant(0.0), False)
+        obj = self.env.callee(f)
+        if self.guards or not (obj in _LIKE or obj in _SHAPED or obj in _EYE):
+            return n
+        kws = {k.arg: k.value for k in n.keywords}
+        if set(kws) - {"dtype"} or ("dtype" in kws and self.env.callee(kws["dtype"]) is not np.float32):
+            return n
+        fill, diagonal = None, False
+        if obj in _LIKE:
+            k = 2 if obj is np.full_like else 1
+            got = self.env.value_shape(n.args[0]) if len(n.args) == k else None
+            if got is None or got is SCALAR or not got[1]:
+                return n
+            dims = [copy.deepcopy(d) for d in got[0]]
+            fill = n.args[1] if obj is np.full_like else ast.Constant(_LIKE[obj])
+        elif obj in _SHAPED:
+            k = 2 if obj is np.full else 1
+            if len(n.args) != k:
+                return n
+            dims = _sizes(n.args[0], self.env)
+            fill = n.args[1] if obj is np.full else ast.Constant(_SHAPED[obj])
+            if dims is None or (obj is np.full and "dtype" not in kws and self.env.is_int(fill)):
+                return n  # (numpy's `np.full(s, 2)`: an integer array)
+        else:
+            if len(n.args) != 1 or not self.env.is_int(n.args[0]):
+                return n
+            dims, fill, diagonal = [copy.deepcopy(n.args[0]), copy.deepcopy(n.args[0])], ast.Constant(1.0), True
+        if self.env.value_shape(fill) is not SCALAR:
+            return n
+        return self.allocate(n, dims, fill, diagonal)
+
+    def allocate(self, n, dims: list, fill, diagonal: bool):
+        name = f"eqsat_new{self.count}"
+        self.count += 1
+        stmts = [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Call(
+            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
+            args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))]
+        self.env.shapes[name] = ([copy.deepcopy(d) for d in dims], True)
+        if not (isinstance(fill, ast.Constant) and fill.value == 0.0 and not diagonal):
+            if not isinstance(fill, ast.Constant):  # (evaluated once, as numpy does)
+                stmts.append(ast.Assign(targets=[ast.Name(id=f"{name}_v", ctx=ast.Store())], value=fill))
+                fill = ast.Name(id=f"{name}_v", ctx=ast.Load())
+                self.env.scalars.add(f"{name}_v")
+            idx = [f"{name}_{d}" for d in range(1 if diagonal else len(dims))]
+            at = [ast.Name(id=idx[0], ctx=ast.Load())] * 2 if diagonal else \
+                [ast.Name(id=i, ctx=ast.Load()) for i in idx]
+            body = [ast.Assign(targets=[sections.subscript(name, at, ast.Store())], value=copy.deepcopy(fill))]
+            for i, d in reversed(list(zip(idx, dims))):
+                body = [ast.For(target=ast.Name(id=i, ctx=ast.Store()), iter=ast.Call(
+                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(d)], keywords=[]),
+                    body=body, orelse=[])]
+            stmts += body
+        self.place(stmts, n)
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
+
+
+def _sizes(shape, env) -> list | None:
+    """The extents of a shape argument (`(M, N)`, `[M, N]`, `N`, `x.shape` was desugared
+    already), where each is an integer expression of sizes; else None."""
+    elts = shape.elts if isinstance(shape, (ast.Tuple, ast.List)) else [shape]
+    if not elts or not all(env.is_int(e) for e in elts):
+        return None
+    return [copy.deepcopy(e) for e in elts]
