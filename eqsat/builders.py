@@ -1,4 +1,5 @@
-"""Arrays made inside an expression (a part of `eqsat/desugar.py`'s pass): `np.ones_like(x)`,
+"""Arrays made inside an expression (a part of `eqsat/desugar.py`'s pass): `np.concatenate`,
+`np.stack`, `np.vstack`, `np.hstack` and `np.roll` of tensors of known shape; `np.ones_like(x)`,
 `np.full_like(x, v)`, `np.zeros_like(x)`, `np.ones(shape)`, `np.full(shape, v)`,
 `np.zeros(shape)`, `np.eye(n)` and `np.identity(n)` where they are an operand
 (`x + np.ones_like(x)`, `a @ np.eye(N)`), not bound to a name (desugar's statements
@@ -22,6 +23,7 @@ from .names import LIB, SCALAR
 _LIKE = {np.ones_like: 1.0, np.full_like: None, np.zeros_like: 0.0}
 _SHAPED = {np.ones: 1.0, np.full: None, np.zeros: 0.0}
 _EYE = (np.eye, np.identity)
+_JOINS = (np.concatenate, np.stack, np.vstack, np.hstack)
 
 
 class Builders(Hoisting):
@@ -48,6 +50,10 @@ class Builders(Hoisting):
             dims = _sizes(n.args[0], self.env)
             return n if dims is None else self.allocate(n, dims, ast.Constant(0.0), False)
         obj = self.env.callee(f)
+        if obj in _JOINS and not self.guards:
+            return self.join(n, obj)
+        if obj is np.roll and not self.guards:
+            return self.roll(n)
         if self.guards or not (obj in _LIKE or obj in _SHAPED or obj in _EYE):
             return n
         kws = {k.arg: k.value for k in n.keywords}
@@ -76,6 +82,114 @@ class Builders(Hoisting):
         if self.env.value_shape(fill) is not SCALAR:
             return n
         return self.allocate(n, dims, fill, diagonal)
+
+    def _operand(self, e, k: int):
+        """(a name for tensor `e`, its extents), an expression computed into a temporary
+        first; None where its shape is not known or it is no float32 tensor."""
+        got = self.env.value_shape(e)
+        if got is None or got is SCALAR or not got[1] or not got[0]:
+            return None
+        if not isinstance(e, ast.Name):
+            tmp = f"eqsat_new{self.count}_part{k}"
+            self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=e)], e, init=0)
+            self.env.shapes[tmp] = got
+            e = ast.Name(id=tmp, ctx=ast.Load())
+        return e, got[0]
+
+    def join(self, n, obj):
+        """`np.concatenate((a, b, ...), axis=k)` (k = 0 by default), `np.stack(...)` (a new axis
+        k), `np.vstack` and `np.hstack` (numpy's rules: vectors stack as rows, hstack of
+        vectors concatenates them): a buffer of the joined shape, each part copied into its
+        place by loops before the statement. The parts must agree on every other axis (the
+        same declared extents); else left as written (refused)."""
+        kws = {k.arg: k.value for k in n.keywords}
+        if len(n.args) != 1 or set(kws) - {"axis"} or not isinstance(n.args[0], (ast.Tuple, ast.List)) or \
+                not n.args[0].elts:
+            return n
+        parts = [self._operand(e, k) for k, e in enumerate(n.args[0].elts)]
+        if None in parts:
+            return n
+        rank = len(parts[0][1])
+        if any(len(d) != rank for _, d in parts):
+            return n
+        axis = _d_number(kws.get("axis", ast.Constant(0)))
+        if obj is np.vstack:
+            new, axis = rank == 1, 0
+        elif obj is np.hstack:
+            new, axis = False, 0 if rank == 1 else 1
+        else:
+            new = obj is np.stack
+        if type(axis) is not int or not -(rank + new) <= axis < rank + new:
+            return n
+        axis %= rank + new
+        others = [d for d in range(rank) if new or d != axis]
+        if any(ast.dump(p[1][d]) != ast.dump(parts[0][1][d]) for p in parts for d in others):
+            return n
+        base = parts[0][1]
+        if new:
+            dims = [copy.deepcopy(d) for d in base]
+            dims.insert(axis, ast.Constant(len(parts)))
+        else:
+            dims = [copy.deepcopy(d) for d in base]
+            total = copy.deepcopy(parts[0][1][axis])
+            for _, d in parts[1:]:
+                total = ast.BinOp(left=total, op=ast.Add(), right=copy.deepcopy(d[axis]))
+            dims[axis] = total
+        name, stmts = self._buffer(dims)
+        offset = ast.Constant(0)
+        for k, (part, extents) in enumerate(parts):
+            idx = [f"{name}_{k}_{d}" for d in range(rank)]
+            at = [ast.Name(id=i, ctx=ast.Load()) for i in idx]
+            if new:
+                at.insert(axis, ast.Constant(k))
+            else:
+                at[axis] = ast.BinOp(left=copy.deepcopy(offset), op=ast.Add(), right=at[axis])
+                offset = ast.BinOp(left=offset, op=ast.Add(), right=copy.deepcopy(extents[axis]))
+            read = sections.subscript(part.id, [ast.Name(id=i, ctx=ast.Load()) for i in idx])
+            stmts += _loops(idx, extents, [ast.Assign(targets=[sections.subscript(name, at, ast.Store())],
+                                                      value=read)])
+        self.place(stmts, n)
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
+
+    def roll(self, n):
+        """`np.roll(x, s, axis=k)` (a vector's axis may be left out) with an integer shift s:
+        a buffer whose element i along k is x's element (i - s) % N there."""
+        kws = {k.arg: k.value for k in n.keywords}
+        if not 2 <= len(n.args) + len(kws) <= 3 or set(kws) - {"shift", "axis"} or len(n.args) > 3:
+            return n
+        args = list(n.args) + [None] * (3 - len(n.args))
+        shift, axis = kws.get("shift", args[1]), kws.get("axis", args[2])
+        part = self._operand(n.args[0], 0) if n.args else None
+        if part is None or shift is None or not self.env.is_int(shift):
+            return n
+        x, extents = part
+        rank = len(extents)
+        k = 0 if axis is None and rank == 1 else _d_number(axis) if axis is not None else None
+        if type(k) is not int or not -rank <= k < rank:
+            return n  # (without an axis numpy rolls the flattened array)
+        k %= rank
+        name, stmts = self._buffer([copy.deepcopy(d) for d in extents])
+        if not isinstance(shift, ast.Constant):  # (evaluated once)
+            stmts.append(ast.Assign(targets=[ast.Name(id=f"{name}_s", ctx=ast.Store())], value=shift))
+            self.env.int_locals.add(f"{name}_s")
+            shift = ast.Name(id=f"{name}_s", ctx=ast.Load())
+        idx = [f"{name}_{d}" for d in range(rank)]
+        src = [ast.Name(id=i, ctx=ast.Load()) for i in idx]
+        src[k] = ast.BinOp(left=ast.BinOp(left=src[k], op=ast.Sub(), right=copy.deepcopy(shift)), op=ast.Mod(),
+                           right=copy.deepcopy(extents[k]))
+        stmts += _loops(idx, extents, [ast.Assign(
+            targets=[sections.subscript(name, [ast.Name(id=i, ctx=ast.Load()) for i in idx], ast.Store())],
+            value=sections.subscript(x.id, src))])
+        self.place(stmts, n)
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
+
+    def _buffer(self, dims: list) -> tuple:
+        name = f"eqsat_new{self.count}"
+        self.count += 1
+        self.env.shapes[name] = ([copy.deepcopy(d) for d in dims], True)
+        return name, [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Call(
+            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
+            args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))]
 
     def allocate(self, n, dims: list, fill, diagonal: bool):
         name = f"eqsat_new{self.count}"
@@ -109,3 +223,16 @@ def _sizes(shape, env) -> list | None:
     if not elts or not all(env.is_int(e) for e in elts):
         return None
     return [copy.deepcopy(e) for e in elts]
+
+
+def _loops(names: list, extents: list, body: list) -> list:
+    for v, d in reversed(list(zip(names, extents))):
+        body = [ast.For(target=ast.Name(id=v, ctx=ast.Store()), iter=ast.Call(
+            func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(d)], keywords=[]), body=body, orelse=[])]
+    return body
+
+
+def _d_number(e):
+    from .desugar import _number
+
+    return _number(e)

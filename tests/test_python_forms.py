@@ -335,6 +335,13 @@ ARRAY_FORMS = {  # numpy's contractions, methods and arrays made as operands: ex
     "ones_like_operand": ('a - np.ones_like(a) + np.zeros_like(a)', 'a: f32["M", "K"]', ["pointwise"]),
     "full_like_operand": ('a * np.full_like(a, s) + np.full((M, K), 0.5)', 'a: f32["M", "K"], s: f32', None),
     "ones_operand_reduced": ('np.sum(np.ones((M, K))) + a', 'a: f32["M", "K"]', None),
+    "concatenate": ('np.concatenate((u, v * 2.0)) + 1.0', 'u: f32["M"], v: f32["N"]', None),
+    "concatenate_axis": ('np.concatenate([a, d], axis=-1)', 'a: f32["M", "K"], d: f32["M", "N"]', None),
+    "stack_axis": ('np.stack((u, v, u), axis=1)', 'u: f32["M"], v: f32["M"]', None),
+    "vstack": ('np.vstack((u, v)) * 2.0', 'u: f32["M"], v: f32["M"]', None),
+    "hstack": ('np.hstack((u, v)) + 1.0', 'u: f32["M"], v: f32["M"]', None),
+    "roll_periodic_stencil": ('0.5 * a + 0.25 * (np.roll(a, 1, axis=0) + np.roll(a, shift=-7, axis=-1))',
+                              'a: f32["M", "K"]', None),
 }
 
 
@@ -358,6 +365,8 @@ def test_array_forms(tmp_program, name):
     ("np.inner(a, b)", "np.inner"),  # K against N
     ("a * np.full((M, K), 2)", "np.full"),  # numpy's integer array
     ("a.astype(np.float64)", "a.astype"),
+    ("np.concatenate((a, b))", "np.concatenate"),  # K against N on the other axis
+    ("np.roll(a, 1)", "np.roll"),  # numpy rolls the flattened matrix
 ])
 def test_a_contraction_or_array_it_cannot_read_is_refused_with_its_location(tmp_program, expr, what):
     with pytest.raises(eqsat.ProgramError, match=rf"prog_\d+\.py:\d+:\d+: unsupported function '{what}'"):
