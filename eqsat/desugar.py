@@ -80,10 +80,10 @@ ALIASES = {np.transpose: "transpose", np.sqrt: "sqrt", np.exp: "exp", np.log: "l
            math.tanh: "tanh", math.fabs: "abs",
            # (with no term: lang.NO_TERM)
            np.tan: "tan", np.arcsin: "arcsin", np.arccos: "arccos", np.arctan: "arctan", np.sinh: "sinh",
-           np.cosh: "cosh", np.log1p: "log1p", np.expm1: "expm1", np.log2: "log2", np.log10: "log10",
+           np.cosh: "cosh", np.log1p: "log1p", np.expm1: "expm1", np.log2: "log2", np.log10: "log10", np.exp2: "exp2",
            np.floor: "floor", np.ceil: "ceil", np.sign: "sign", np.arctan2: "arctan2", np.hypot: "hypot",
            math.tan: "tan", math.asin: "arcsin", math.acos: "arccos", math.atan: "arctan", math.sinh: "sinh",
-           math.cosh: "cosh", math.log1p: "log1p", math.expm1: "expm1", math.log2: "log2", math.log10: "log10",
+           math.cosh: "cosh", math.log1p: "log1p", math.expm1: "expm1", math.log2: "log2", math.log10: "log10", math.exp2: "exp2",
            math.atan2: "arctan2", math.hypot: "hypot"}
 _LIKE = {np.zeros_like: "zeros", np.empty_like: "empty"}
 _MATH = {f for f in ALIASES if getattr(math, getattr(f, "__name__", ""), None) is f}
@@ -977,6 +977,50 @@ class _Env(ast.NodeTransformer):
                                                                  ctx=ast.Load()), args=[diag], keywords=[]), n)
         if obj is np.square and len(n.args) == 1 and not n.keywords:  # (x * x, exactly: one rounding)
             return ast.copy_location(ast.BinOp(left=n.args[0], op=ast.Mult(), right=copy.deepcopy(n.args[0])), n)
+        if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr == "clip" and len(n.args) == 2 and \
+                not n.keywords and self.value_shape(n.func.value) not in (None, SCALAR):
+            n.args, obj = [n.func.value, *n.args], np.clip  # (`x.clip(lo, hi)` of a tensor: np.clip's)
+        if obj is np.swapaxes and len(n.args) == 3 and not n.keywords:  # (a transpose of two axes)
+            got, a, b = self.value_shape(n.args[0]), _number(n.args[1]), _number(n.args[2])
+            if got not in (None, SCALAR) and type(a) is int and type(b) is int and \
+                    -len(got[0]) <= min(a, b) and max(a, b) < len(got[0]):
+                perm = list(range(len(got[0])))
+                a, b = a % len(perm), b % len(perm)
+                perm[a], perm[b] = perm[b], perm[a]
+                out = ast.Call(func=ast.Name(id=LIB + "transpose", ctx=ast.Load()), args=[
+                    n.args[0], ast.Tuple(elts=[ast.Constant(p) for p in perm], ctx=ast.Load())], keywords=[])
+                return ast.copy_location(out, n)
+        if obj is np.diff and len(n.args) == 1 and {k.arg for k in n.keywords} <= {"axis"}:
+            # x[..., 1:] - x[..., :-1] along the axis (the last by default), of a tensor
+            got = self.value_shape(n.args[0])
+            axis = _number(n.keywords[0].value) if n.keywords else -1
+            if got not in (None, SCALAR) and type(axis) is int and -len(got[0]) <= axis < len(got[0]):
+                axis %= len(got[0])
+
+                def part(lo, hi):
+                    sl = [ast.Slice(lower=None, upper=None, step=None) for _ in got[0]]
+                    sl[axis] = ast.Slice(lower=lo, upper=hi, step=None)
+                    return ast.Subscript(value=copy.deepcopy(n.args[0]), slice=ast.Tuple(elts=sl, ctx=ast.Load())
+                                         if len(sl) > 1 else sl[0], ctx=ast.Load())
+                out = ast.BinOp(left=part(ast.Constant(1), None), op=ast.Sub(),
+                                right=part(None, ast.UnaryOp(op=ast.USub(), operand=ast.Constant(1))))
+                return self.visit(ast.copy_location(out, n))
+        if obj is np.average and len(n.args) == 1 and {k.arg for k in n.keywords} <= {"axis"} and \
+                isinstance(n.func, ast.Attribute):  # (no weights: the mean)
+            n.func = ast.copy_location(ast.Attribute(value=n.func.value, attr="mean", ctx=ast.Load()), n.func)
+            return n
+        if obj in (np.sum, np.mean, np.count_nonzero) and len(n.args) == 1 and \
+                {k.arg for k in n.keywords} <= {"axis", "keepdims"} and isinstance(n.func, ast.Attribute) and \
+                (_is_condition(n.args[0]) or obj is np.count_nonzero):
+            # the count (the fraction) of elements a condition holds at, as numbers: 1.0 or 0.0
+            cond = n.args[0] if obj is not np.count_nonzero or _is_condition(n.args[0]) \
+                else ast.Compare(left=n.args[0], ops=[ast.NotEq()], comparators=[ast.Constant(0.0)])
+            ones = ast.IfExp(test=cond, body=ast.Constant(1.0), orelse=ast.Constant(0.0))
+            ones.eqsat_where, ones.eqsat_source = True, ast.unparse(n)
+            n.args = [ast.copy_location(ones, n)]
+            if obj is np.count_nonzero:
+                n.func = ast.copy_location(ast.Attribute(value=n.func.value, attr="sum", ctx=ast.Load()), n.func)
+            return n
         if obj is np.clip and len(n.args) == 3 and not n.keywords:  # numpy's: minimum(maximum(a, lo), hi)
             inner = ast.Call(func=ast.Name(id=LIB + "maximum", ctx=ast.Load()), args=n.args[:2], keywords=[])
             return ast.copy_location(ast.Call(func=ast.Name(id=LIB + "minimum", ctx=ast.Load()),
@@ -1041,6 +1085,17 @@ _BINOPS = {np.add: ast.Add, np.subtract: ast.Sub, np.multiply: ast.Mult, np.divi
            np.remainder: ast.Mod, np.floor_divide: ast.FloorDiv,
            np.true_divide: ast.Div, np.power: ast.Pow}
 _FLOAT_WORDS = {"inf", "-inf", "+inf", "infinity", "-infinity", "nan"}
+
+
+def _is_condition(e) -> bool:
+    """Whether expression `e` is written as a truth: a comparison, `and`/`or`/`not` of
+    truths, or numpy's `&`, `|`, `~` of them."""
+    if isinstance(e, (ast.Compare, ast.BoolOp)):
+        return True
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.Not, ast.Invert)):
+        return _is_condition(e.operand)
+    return isinstance(e, ast.BinOp) and isinstance(e.op, (ast.BitAnd, ast.BitOr)) and \
+        _is_condition(e.left) and _is_condition(e.right)
 
 
 def _number(e):

@@ -166,6 +166,10 @@ def log10(x):
     return np.log10(x)
 
 
+def exp2(x):
+    return np.exp2(x)
+
+
 def floor(x):
     return np.floor(x)
 
@@ -202,9 +206,9 @@ def minimum(x, y):
 UNARY = {"relu": relu, "gelu": gelu, "silu": silu, "sigmoid": sigmoid, "tanh": tanh, "exp": exp, "sqrt": sqrt,
          "log": log, "abs": absolute, "sin": sin, "cos": cos,
          "tan": tan, "arcsin": arcsin, "arccos": arccos, "arctan": arctan, "sinh": sinh, "cosh": cosh,
-         "log1p": log1p, "expm1": expm1, "log2": log2, "log10": log10, "floor": floor, "ceil": ceil, "sign": sign}
+         "log1p": log1p, "expm1": expm1, "log2": log2, "log10": log10, "exp2": exp2, "floor": floor, "ceil": ceil, "sign": sign}
 BINARY = {"maximum": maximum, "minimum": minimum, "arctan2": arctan2, "hypot": hypot}
 # the functions above with no term (lowering keeps a nest that reads one as written)
 NO_TERM = frozenset({"tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "log1p", "expm1", "log2", "log10",
-                     "floor", "ceil", "sign", "arctan2", "hypot"})
+                     "exp2", "floor", "ceil", "sign", "arctan2", "hypot"})
 BUILDERS = {"empty": empty, "zeros": zeros}

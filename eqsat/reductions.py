@@ -19,8 +19,9 @@ from .hoisting import Hoisting
 from .names import LIB, SCALAR
 
 
-REDUCTIONS = {np.sum: "sum", np.max: "max", np.amax: "max", np.min: "min", np.amin: "min", np.mean: "mean"}
-METHODS = {"sum": "sum", "max": "max", "min": "min", "mean": "mean"}
+REDUCTIONS = {np.sum: "sum", np.max: "max", np.amax: "max", np.min: "min", np.amin: "min", np.mean: "mean",
+              np.prod: "prod"}
+METHODS = {"sum": "sum", "max": "max", "min": "min", "mean": "mean", "prod": "prod"}
 SCANS = {np.cumsum: "cumsum", np.cumprod: "cumprod"}
 
 
@@ -76,7 +77,7 @@ class Reductions(Hoisting):
         if kind is None or kws or keepdims is None:
             return n
         if isinstance(x, ast.Subscript) and sections.is_mask(x.slice, self.env.masks):
-            return self.reduce_selected(n, kind, x) if axis is None and not keepdims else n
+            return self.reduce_selected(n, kind, x) if axis is None and not keepdims and kind != "prod" else n
         got = self.env.value_shape(x)
         if got is SCALAR and axis is None and not keepdims:
             return x  # (numpy's sum, max, min, mean of a number: the number)
@@ -348,12 +349,12 @@ class Reductions(Hoisting):
         def loops(d_list, body):
             return _nest([idx[d] for d in d_list], [dims[d] for d in d_list], body)
 
-        start = {"sum": 0.0, "mean": 0.0, "max": -math.inf, "min": math.inf}[kind]
+        start = {"sum": 0.0, "mean": 0.0, "max": -math.inf, "min": math.inf, "prod": 1.0}[kind]
         elem = elem_of([name(i) for i in idx]) if elem_of is not None else ast.Subscript(
             value=copy.deepcopy(x), slice=ast.Tuple(elts=[copy.deepcopy(e) for e in lead] + [name(i) for i in idx],
                                                     ctx=ast.Load()), ctx=ast.Load())
-        if kind in ("sum", "mean"):
-            step = ast.BinOp(left=at(keep, ast.Load()), op=ast.Add(), right=elem)
+        if kind in ("sum", "mean", "prod"):
+            step = ast.BinOp(left=at(keep, ast.Load()), op=ast.Mult() if kind == "prod" else ast.Add(), right=elem)
         else:  # (numpy's: NaN propagates)
             step = ast.Call(func=name(LIB + ("maximum" if kind == "max" else "minimum")),
                             args=[at(keep, ast.Load()), elem], keywords=[])

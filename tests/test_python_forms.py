@@ -7,6 +7,8 @@ program runs on both backends against `reference`; the kept nest runs interprete
 compiled."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -340,6 +342,14 @@ ARRAY_FORMS = {  # numpy's contractions, methods and arrays made as operands: ex
     "stack_axis": ('np.stack((u, v, u), axis=1)', 'u: f32["M"], v: f32["M"]', None),
     "vstack": ('np.vstack((u, v)) * 2.0', 'u: f32["M"], v: f32["M"]', None),
     "hstack": ('np.hstack((u, v)) + 1.0', 'u: f32["M"], v: f32["M"]', None),
+    "clip_method": ('a.clip(-0.5, 0.5) * 2.0', 'a: f32["M", "K"]', ["pointwise"]),
+    "exp2": ('np.exp2(a) + math.exp2(1.5)', 'a: f32["M", "K"]', None),
+    "swapaxes": ('np.swapaxes(t, 0, -1) + 1.0', 't: f32["N", "M", "K"]', None),
+    "diff": ('np.diff(a) + np.diff(a, axis=0).sum()', 'a: f32["M", "K"]', None),
+    "average": ('np.average(a, axis=1) + np.average(a)', 'a: f32["M", "K"]', None),
+    "prod": ('np.prod(a, axis=0) * a.prod()', 'a: f32["M", "K"]', None),
+    "counts_of_conditions": ('np.sum((a > 0) & (a < 1), axis=1) * 1.0 + np.count_nonzero(a > 0.5) '
+                             '+ np.mean(~(a > 0), axis=1)', 'a: f32["M", "K"]', None),
     "roll_periodic_stencil": ('0.5 * a + 0.25 * (np.roll(a, 1, axis=0) + np.roll(a, shift=-7, axis=-1))',
                               'a: f32["M", "K"]', None),
 }
@@ -351,7 +361,7 @@ def test_array_forms(tmp_program, name):
     prog = tmp_program(PRELUDE + f"@program\ndef p({params}):\n    return {expr}\n")
     dims = {d: n for d, n in {"N": 3, "M": 5, "K": 4}.items() if d in prog.dims}
     args = random_args(prog, dims, seed=6)
-    truth = eval(expr, {"np": np, **dims, **{p.name: a for p, a in zip(prog.params, args)}})
+    truth = eval(expr, {"np": np, "math": math, **dims, **{p.name: a for p, a in zip(prog.params, args)}})
     plan = eqsat.optimize(prog, dims, target="cpu")
     for backend in ("numpy", "triton"):
         got = plan.run(*args, backend=backend)
