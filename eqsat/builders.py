@@ -1,5 +1,6 @@
 """Arrays made inside an expression (a part of `eqsat/desugar.py`'s pass): `np.concatenate`,
-`np.stack`, `np.vstack`, `np.hstack` and `np.roll` of tensors of known shape; `np.ones_like(x)`,
+`np.stack`, `np.vstack`, `np.hstack` and `np.roll` of tensors of known shape; `np.arange(n)`,
+`np.linspace(a, b, num)`; `np.ones_like(x)`,
 `np.full_like(x, v)`, `np.zeros_like(x)`, `np.ones(shape)`, `np.full(shape, v)`,
 `np.zeros(shape)`, `np.eye(n)` and `np.identity(n)` where they are an operand
 (`x + np.ones_like(x)`, `a @ np.eye(N)`), not bound to a name (desugar's statements
@@ -54,6 +55,8 @@ class Builders(Hoisting):
             return self.join(n, obj)
         if obj is np.roll and not self.guards:
             return self.roll(n)
+        if obj in (np.arange, np.linspace) and not self.guards:
+            return self.ramp(n, obj)
         if self.guards or not (obj in _LIKE or obj in _SHAPED or obj in _EYE):
             return n
         kws = {k.arg: k.value for k in n.keywords}
@@ -180,6 +183,50 @@ class Builders(Hoisting):
         stmts += _loops(idx, extents, [ast.Assign(
             targets=[sections.subscript(name, [ast.Name(id=i, ctx=ast.Load()) for i in idx], ast.Store())],
             value=sections.subscript(x.id, src))])
+        self.place(stmts, n)
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
+
+    def ramp(self, n, obj):
+        """`np.arange(n)` (0, 1, ..., n - 1) and `np.linspace(a, b, num)` (numpy's: a + i *
+        (b - a) / (num - 1), the last exactly b), as float32 (numpy's are int64 and float64:
+        equal values below 2**24, and float64's rounded once); a dtype other than float32,
+        and other arguments, left as written."""
+        kws = {k.arg: k.value for k in n.keywords}
+        if set(kws) - {"dtype"} or ("dtype" in kws and self.env.callee(kws["dtype"]) is not np.float32):
+            return n
+        if obj is np.arange:
+            if len(n.args) != 1 or not self.env.is_int(n.args[0]):
+                return n
+            count = n.args[0]
+        else:
+            if len(n.args) != 3 or not self.env.is_int(n.args[2]) or \
+                    any(self.env.value_shape(a) is not SCALAR for a in n.args[:2]):
+                return n
+            count = n.args[2]
+        name, stmts = self._buffer([copy.deepcopy(count)])
+        i = ast.Name(id=f"{name}_0", ctx=ast.Load())
+        value = ast.BinOp(left=i, op=ast.Mult(), right=ast.Constant(1.0))
+        if obj is np.linspace:
+            a, b = n.args[0], n.args[1]
+            for k, e in enumerate((a, b)):
+                if not isinstance(e, ast.Constant):  # (evaluated once)
+                    stmts.append(ast.Assign(targets=[ast.Name(id=f"{name}_{'ab'[k]}", ctx=ast.Store())], value=e))
+                    self.env.scalars.add(f"{name}_{'ab'[k]}")
+            a, b = [e if isinstance(e, ast.Constant) else ast.Name(id=f"{name}_{'ab'[k]}", ctx=ast.Load())
+                    for k, e in enumerate((a, b))]
+            last = ast.BinOp(left=copy.deepcopy(count), op=ast.Sub(), right=ast.Constant(1))
+            step = ast.BinOp(left=ast.BinOp(left=copy.deepcopy(b), op=ast.Sub(), right=copy.deepcopy(a)),
+                             op=ast.Div(), right=ast.Call(func=ast.Name(id="max", ctx=ast.Load()), args=[
+                                 copy.deepcopy(last), ast.Constant(1)], keywords=[]))  # (num = 1: [a])
+            value = ast.IfExp(
+                test=ast.BoolOp(op=ast.And(), values=[
+                    ast.Compare(left=copy.deepcopy(i), ops=[ast.Eq()], comparators=[copy.deepcopy(last)]),
+                    ast.Compare(left=copy.deepcopy(last), ops=[ast.Gt()], comparators=[ast.Constant(0)])]),
+                body=copy.deepcopy(b),
+                orelse=ast.BinOp(left=ast.BinOp(left=value, op=ast.Mult(), right=step), op=ast.Add(),
+                                 right=copy.deepcopy(a)))
+        stmts += _loops([i.id], [count], [ast.Assign(targets=[sections.subscript(name, [copy.deepcopy(i)],
+                                                                                  ast.Store())], value=value)])
         self.place(stmts, n)
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
 

@@ -350,6 +350,8 @@ ARRAY_FORMS = {  # numpy's contractions, methods and arrays made as operands: ex
     "prod": ('np.prod(a, axis=0) * a.prod()', 'a: f32["M", "K"]', None),
     "counts_of_conditions": ('np.sum((a > 0) & (a < 1), axis=1) * 1.0 + np.count_nonzero(a > 0.5) '
                              '+ np.mean(~(a > 0), axis=1)', 'a: f32["M", "K"]', None),
+    "arange_and_linspace": ('u * np.arange(M) + np.linspace(s, 2.0, M) + np.arange(M, dtype=np.float32)',
+                            'u: f32["M"], s: f32', None),
     "roll_periodic_stencil": ('0.5 * a + 0.25 * (np.roll(a, 1, axis=0) + np.roll(a, shift=-7, axis=-1))',
                               'a: f32["M", "K"]', None),
 }
@@ -368,6 +370,21 @@ def test_array_forms(tmp_program, name):
         assert np.shape(got) == np.shape(truth) and rel_err(got, truth) < 1e-5, (name, backend, plan)
     if kinds is not None:
         assert [k.kind for k in plan.kernels] == kinds, plan
+
+
+@pytest.mark.parametrize("m", [1, 2, 6])
+def test_linspace_of_one_two_and_more_points(tmp_program, m):
+    """numpy's last point is b exactly; one point is a (the step's (b - a) / 0 never read)."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["M"], a: f32) -> f32["M"]:
+    return x + np.linspace(a, 2.0, M) + np.linspace(-1.0, 3.0, M)
+''')
+    x = np.ones(m, np.float32)
+    want = eqsat.reference(prog, x.copy(), 0.75)
+    plan = eqsat.optimize(prog, {"M": m})
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(x.copy(), 0.75, backend=backend), want), backend
 
 
 @pytest.mark.parametrize("expr,what", [
