@@ -17,7 +17,7 @@ import copy
 
 import numpy as np
 
-from . import sections
+from . import lang, sections
 from .hoisting import Hoisting
 from .names import LIB, SCALAR
 
@@ -28,11 +28,29 @@ _JOINS = (np.concatenate, np.stack, np.vstack, np.hstack)
 
 
 class Builders(Hoisting):
-    def __init__(self, env):
+    def __init__(self, env, fdef):
         super().__init__()
         self.env = env
+        # names some statement writes elements of (`x[i] = ...`, `x[1:] += ...`), and the
+        # names bound to a new buffer (`y = np.empty(...)`, `zeros(...)`): no view of another
+        self.written = {_base(t) for st in ast.walk(fdef) for t in _targets(st)} - {None}
+        self.fresh = {st.targets[0].id for st in ast.walk(fdef) if isinstance(st, ast.Assign) and
+                      len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and
+                      isinstance(st.value, ast.Call) and _allocates(st.value, env)}
 
     def visit_Assign(self, n):
+        v = n.value
+        if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and isinstance(v, ast.Call) and \
+                _reshaped(v, self.env) is not None:
+            # `y = x.reshape(...)` is a view of x in numpy: a copy is the same only where
+            # neither is written (nor rebound), through any view: so only where nothing is
+            # written but new buffers; `x.flatten()` is a copy anyway
+            x, flatten = _reshaped(v, self.env)
+            y = n.targets[0].id
+            if flatten or (isinstance(x, ast.Name) and self.written <= self.fresh - {x.id, y} and
+                           self.env.stores.get(x.id, 0) <= 1 and self.env.stores.get(y, 0) == 1):
+                n.value = self.visit(v)
+            return n
         # (`y = zeros(shape)`, `y = np.ones(shape)`, ... bound to a name are desugar's: only
         # their operands are visited here)
         v = n.value
@@ -57,6 +75,8 @@ class Builders(Hoisting):
             return self.roll(n)
         if obj in (np.arange, np.linspace) and not self.guards:
             return self.ramp(n, obj)
+        if _reshaped(n, self.env) is not None and not self.guards:
+            return self.reshape(n)
         if self.guards or not (obj in _LIKE or obj in _SHAPED or obj in _EYE):
             return n
         kws = {k.arg: k.value for k in n.keywords}
@@ -230,6 +250,73 @@ class Builders(Hoisting):
         self.place(stmts, n)
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
 
+    def reshape(self, n):
+        """`x.reshape(shape)` (`x.reshape(a, b)`, `np.reshape(x, shape)`, one extent -1), and
+        `x.ravel()`, `x.flatten()`, read where the call is: a buffer of the new shape holding
+        x's elements in C order, copied before the statement (an element's flat position
+        is the same in both: a store at `i * N + j` where the result is a vector, a read
+        at the flat position where x is one, else a read at its digits, `//` and `%`)."""
+        x, _ = _reshaped(n, self.env)
+        part = self._operand(x, 0)
+        if part is None:
+            return n
+        x, dims_in = part
+        f = n.func
+        if isinstance(f, ast.Attribute) and f.attr in ("ravel", "flatten"):
+            shape = [ast.Constant(-1)]
+        else:
+            args = n.args[1:] if self.env.callee(f) is np.reshape else n.args
+            shape = args[0].elts if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)) else list(args)
+        total = _product([copy.deepcopy(d) for d in dims_in])
+        free = [k for k, d in enumerate(shape) if _d_number(d) == -1]
+        if len(free) > 1 or not all(self.env.is_int(d) for d in shape):
+            return n
+        dims_out = [copy.deepcopy(d) for d in shape]
+        if free:
+            rest = [copy.deepcopy(d) for k, d in enumerate(shape) if k != free[0]]
+            left = [copy.deepcopy(d) for d in dims_in]  # (the extents the others leave, by name where
+            for d in rest:                               # they are x's: `(K, -1)` of (M, K) is (K, M))
+                hit = next((k for k, e in enumerate(left) if ast.dump(e) == ast.dump(d)), None)
+                if hit is None:
+                    break
+                left.pop(hit)
+            else:
+                rest = []
+                total = _product(left) if left else ast.Constant(1)
+            dims_out[free[0]] = ast.BinOp(left=total, op=ast.FloorDiv(), right=_product(rest)) if rest else total
+        name, stmts = self._buffer(dims_out)
+
+        def flat(idx, dims):  # C order: ((i0 * d1 + i1) * d2 + i2) ...
+            out = ast.Name(id=idx[0], ctx=ast.Load())
+            for i, d in zip(idx[1:], dims[1:]):
+                out = ast.BinOp(left=ast.BinOp(left=out, op=ast.Mult(), right=copy.deepcopy(d)), op=ast.Add(),
+                                right=ast.Name(id=i, ctx=ast.Load()))
+            return out
+
+        if len(dims_out) == 1:  # over x's elements, stored at their flat position
+            idx = [f"{name}_{d}" for d in range(len(dims_in))]
+            body = [ast.Assign(targets=[sections.subscript(name, [flat(idx, dims_in)], ast.Store())],
+                               value=sections.subscript(x.id, [ast.Name(id=i, ctx=ast.Load()) for i in idx]))]
+            stmts += _loops(idx, dims_in, body)
+        else:  # over the result's elements, each read at its flat position in x
+            idx = [f"{name}_{d}" for d in range(len(dims_out))]
+            pos = flat(idx, dims_out)
+            if len(dims_in) == 1:
+                src = [pos]
+            else:
+                src, inner = [], None
+                for k in reversed(range(len(dims_in))):
+                    at = copy.deepcopy(pos) if inner is None else ast.BinOp(left=copy.deepcopy(pos),
+                                                                            op=ast.FloorDiv(), right=inner)
+                    src.insert(0, ast.BinOp(left=at, op=ast.Mod(), right=copy.deepcopy(dims_in[k])) if k else at)
+                    inner = copy.deepcopy(dims_in[k]) if inner is None else \
+                        ast.BinOp(left=inner, op=ast.Mult(), right=copy.deepcopy(dims_in[k]))
+            body = [ast.Assign(targets=[sections.subscript(name, [ast.Name(id=i, ctx=ast.Load()) for i in idx],
+                                                           ast.Store())], value=sections.subscript(x.id, src))]
+            stmts += _loops(idx, dims_out, body)
+        self.place(stmts, n)
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
+
     def _buffer(self, dims: list) -> tuple:
         name = f"eqsat_new{self.count}"
         self.count += 1
@@ -283,3 +370,56 @@ def _d_number(e):
     from .desugar import _number
 
     return _number(e)
+
+
+def _reshaped(call, env):
+    """(the tensor, whether numpy copies it) of `x.reshape(...)`, `np.reshape(x, ...)`,
+    `x.ravel()`, `x.flatten()` (a copy); else None."""
+    f = call.func
+    kws = {k.arg for k in call.keywords}
+    if isinstance(f, ast.Attribute) and env.callee(f) is None:
+        if f.attr in ("ravel", "flatten") and not call.args and not kws:
+            return f.value, f.attr == "flatten"
+        if f.attr == "reshape" and call.args and not kws:
+            return f.value, False
+    if env.callee(f) is np.reshape and len(call.args) == 2 and not kws:
+        return call.args[0], False
+    return None
+
+
+def _product(es: list):
+    out = es[0]
+    for e in es[1:]:
+        out = ast.BinOp(left=out, op=ast.Mult(), right=e)
+    return out
+
+
+def _targets(st) -> list:
+    if isinstance(st, ast.Assign):
+        return st.targets
+    if isinstance(st, (ast.AugAssign, ast.AnnAssign)):
+        return [st.target]
+    return []
+
+
+def _base(t):
+    """The name whose elements target `t` writes (`x[i]`, `x[1:][j]`), else None."""
+    if not isinstance(t, ast.Subscript):
+        return None
+    while isinstance(t, (ast.Subscript, ast.Attribute)):
+        t = t.value
+    return t.id if isinstance(t, ast.Name) else None
+
+
+def _allocates(call, env) -> bool:
+    """Whether `call` makes a new buffer: numpy's `empty`/`zeros`/... (desugar's
+    `eqsat_lib_zeros`), the language's builders, `x.flatten()`, `x.copy()`, `np.copy(x)`."""
+    f = call.func
+    if isinstance(f, ast.Name) and f.id in (LIB + "zeros", LIB + "empty"):
+        return True
+    if isinstance(f, ast.Attribute) and f.attr in ("flatten", "copy") and env.callee(f) is None and not call.args:
+        return True
+    if env.callee(f) is np.copy:
+        return True
+    return env.callee(f) in (np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like,
+                             np.ones_like, np.full_like, *lang.BUILDERS.values())

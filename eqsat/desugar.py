@@ -129,7 +129,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
     env.visit(fdef)
     _check_mask_reads(fdef, env)
-    fdef.body = Builders(env).block(fdef.body)
+    fdef.body = Builders(env, fdef).block(fdef.body)
     reductions = Reductions(env)
     fdef.body = reductions.block(fdef.body)
     fdef.body = sections.Scalarize(env, fdef).block(fdef.body)

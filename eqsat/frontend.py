@@ -1006,6 +1006,12 @@ class _Parser:
             raise self.err(e, f"`{ast.unparse(e)}`: np.einsum is read with a constant spec of letters (no `...`, "
                               f"no keyword but optimize=) over operands of known shape, each with as many axes as its "
                               f"letters, and one declared extent for each letter; not under a condition")
+        if name is None and (isinstance(e.func, ast.Attribute) and e.func.attr in ("reshape", "ravel") or
+                             reductions.is_numpy(e.func, "reshape", self.resolve_global)):
+            raise self.err(e, f"`{ast.unparse(e)}`: a reshape is read as a copy of a tensor of known shape, as an "
+                              f"operand, or bound to a name where the function writes no tensor but new buffers "
+                              f"and binds neither name again (numpy's reshape is a view of the tensor: a write "
+                              f"through either would show in the other); not under a condition")
         if name is None:
             shown = ast.unparse(e.func)
             if isinstance(e.func, ast.Name) and self.enclosing(e.func.id):

@@ -35,11 +35,16 @@ def is_reduction(f, resolve) -> bool:
     return isinstance(f, ast.Attribute) and f.attr in METHODS
 
 
-def is_einsum(f, resolve) -> bool:
-    """Whether callee `f` is `np.einsum` (`resolve(name)`: what a module-level name means)."""
+def is_numpy(f, name: str, resolve) -> bool:
+    """Whether callee `f` is numpy's function `name` (`resolve(name)`: what a module-level
+    name means)."""
     if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and resolve(f.value.id) is np:
-        return f.attr == "einsum"
-    return isinstance(f, ast.Name) and resolve(f.id) is np.einsum
+        return f.attr == name
+    return isinstance(f, ast.Name) and resolve(f.id) is getattr(np, name)
+
+
+def is_einsum(f, resolve) -> bool:
+    return is_numpy(f, "einsum", resolve)
 
 
 class Reductions(Hoisting):

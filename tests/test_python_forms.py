@@ -352,6 +352,9 @@ ARRAY_FORMS = {  # numpy's contractions, methods and arrays made as operands: ex
                              '+ np.mean(~(a > 0), axis=1)', 'a: f32["M", "K"]', None),
     "arange_and_linspace": ('u * np.arange(M) + np.linspace(s, 2.0, M) + np.arange(M, dtype=np.float32)',
                             'u: f32["M"], s: f32', None),
+    "reshape_operands": ('a.reshape(K, M) @ a + np.reshape(a * 2.0, (K, -1)) @ a.ravel().reshape(M, K) '
+                         '+ a.flatten()[0]', 'a: f32["M", "K"]', None),
+    "reshape_of_a_vector": ('u.reshape(1, -1) * 2.0', 'u: f32["M"]', None),
     "roll_periodic_stencil": ('0.5 * a + 0.25 * (np.roll(a, 1, axis=0) + np.roll(a, shift=-7, axis=-1))',
                               'a: f32["M", "K"]', None),
 }
@@ -385,6 +388,36 @@ def p(x: f32["M"], a: f32) -> f32["M"]:
     plan = eqsat.optimize(prog, {"M": m})
     for backend in ("numpy", "triton"):
         assert close(plan.run(x.copy(), 0.75, backend=backend), want), backend
+
+
+def test_a_reshape_bound_to_a_name_is_a_view_unless_nothing_is_written(tmp_program):
+    """numpy's reshape is a view: `y = x.reshape(-1)` then `y[0] = 5` writes x. Read as a
+    copy, bound only where the function writes nothing but new buffers (through any view);
+    x.flatten() is a copy in numpy too."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["M", "N"]):
+    y = x.reshape(-1)
+    f = x.flatten()
+    f[0] = 5.0
+    z = np.empty((M,), dtype=np.float32)
+    for i in range(M):
+        z[i] = y[i * N] + y[i] + f[i]
+    return z
+''')
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    want = eqsat.reference(prog, x.copy())
+    plan = eqsat.optimize(prog, {"M": 3, "N": 4})
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(x.copy(), backend=backend), want), backend
+    for body in ("y = x.reshape(-1)\n    y[0] = 5.0\n    return x * 1.0",  # x written through y
+                 "y = x.ravel()\n    z = x[0]\n    z[1] = 3.0\n    return y * 1.0"):  # through a row of x
+        with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: `x\.(reshape|ravel).*a view"):
+            tmp_program(PRELUDE + f'''
+@program
+def p(x: f32["M", "N"]):
+    {body}
+''')
 
 
 @pytest.mark.parametrize("expr,what", [
