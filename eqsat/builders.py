@@ -18,7 +18,7 @@ import copy
 import numpy as np
 
 from . import lang, sections
-from .hoisting import Hoisting
+from .hoisting import Hoisting, record_result
 from .names import LIB, SCALAR
 
 _LIKE = {np.ones_like: 1.0, np.full_like: None, np.zeros_like: 0.0}
@@ -50,6 +50,7 @@ class Builders(Hoisting):
             if flatten or (isinstance(x, ast.Name) and self.written <= self.fresh - {x.id, y} and
                            self.env.stores.get(x.id, 0) <= 1 and self.env.stores.get(y, 0) == 1):
                 n.value = self.visit(v)
+                record_result(n, self.env)
             return n
         # (`y = zeros(shape)`, `y = np.ones(shape)`, ... bound to a name are desugar's: only
         # their operands are visited here)
@@ -59,7 +60,9 @@ class Builders(Hoisting):
                 self.env.callee(v.func) in (np.zeros, np.empty, np.zeros_like, np.empty_like, *_SHAPED, *_EYE)):
             v.args = [self.visit(a) for a in v.args]
             return n
-        return self.generic_visit(n)
+        self.generic_visit(n)
+        record_result(n, self.env)
+        return n
 
     def visit_Call(self, n):
         self.generic_visit(n)

@@ -117,6 +117,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     """Rewrite `fdef` in place (see above). `params`: the program's `ir.Param`s; `sizes`:
     the names that are sizes (dims, int parameters); `resolve(name)`: what a name the
     function does not bind means to Python."""
+    _early_returns(fdef)
     _iterations(fdef, resolve)
     stores: dict = {}
     for n in ast.walk(fdef):
@@ -137,6 +138,32 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     _drop_size_rebinds(fdef, sizes)
     _loops_without_continue(fdef.body, [0])
     ast.fix_missing_locations(fdef)
+
+
+def _early_returns(fdef: ast.FunctionDef) -> None:
+    """`if c: S; return X` at the top level, before a function that ends `return X` (the
+    same expression: reference BLAS's `if alpha == 0.0: return y`), is `if c: S else:
+    <the statements after the if>`, then `return X`: where c holds nothing after S runs, so
+    X has the value it had at the early return. Other early returns are left (refused)."""
+    body = fdef.body
+    while body and isinstance(body[-1], ast.Return) and body[-1].value is not None:
+        final = ast.dump(body[-1].value)
+        at = max((k for k, st in enumerate(body[:-1]) if isinstance(st, ast.If) and st.body and
+                   isinstance(st.body[-1], ast.Return) and st.body[-1].value is not None and
+                   ast.dump(st.body[-1].value) == final and
+                   not any(isinstance(x, ast.Return) for b in (st.body[:-1], st.orelse) for y in b
+                           for x in ast.walk(y))), default=None)  # (the last first: the rest holds none)
+        if at is None:
+            return
+        st, rest = body[at], body[at + 1:-1]
+        if st.body[:-1]:
+            st.body, st.orelse = st.body[:-1], st.orelse + rest
+        elif st.orelse + rest:
+            st.test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=st.test), st.test)
+            st.body, st.orelse = st.orelse + rest, []
+        else:
+            st = None
+        body = fdef.body = body[:at] + ([st] if st is not None else []) + [body[-1]]
 
 
 def clamped(tree) -> None:

@@ -999,9 +999,10 @@ class _Parser:
         loc = self.loc(e)
         name = self.fn_name(e.func)
         if name is None and reductions.is_reduction(e.func, self.resolve_global):
-            raise self.err(e, f"`{ast.unparse(e)}`: a reduction is read where its operand's shape is known here "
-                              f"(a tensor of declared shape, or elementwise arithmetic, slices and products of "
-                              f"them: a product of 3-D operands is not)")
+            raise self.err(e, f"`{ast.unparse(e)}`: its operand's shape is not known here; a reduction reads a "
+                              f"tensor of declared shape, a name bound once to one (not a name bound again, as "
+                              f"in a loop), or elementwise arithmetic, slices and products of those (a product "
+                              f"of 3-D operands is not)")
         if name is None and reductions.is_einsum(e.func, self.resolve_global):
             raise self.err(e, f"`{ast.unparse(e)}`: np.einsum is read with a constant spec of letters (no `...`, "
                               f"no keyword but optimize=) over operands of known shape, each with as many axes as its "

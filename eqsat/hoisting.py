@@ -72,3 +72,14 @@ class Hoisting(ast.NodeTransformer):
                 s.body, s.orelse = self.block(s.body), self.block(s.orelse)
             out.append(s)
         return out
+
+
+def record_result(n, env) -> None:
+    """After statement `n` was rewritten: a name bound once (`v = np.einsum(...)`, now
+    `v = eqsat_red0`; `e = np.exp(v - m)`) to a tensor whose shape `env` knows takes that shape, so later
+    statements' reductions and contractions can read it."""
+    if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and \
+            env.stores.get(n.targets[0].id, 0) == 1 and n.targets[0].id not in env.shapes:
+        got = env.value_shape(n.value)
+        if got is not None and not isinstance(got, str) and got[0] and got[1]:  # (SCALAR is a str)
+            env.shapes[n.targets[0].id] = ([copy.deepcopy(d) for d in got[0]], got[1])

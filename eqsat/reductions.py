@@ -15,7 +15,7 @@ import numpy as np
 
 from . import desugar as _d
 from . import sections
-from .hoisting import Hoisting
+from .hoisting import Hoisting, record_result
 from .names import LIB, SCALAR
 
 
@@ -54,6 +54,11 @@ class Reductions(Hoisting):
     def __init__(self, env):
         super().__init__()
         self.env = env
+
+    def visit_Assign(self, n):
+        self.generic_visit(n)
+        record_result(n, self.env)
+        return n
 
     def visit_Call(self, n):
         self.generic_visit(n)

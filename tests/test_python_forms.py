@@ -420,6 +420,66 @@ def p(x: f32["M", "N"]):
 ''')
 
 
+def test_results_bound_to_names_are_read_by_later_contractions(tmp_program):
+    """`v = np.einsum(...)` then a contraction or reduction of v (batched attention's
+    scores, then their max): v has the shape of what it was bound to."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(q: f32["N", "M", "K"], k: f32["N", "M", "K"], y: f32["M"]):
+    s = np.einsum("bqd,bkd->bqk", q, k)
+    e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    v = np.einsum("bij,j->bi", e, y)
+    return np.einsum("bi,bi->", v, v)
+''')
+    dims = {"N": 2, "M": 5, "K": 3}
+    args = random_args(prog, dims, seed=8)
+    want = eqsat.reference(prog, *args)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), want), backend
+
+
+@pytest.mark.parametrize("alpha,beta", [(0.0, 1.0), (0.0, 0.5), (1.5, 0.0), (1.5, 1.0)])
+def test_early_returns_of_the_final_value(tmp_program, alpha, beta):
+    """Reference BLAS's `if alpha == 0.0: return y`: where the early return gives what the
+    function's last `return` does, the rest of the function runs in its else branch."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def gemv(alpha: f32, beta: f32, a: f32["M", "N"], x: f32["N"], y: f32["M"]) -> f32["M"]:
+    if alpha == 0.0 and beta == 1.0:
+        return y
+    if beta != 1.0:
+        for i in range(M):
+            y[i] = beta * y[i]
+    if alpha == 0.0:
+        y[0] = y[0] * 1.0
+        return y
+    for i in range(M):
+        t = 0.0
+        for j in range(N):
+            t += a[i, j] * x[j]
+        y[i] += alpha * t
+    return y
+''')
+    rng = np.random.default_rng(1)
+    a, x, y = (rng.standard_normal(s).astype(np.float32) for s in ((4, 5), (5,), (4,)))
+    want_y = y.copy()
+    want = eqsat.reference(prog, alpha, beta, a, x, want_y)
+    plan = eqsat.optimize(prog, {"M": 4, "N": 5})
+    for backend in ("numpy", "triton"):
+        got_y = y.copy()
+        assert close(plan.run(alpha, beta, a, x, got_y, backend=backend), want), backend
+        assert close(got_y, want_y), backend
+    with pytest.raises(eqsat.ProgramError, match=r"`return` must be the last statement"):
+        tmp_program(PRELUDE + '''
+@program
+def p(alpha: f32, y: f32["M"]) -> f32["M"]:
+    if alpha == 0.0:
+        return y * 2.0
+    return y
+''')
+
+
 @pytest.mark.parametrize("expr,what", [
     ("np.tensordot(a, b, axes=([0], [0]))", "np.tensordot"),  # M against K
     ("np.inner(a, b)", "np.inner"),  # K against N
