@@ -1404,8 +1404,8 @@ class _Sums(_Hoisting):
 
 
 def _iterations(fdef, resolve) -> None:
-    """Loops over a tensor's rows, in place: `for a in x`, `for i, a in enumerate(x)` and
-    `for a, b in zip(x, y)` (names of tensors) are `for k in range(len(x))` binding
+    """Loops over a tensor's rows, in place: `for a in x`, `for i, a in enumerate(x)`,
+    `for a, b in zip(x, y)` and `for i, (a, b) in enumerate(zip(x, y))` (names of tensors) are `for k in range(len(x))` binding
     `a = x[k]` (and `i = k`, `b = y[k]`) first in the body: a row is a view, as Python's
     iteration over an array gives. zip stops at the shortest in Python; here at the
     first's length, so a shorter later one is read past its end, which the bounds check
@@ -1426,6 +1426,16 @@ def _iterations(fdef, resolve) -> None:
             elif fn is builtins.zip and len(it.args) == len(target.elts) >= 1 and \
                     all(isinstance(a, ast.Name) for a in it.args):
                 pairs = list(zip(target.elts, it.args))
+        elif isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and not it.keywords and \
+                resolve(it.func.id) is builtins.enumerate and len(it.args) == 1 and \
+                isinstance(it.args[0], ast.Call) and isinstance(it.args[0].func, ast.Name) and \
+                resolve(it.args[0].func.id) is builtins.zip and not it.args[0].keywords and \
+                isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name) and \
+                isinstance(target.elts[1], ast.Tuple) and len(target.elts[1].elts) == len(it.args[0].args) >= 1 and \
+                all(isinstance(t, ast.Name) for t in target.elts[1].elts) and \
+                all(isinstance(a, ast.Name) for a in it.args[0].args):
+            # `for i, (a, b) in enumerate(zip(x, y))`
+            index, pairs = target.elts[0], list(zip(target.elts[1].elts, it.args[0].args))
         if pairs is None or any(resolve(x.id) is not None for _, x in pairs):
             continue
         # (Python steps through the object it was given: a name bound again in the body would

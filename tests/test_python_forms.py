@@ -439,6 +439,23 @@ def p(q: f32["N", "M", "K"], k: f32["N", "M", "K"], y: f32["M"]):
         assert close(plan.run(*args, backend=backend), want), backend
 
 
+def test_enumerate_of_zip_rows(tmp_program):
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(X: f32["M", "N"], Y: f32["M", "N"]) -> f32["M"]:
+    out = np.empty(M, dtype=np.float32)
+    for i, (xr, yr) in enumerate(zip(X, Y)):
+        out[i] = np.sum(xr * yr) + i
+    return out
+''')
+    dims = {"M": 4, "N": 3}
+    args = random_args(prog, dims, seed=9)
+    want = eqsat.reference(prog, *args)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), want), backend
+
+
 @pytest.mark.parametrize("alpha,beta", [(0.0, 1.0), (0.0, 0.5), (1.5, 0.0), (1.5, 1.0)])
 def test_early_returns_of_the_final_value(tmp_program, alpha, beta):
     """Reference BLAS's `if alpha == 0.0: return y`: where the early return gives what the
