@@ -267,8 +267,9 @@ class _Env(ast.NodeTransformer):
                     if isinstance(y, ast.Name) and isinstance(y.ctx, ast.Store):
                         values.setdefault(y.id, []).append(None)
         seeds = {}
+        # (names bound once too: a name bound again may read one, `w = A @ v; v = w / norm`)
         names = [n for n in sorted(set(values) | set(declared)) if n not in self.shapes and
-                 self.stores.get(n, 0) >= 1 and (n in declared or len(values.get(n, [])) >= 2) and
+                 self.stores.get(n, 0) >= 1 and (n in declared or len(values.get(n, [])) >= 1) and
                  all(v is not None for v in values.get(n, []))]  # (a parameter only updated, `A -= e`, has none)
         for name in names:  # (parameters first: the others' seeds may read them)
             if name in declared:

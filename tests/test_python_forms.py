@@ -439,6 +439,25 @@ def p(q: f32["N", "M", "K"], k: f32["N", "M", "K"], y: f32["M"]):
         assert close(plan.run(*args, backend=backend), want), backend
 
 
+def test_a_name_bound_again_with_the_same_shape_is_reduced(tmp_program):
+    """A power iteration: v bound twice (a copy, then w / its norm), w bound once to A @ v;
+    both have v0's shape, so np.sum(w * w) reads a tensor of known shape."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def power_iter(A: f32["N", "N"], v0: f32["N"]) -> f32["N"]:
+    v = v0.copy()
+    for it in range(5):
+        w = A @ v
+        v = w / np.sqrt(np.sum(w * w))
+    return v
+''')
+    args = random_args(prog, {"N": 6}, seed=3)
+    want = eqsat.reference(prog, *args)
+    plan = eqsat.optimize(prog, {"N": 6})
+    for backend in ("numpy", "triton"):
+        assert rel_err(plan.run(*args, backend=backend), want) < 1e-4, backend
+
+
 def test_enumerate_of_zip_rows(tmp_program):
     prog = tmp_program(PRELUDE + '''
 @program
