@@ -20,6 +20,7 @@ import numpy as np
 from . import lang, sections
 from .hoisting import Hoisting, record_result
 from .names import LIB, SCALAR
+from .reductions import _nest as _loops, _product
 
 _LIKE = {np.ones_like: 1.0, np.full_like: None, np.zeros_like: 0.0}
 _SHAPED = {np.ones: 1.0, np.full: None, np.zeros: 0.0}
@@ -362,13 +363,6 @@ def _sizes(shape, env) -> list | None:
     return [copy.deepcopy(e) for e in elts]
 
 
-def _loops(names: list, extents: list, body: list) -> list:
-    for v, d in reversed(list(zip(names, extents))):
-        body = [ast.For(target=ast.Name(id=v, ctx=ast.Store()), iter=ast.Call(
-            func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(d)], keywords=[]), body=body, orelse=[])]
-    return body
-
-
 def _d_number(e):
     from .desugar import _number
 
@@ -388,13 +382,6 @@ def _reshaped(call, env):
     if env.callee(f) is np.reshape and len(call.args) == 2 and not kws:
         return call.args[0], False
     return None
-
-
-def _product(es: list):
-    out = es[0]
-    for e in es[1:]:
-        out = ast.BinOp(left=out, op=ast.Mult(), right=e)
-    return out
 
 
 def _targets(st) -> list:
