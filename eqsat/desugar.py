@@ -123,6 +123,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     for n in ast.walk(fdef):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             stores[n.id] = stores.get(n.id, 0) + 1
+    _chosen_indices(fdef, sizes, stores)
     _drop_parameter_copies(fdef, params, resolve, stores)
     _rename_rebindings(fdef, stores, params)
     slice_bounds.check_bounds(fdef, sizes, stores)
@@ -138,6 +139,61 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     _drop_size_rebinds(fdef, sizes)
     _loops_without_continue(fdef.body, [0])
     ast.fix_missing_locations(fdef)
+
+
+def _chosen_indices(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
+    """An element read at an index chosen by a condition, `t[y, x if x == 0 else x - 1]`
+    or through an integer local bound once to one (Rodinia's `w = x if x == 0 else x - 1`,
+    then `t[y, w]`), is the choice between the two reads: `t[y, x] if x == 0 else
+    t[y, x - 1]` (the read not taken is never made: the language masks it). The branches
+    must be integer expressions of loop variables, sizes and integer constants."""
+    loopvars = {t.id for n in ast.walk(fdef) if isinstance(n, ast.For) for t in ast.walk(n.target)
+                if isinstance(t, ast.Name)}
+
+    def integral(e) -> bool:
+        if isinstance(e, ast.Constant):
+            return type(e.value) is int
+        if isinstance(e, ast.Name):
+            return e.id in loopvars or e.id in sizes
+        if isinstance(e, ast.BinOp):
+            return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)) and \
+                integral(e.left) and integral(e.right)
+        if isinstance(e, ast.UnaryOp):
+            return isinstance(e.op, ast.USub) and integral(e.operand)
+        return False
+
+    def choice(e):
+        return isinstance(e, ast.IfExp) and integral(e.body) and integral(e.orelse)
+
+    bound = {n.targets[0].id: n.value for n in ast.walk(fdef) if isinstance(n, ast.Assign) and
+             len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and
+             stores.get(n.targets[0].id) == 1 and choice(n.value) and
+             all(not (isinstance(x, ast.Name) and x.id == n.targets[0].id) for x in ast.walk(n.value))}
+
+    class Reads(ast.NodeTransformer):
+        def visit_Subscript(self, n):
+            self.generic_visit(n)
+            if not isinstance(n.ctx, ast.Load):
+                return n
+            elts = list(n.slice.elts) if isinstance(n.slice, ast.Tuple) else [n.slice]
+            for k, e in enumerate(elts):
+                pick = e if choice(e) else bound.get(e.id) if isinstance(e, ast.Name) else None
+                if pick is None:
+                    continue
+                reads = []
+                for side in (pick.body, pick.orelse):
+                    at = elts[:k] + [copy.deepcopy(side)] + elts[k + 1:]
+                    sl = ast.Tuple(elts=[copy.deepcopy(x) for x in at], ctx=ast.Load()) if len(at) > 1 else at[0]
+                    reads.append(self.visit_Subscript(ast.Subscript(value=copy.deepcopy(n.value), slice=sl,
+                                                                    ctx=ast.Load())))
+                out = ast.IfExp(test=copy.deepcopy(pick.test), body=reads[0], orelse=reads[1])
+                for x in ast.walk(out):
+                    ast.copy_location(x, n)
+                return out
+            return n
+
+    if bound or any(choice(x) for x in ast.walk(fdef)):
+        Reads().visit(fdef)
 
 
 def _early_returns(fdef: ast.FunctionDef) -> None:

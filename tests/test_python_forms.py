@@ -458,6 +458,29 @@ def power_iter(A: f32["N", "N"], v0: f32["N"]) -> f32["N"]:
         assert rel_err(plan.run(*args, backend=backend), want) < 1e-4, backend
 
 
+@pytest.mark.parametrize("r,c", [(1, 1), (2, 3), (5, 4)])
+@pytest.mark.parametrize("target", ["cpu", "h100"])
+def test_an_index_chosen_by_a_condition(tmp_program, r, c, target):
+    """Rodinia's hotspot: `w = x if x == 0 else x - 1` then `t[y, w]` (and the choice
+    written in the index) read as the choice between the two reads."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(t: f32["R", "C"]) -> f32["R", "C"]:
+    out = np.empty_like(t)
+    for y in range(R):
+        for x in range(C):
+            w = x if x == 0 else x - 1
+            e = x if x == C - 1 else x + 1
+            out[y, x] = t[y, w] + t[y, e] + t[y if y == R - 1 else y + 1, x] * 0.5
+    return out
+''')
+    args = random_args(prog, {"R": r, "C": c}, seed=2)
+    want = eqsat.reference(prog, *args)
+    plan = eqsat.optimize(prog, {"R": r, "C": c}, target=target)
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), want), backend
+
+
 def test_enumerate_of_zip_rows(tmp_program):
     prog = tmp_program(PRELUDE + '''
 @program
