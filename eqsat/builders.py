@@ -55,7 +55,6 @@ class Builders(Hoisting):
             return n
         # (`y = zeros(shape)`, `y = np.ones(shape)`, ... bound to a name are desugar's: only
         # their operands are visited here)
-        v = n.value
         if len(n.targets) == 1 and isinstance(v, ast.Call) and (
                 isinstance(v.func, ast.Name) and v.func.id in (LIB + "zeros", LIB + "empty") or
                 self.env.callee(v.func) in (np.zeros, np.empty, np.zeros_like, np.empty_like, *_SHAPED, *_EYE)):
@@ -117,10 +116,7 @@ class Builders(Hoisting):
         if got is None or got is SCALAR or not got[1] or not got[0]:
             return None
         if not isinstance(e, ast.Name):
-            tmp = f"eqsat_new{self.count}_part{k}"
-            self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=e)], e, init=0)
-            self.env.shapes[tmp] = got
-            e = ast.Name(id=tmp, ctx=ast.Load())
+            e = self.computed(e, f"eqsat_new{self.count}_part{k}", got, e)
         return e, got[0]
 
     def join(self, n, obj):
@@ -322,20 +318,13 @@ class Builders(Hoisting):
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
 
     def _buffer(self, dims: list) -> tuple:
+        """(a new buffer's name, [the statement allocating it])."""
         name = f"eqsat_new{self.count}"
         self.count += 1
-        self.env.shapes[name] = ([copy.deepcopy(d) for d in dims], True)
-        return name, [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Call(
-            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
-            args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))]
+        return name, [self.allocation(name, dims)]
 
     def allocate(self, n, dims: list, fill, diagonal: bool):
-        name = f"eqsat_new{self.count}"
-        self.count += 1
-        stmts = [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Call(
-            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
-            args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))]
-        self.env.shapes[name] = ([copy.deepcopy(d) for d in dims], True)
+        name, stmts = self._buffer(dims)
         if not (isinstance(fill, ast.Constant) and fill.value == 0.0 and not diagonal):
             if not isinstance(fill, ast.Constant):  # (evaluated once, as numpy does)
                 stmts.append(ast.Assign(targets=[ast.Name(id=f"{name}_v", ctx=ast.Store())], value=fill))
@@ -344,12 +333,8 @@ class Builders(Hoisting):
             idx = [f"{name}_{d}" for d in range(1 if diagonal else len(dims))]
             at = [ast.Name(id=idx[0], ctx=ast.Load())] * 2 if diagonal else \
                 [ast.Name(id=i, ctx=ast.Load()) for i in idx]
-            body = [ast.Assign(targets=[sections.subscript(name, at, ast.Store())], value=copy.deepcopy(fill))]
-            for i, d in reversed(list(zip(idx, dims))):
-                body = [ast.For(target=ast.Name(id=i, ctx=ast.Store()), iter=ast.Call(
-                    func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(d)], keywords=[]),
-                    body=body, orelse=[])]
-            stmts += body
+            stmts += _loops(idx, dims[:len(idx)], [ast.Assign(targets=[sections.subscript(name, at, ast.Store())],
+                                                             value=copy.deepcopy(fill))])
         self.place(stmts, n)
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
 

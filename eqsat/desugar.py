@@ -1095,9 +1095,9 @@ class _Env(ast.NodeTransformer):
             return n
         if obj in (np.sum, np.mean, np.count_nonzero) and len(n.args) == 1 and \
                 {k.arg for k in n.keywords} <= {"axis", "keepdims"} and isinstance(n.func, ast.Attribute) and \
-                (_is_condition(n.args[0]) or obj is np.count_nonzero):
+                (sections.is_mask(n.args[0]) or obj is np.count_nonzero):
             # the count (the fraction) of elements a condition holds at, as numbers: 1.0 or 0.0
-            cond = n.args[0] if obj is not np.count_nonzero or _is_condition(n.args[0]) \
+            cond = n.args[0] if obj is not np.count_nonzero or sections.is_mask(n.args[0]) \
                 else ast.Compare(left=n.args[0], ops=[ast.NotEq()], comparators=[ast.Constant(0.0)])
             ones = ast.IfExp(test=cond, body=ast.Constant(1.0), orelse=ast.Constant(0.0))
             ones.eqsat_where, ones.eqsat_source = True, ast.unparse(n)
@@ -1126,7 +1126,7 @@ class _Env(ast.NodeTransformer):
             n.func.value if isinstance(n.func, ast.Attribute) and n.func.attr == "copy" and not n.args else None
         if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr == "astype" and len(n.args) == 1 and \
                 all(k.arg == "copy" for k in n.keywords) and \
-                (self.callee(n.args[0]) is np.float32 or _number(n.args[0]) is None and
+                (self.callee(n.args[0]) is np.float32 or
                  isinstance(n.args[0], ast.Constant) and n.args[0].value in ("float32", "f4")):
             copied, n.keywords = n.func.value, []  # (`x.astype(np.float32)` of a float32 x: a copy)
         got = self.value_shape(copied) if copied is not None and not n.keywords else None
@@ -1169,17 +1169,6 @@ _BINOPS = {np.add: ast.Add, np.subtract: ast.Sub, np.multiply: ast.Mult, np.divi
            np.remainder: ast.Mod, np.floor_divide: ast.FloorDiv,
            np.true_divide: ast.Div, np.power: ast.Pow}
 _FLOAT_WORDS = {"inf", "-inf", "+inf", "infinity", "-infinity", "nan"}
-
-
-def _is_condition(e) -> bool:
-    """Whether expression `e` is written as a truth: a comparison, `and`/`or`/`not` of
-    truths, or numpy's `&`, `|`, `~` of them."""
-    if isinstance(e, (ast.Compare, ast.BoolOp)):
-        return True
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.Not, ast.Invert)):
-        return _is_condition(e.operand)
-    return isinstance(e, ast.BinOp) and isinstance(e.op, (ast.BitAnd, ast.BitOr)) and \
-        _is_condition(e.left) and _is_condition(e.right)
 
 
 def _number(e):

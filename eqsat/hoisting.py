@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import copy
 
+from .names import LIB
+
 
 class Hoisting(ast.NodeTransformer):
     """Rewrites expressions into names computed by statements just before the statement
@@ -57,6 +59,21 @@ class Hoisting(ast.NodeTransformer):
                 if not hasattr(sub, "lineno"):
                     ast.copy_location(sub, at)
         self.pending += stmts
+
+    # (the two below are for passes that hold desugar's `_Env` as `self.env`)
+    def computed(self, e, name: str, shape, at) -> ast.Name:
+        """Expression `e`, of shape `shape`, computed once into `name` just before the
+        statement holding `at`: the name that reads it."""
+        self.place([ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=e)], at, init=0)
+        self.env.shapes[name] = shape
+        return ast.Name(id=name, ctx=ast.Load())
+
+    def allocation(self, name: str, dims: list) -> ast.Assign:
+        """`name = zeros((dims))`, a new float32 buffer, its shape recorded."""
+        self.env.shapes[name] = ([copy.deepcopy(d) for d in dims], True)
+        return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Call(
+            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
+            args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))
 
     def block(self, stmts: list) -> list:
         out = []

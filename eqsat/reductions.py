@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import copy
 import math
+import string
 
 import numpy as np
 
@@ -102,10 +103,7 @@ class Reductions(Hoisting):
         elif not isinstance(x, ast.Name):  # (an expression: computed once, then indexed)
             if self.guards:
                 return n  # (a tensor bound under a condition: left as written, refused)
-            tmp = f"eqsat_red{self.count}_of"
-            self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=x)], n, init=0)
-            self.env.shapes[tmp] = got
-            x = ast.Name(id=tmp, ctx=ast.Load())
+            x = self.computed(x, f"eqsat_red{self.count}_of", got, n)
         dims = got[0]
         axis = _d.reduced_axes(axis, len(dims))
         if axis is False:
@@ -136,10 +134,7 @@ class Reductions(Hoisting):
             return n
         (a,) = axes
         if not isinstance(x, ast.Name):  # (an expression: computed once, then indexed)
-            tmp = f"eqsat_red{self.count}_of"
-            self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=x)], n, init=1)
-            self.env.shapes[tmp] = got
-            x = ast.Name(id=tmp, ctx=ast.Load())
+            x = self.computed(x, f"eqsat_red{self.count}_of", got, n)
         out = f"eqsat_red{self.count}_scan"
         acc = f"eqsat_red{self.count}_run"
         self.count += 1
@@ -153,11 +148,7 @@ class Reductions(Hoisting):
                            value=ast.Constant(0.0 if kind == "cumsum" else 1.0))] + _nest([idx[a].id], [dims[a]], body)
         others = [d for d in range(len(dims)) if d != a]
         body = _nest([idx[d].id for d in others], [dims[d] for d in others], body)
-        alloc = ast.Assign(targets=[ast.Name(id=out, ctx=ast.Store())], value=ast.Call(
-            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
-            args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))
-        self.env.shapes[out] = ([copy.deepcopy(d) for d in dims], True)
-        self.place([alloc] + body, n)
+        self.place([self.allocation(out, dims)] + body, n)
         return ast.copy_location(ast.Name(id=out, ctx=ast.Load()), n)
 
     def contraction(self, n, obj, kws: dict) -> str | None:
@@ -173,7 +164,7 @@ class Reductions(Hoisting):
         if any(g is None or g is SCALAR or not g[1] or not g[0] for g in shapes):
             return None
         (da, _), (db, _) = shapes
-        letters = "abcdefghijklmnopqrstuvwxyz"
+        letters = string.ascii_lowercase
         if len(da) + len(db) > len(letters):
             return None
         la, lb = list(letters[:len(da)]), list(letters[len(da):len(da) + len(db)])
@@ -221,11 +212,10 @@ class Reductions(Hoisting):
         time, left to right, each pair into the letters the output or a later operand names
         (`"ik,kj,jl->il"` is two matmuls): no step costs more than the loops over every letter
         at once, as numpy's einsum without `optimize` runs it, and its `optimize` would pick
-        an order of its own (the same sums, up to rounding). Left as written (the front end refuses it, with
-        its location): keywords but `optimize=` (an order of evaluation: the same sums),
-        `...`, a letter given two different
-        declared extents, an operand whose axes the spec does not match, and an einsum
-        under a condition. The sums are sequential, numpy's may be pairwise or BLAS: the
+        an order of its own (the same sums, up to rounding). Left as written (the front end
+        refuses it, with its location): keywords but `optimize=` (an order of evaluation:
+        the same sums), `...`, a letter given two different declared extents, an operand
+        whose axes the spec does not match, and an einsum under a condition. The sums are sequential, numpy's may be pairwise or BLAS: the
         same up to rounding."""
         if any(k.arg != "optimize" for k in n.keywords) or len(n.args) < 2 or self.guards or \
                 not isinstance(n.args[0], ast.Constant) or \
@@ -266,10 +256,7 @@ class Reductions(Hoisting):
             return self.einsum(rest)
         for k, (term, op) in enumerate(zip(terms, ops)):
             if term and names[k] is None:  # (an expression: computed once, then indexed)
-                tmp = f"eqsat_red{self.count}_of{k}"
-                self.place([ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=op)], n, init=0)
-                self.env.shapes[tmp] = self.env.value_shape(op)
-                names[k] = ast.Name(id=tmp, ctx=ast.Load())
+                names[k] = self.computed(op, f"eqsat_red{self.count}_of{k}", self.env.value_shape(op), n)
         acc = f"eqsat_red{self.count}"
         self.count += 1
         summed = [c for c in dict.fromkeys(letters) if c not in out]
@@ -286,11 +273,7 @@ class Reductions(Hoisting):
             return sections.subscript(acc, [ast.Name(id=idx[c], ctx=ast.Load()) for c in out], ctx)
 
         if out:
-            dims = [copy.deepcopy(extent[c]) for c in out]
-            self.env.shapes[acc] = (dims, True)
-            stmts = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.Call(
-                func=ast.Name(id=LIB + "zeros", ctx=ast.Load()),
-                args=[ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load())], keywords=[]))]
+            stmts = [self.allocation(acc, [extent[c] for c in out])]
         else:
             stmts = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.Constant(0.0))]
             self.env.scalars.add(acc)
@@ -306,8 +289,7 @@ class Reductions(Hoisting):
         element where the reduced axis was (every axis where none was given)."""
         name = f"eqsat_red{self.count}_kept"
         self.count += 1
-        shape = [ast.Constant(1) if axis is None or d in axis else copy.deepcopy(dims[d]) for d in range(len(dims))]
-        self.env.shapes[name] = (shape, True)
+        shape = [ast.Constant(1) if axis is None or d in axis else dims[d] for d in range(len(dims))]
         idx = [f"{name}_{d}" for d in range(len(dims))]
         full = [ast.Constant(0) if axis is None or d in axis else ast.Name(id=idx[d], ctx=ast.Load())
                 for d in range(len(dims))]
@@ -318,10 +300,7 @@ class Reductions(Hoisting):
             elts=full, ctx=ast.Load()), ctx=ast.Store())], value=src)]
         kept = [d for d in range(len(dims)) if axis is not None and d not in axis]
         body = _nest([idx[d] for d in kept], [dims[d] for d in kept], body)
-        alloc = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Call(
-            func=ast.Name(id=LIB + "zeros", ctx=ast.Load()), args=[ast.Tuple(elts=shape, ctx=ast.Load())],
-            keywords=[]))
-        self.place([alloc] + body, n, init=1)
+        self.place([self.allocation(name, shape)] + body, n, init=1)
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
 
     def _elements_of(self, x, dims: list):
@@ -371,10 +350,7 @@ class Reductions(Hoisting):
         stmts = []
         init = 1  # (what binds the result: the scalar, or the tensor and its first values)
         if keep:
-            self.env.shapes[acc] = ([copy.deepcopy(dims[d]) for d in keep], True)  # (`x.sum(axis=1).max()`)
-            shape = ast.Tuple(elts=[copy.deepcopy(dims[d]) for d in keep], ctx=ast.Load())
-            stmts.append(ast.Assign(targets=[name(acc, ast.Store())],
-                                    value=ast.Call(func=name(LIB + "zeros"), args=[shape], keywords=[])))
+            stmts.append(self.allocation(acc, [dims[d] for d in keep]))  # (its shape: `x.sum(axis=1).max()`)
             if start:
                 stmts += loops(keep, [ast.Assign(targets=[at(keep, ast.Store())], value=ast.Constant(start))])
                 init = 2
