@@ -412,19 +412,17 @@ class _Env(ast.NodeTransformer):
             return _same(self.value_shape(e.left), self.value_shape(e.right))
         if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Pow) and self.value_shape(e.right) is SCALAR:
             return self.value_shape(e.left)
-        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):  # (of one to three axes each)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult):  # (numpy's, as frontend.matmul reads it)
             a, b = self.value_shape(e.left), self.value_shape(e.right)
-            if a is None or b is None or a is SCALAR or b is SCALAR or not 1 <= len(a[0]) <= 3 or \
-                    not 1 <= len(b[0]) <= 3:
+            if a is None or b is None or a is SCALAR or b is SCALAR or not a[0] or not b[0]:
                 return None
-            if len(a[0]) == 3 or len(b[0]) == 3:  # (a batch: the 3-D operand's first axis, both alike)
-                if len(a[0]) == 1 or len(b[0]) == 1 or \
-                        (len(a[0]) == len(b[0]) == 3 and not sections.same_dims(a[0][:1], b[0][:1])):
-                    return None
-                batch = a[0][:1] if len(a[0]) == 3 else b[0][:1]
-                return (batch + a[0][-2:-1] + b[0][-1:], a[1] and b[1])
-            dims = a[0][:-1] + b[0][1:]
-            return (dims, a[1] and b[1]) if dims else SCALAR  # (`u @ v`: a number)
+            if len(a[0]) == 1 or len(b[0]) == 1:  # a vector's axis is contracted and not kept
+                dims = a[0][:-1] + (b[0][:-2] + b[0][-1:] if len(b[0]) > 1 else [])
+                return (dims, a[1] and b[1]) if dims else SCALAR  # (`u @ v`: a number)
+            ba, bb = a[0][:-2], b[0][:-2]  # batch axes: on one operand, or the same on both
+            if ba and bb and (len(ba) != len(bb) or not sections.same_dims(ba, bb)):
+                return None
+            return ((ba or bb) + a[0][-2:-1] + b[0][-1:], a[1] and b[1])
         if isinstance(e, ast.Attribute) and e.attr == "T":
             a = self.value_shape(e.value)
             return None if a is None or a is SCALAR else (list(reversed(a[0])), a[1])
@@ -1064,6 +1062,19 @@ class _Env(ast.NodeTransformer):
         if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr == "clip" and len(n.args) == 2 and \
                 not n.keywords and self.value_shape(n.func.value) not in (None, SCALAR):
             n.args, obj = [n.func.value, *n.args], np.clip  # (`x.clip(lo, hi)` of a tensor: np.clip's)
+        if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr in ("transpose", "swapaxes") and \
+                not n.keywords and self.value_shape(n.func.value) not in (None, SCALAR):
+            # the methods of a tensor: `x.swapaxes(a, b)` is np.swapaxes's; `x.transpose()` is
+            # x.T, `x.transpose(0, 2, 1, 3)` and `x.transpose((0, 2, 1, 3))` the language's transpose
+            if n.func.attr == "swapaxes":
+                n.args, obj = [n.func.value, *n.args], np.swapaxes
+            elif not n.args:
+                return ast.copy_location(ast.Attribute(value=n.func.value, attr="T", ctx=ast.Load()), n)
+            else:
+                perm = n.args[0] if len(n.args) == 1 and isinstance(n.args[0], (ast.Tuple, ast.List)) else \
+                    ast.Tuple(elts=list(n.args), ctx=ast.Load())
+                return ast.copy_location(ast.Call(func=ast.Name(id=LIB + "transpose", ctx=ast.Load()),
+                                                  args=[n.func.value, perm], keywords=[]), n)
         if obj is np.swapaxes and len(n.args) == 3 and not n.keywords:  # (a transpose of two axes)
             got, a, b = self.value_shape(n.args[0]), _number(n.args[1]), _number(n.args[2])
             if got not in (None, SCALAR) and type(a) is int and type(b) is int and \

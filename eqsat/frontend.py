@@ -970,8 +970,8 @@ class _Parser:
         if a.ty is None or b.ty is None:
             raise self.err(node, "`@` needs tensor operands; use `*` for scalars")
         ra, rb = len(a.ty), len(b.ty)
-        if ra not in (1, 2, 3) or rb not in (1, 2, 3):
-            raise self.err(node, f"`@` supports operands of rank 1, 2 or 3, got ranks {ra} and {rb}")
+        if ra == 0 or rb == 0:
+            raise self.err(node, "`@` needs tensor operands of at least one axis; use `*` for scalars")
         inner = b.ty[0] if rb == 1 else b.ty[-2]
         if a.ty[-1] != inner:
             raise self.err(node, f"shape mismatch in `@`: {_shape_str(a.ty)} @ {_shape_str(b.ty)} "
@@ -984,16 +984,15 @@ class _Parser:
             else:
                 ty = a.ty[:-1]
             return MatMul(self.loc(node), a, b, ty=ty)
-        batch = ()
-        if ra == 3 and rb == 3:
-            if a.ty[0] != b.ty[0]:
-                raise self.err(node, f"batch sizes differ in `@`: {_d(a.ty[0])} vs {_d(b.ty[0])}")
-            batch = (a.ty[0],)
-        elif ra == 3:
-            batch = (a.ty[0],)
-        elif rb == 3:
-            batch = (b.ty[0],)
-        return MatMul(self.loc(node), a, b, ty=batch + (a.ty[-2], b.ty[-1]))
+        # batch axes (all but the last two): those of the operand that has them, or the
+        # same on both; numpy would also broadcast batch axes of other lengths or extents,
+        # which is not read here
+        ba, bb = a.ty[:-2], b.ty[:-2]
+        if ba and bb and ba != bb:
+            raise self.err(node, f"batch axes differ in `@`: {_shape_str(a.ty)} @ {_shape_str(b.ty)} (the "
+                                 f"axes before the last two must be the same on both operands, or one operand "
+                                 f"must have none; broadcasting them is not supported)")
+        return MatMul(self.loc(node), a, b, ty=(ba or bb) + (a.ty[-2], b.ty[-1]))
 
     def call(self, e: ast.Call):
         loc = self.loc(e)

@@ -273,13 +273,31 @@ class _Lowerer:
                 t = Node("Ten.slice", t, self.ix(ix, {}, e.loc))
             return t
         if isinstance(e, MatMul) and not _with_vector(e):
-            return Node("Ten.matmul", self.tensor(e.a), self.tensor(e.b))
+            return self.matmul(e, self.tensor(e.a), self.tensor(e.b))
         if isinstance(e, Transpose):
             return Node("Ten.transpose", self.tensor(e.x), " ".join(map(str, e.perm)))
         shape = self.shape_of(e.ty, e.loc)
         vs = [self.new_var("t", n) for n in shape]
         body = self.elem(e, [T.iv(v) for v in vs], _Ctx(self, {}, None))
         return T.compute(list(zip(vs, shape)), body)
+
+    def matmul(self, e, ta: Node, tb: Node) -> Node:
+        """`a @ b` of operand terms `ta`, `tb` (no vector operand). A matmul has at most one
+        batch axis; more (attention's (B, H, S, D) @ (B, H, D, S)) are merged into one by
+        reshapes (copies where an operand is a transposed view, as numpy's reshape makes),
+        and an operand without batch axes beside one with several makes the other's rows
+        one long axis ((B, S, D) @ (D, E) is (B * S, D) @ (D, E))."""
+        ba, bb = len(e.a.ty) - 2, len(e.b.ty) - 2
+        if max(ba, bb) <= 1:
+            return Node("Ten.matmul", ta, tb)
+        sa, sb = self.shape_of(e.a.ty, e.loc), self.shape_of(e.b.ty, e.loc)
+        if bb == 0:  # (..., M, K) @ (K, N): the rows of every batch are rows
+            mm = Node("Ten.matmul", Node("Ten.reshape", ta, T.shp((math.prod(sa[:-1]), sa[-1]))), tb)
+        else:
+            batch = math.prod(sb[:-2])
+            a3 = ta if ba == 0 else Node("Ten.reshape", ta, T.shp((batch,) + sa[-2:]))
+            mm = Node("Ten.matmul", a3, Node("Ten.reshape", tb, T.shp((batch,) + sb[-2:])))
+        return Node("Ten.reshape", mm, T.shp(self.shape_of(e.ty, e.loc)))
 
     def scalar_top(self, e) -> Node:
         return self.scalar(e, _Ctx(self, {}, None))
@@ -388,7 +406,7 @@ class _Lowerer:
                 t = Node("Ten.slice", t, self.ix(i, ctx.loopvars, e.loc))
             return t
         if isinstance(e, MatMul) and not _with_vector(e):
-            return Node("Ten.matmul", self.open_tensor(e.a, ctx), self.open_tensor(e.b, ctx))
+            return self.matmul(e, self.open_tensor(e.a, ctx), self.open_tensor(e.b, ctx))
         if isinstance(e, Transpose):
             return Node("Ten.transpose", self.open_tensor(e.x, ctx), " ".join(map(str, e.perm)))
         shape = self.shape_of(e.ty, e.loc)  # elementwise: a compute over its shape

@@ -35,6 +35,12 @@ def perm_str(p) -> str:
     return " ".join(map(str, p))
 
 
+# the permutations of four axes the rules know: the last two swapped (a batch of heads'
+# transposed operands), the middle two swapped (attention's (B, S, H, D) <-> (B, H, S, D));
+# each costs rules every call pays for, so not all 24
+PERMS_4D = ((0, 1, 3, 2), (0, 2, 1, 3))
+
+
 def all_perms(max_rank: int = 3):
     """Every permutation of 1..max_rank axes, as tuples."""
     for r in range(1, max_rank + 1):

@@ -15,7 +15,7 @@ from eqsat.sorts import (
     Dims, Env, Ix, Ixs, Sc, Shp, Ten, Var, bind, bind_flat, closed, deep, dshape, dvars, extent, open_, red_depth,
     shape_of, subst, subst_ix, subst_ixs,
 )
-from ._patterns import all_perms, perm_str, shp
+from ._patterns import PERMS_4D, all_perms, perm_str, shp
 
 
 @ruleset
@@ -51,8 +51,8 @@ def ruleset(t: Ten, a: Ten, b: Ten, d: Dims, r: Dims, v: Var, w: Var, n: i64, m:
         union(shape_of(t)).with_(shp(B, M, N)))
     yield rule(eq(t).to(Ten.slice(a, ix)), eq(shape_of(a)).to(Shp.cons(n, s))).then(union(shape_of(t)).with_(s))
     yield rule(eq(t).to(Ten.reshape(a, s))).then(union(shape_of(t)).with_(s))
-    ns = [M, N, K]
-    for p in all_perms(3):
+    ns = [M, N, K, B]
+    for p in list(all_perms(3)) + list(PERMS_4D):
         src = ns[:len(p)]
         yield rule(eq(t).to(Ten.transpose(a, perm_str(p))), eq(shape_of(a)).to(shp(*src))).then(
             union(shape_of(t)).with_(shp(*[src[q] for q in p])))

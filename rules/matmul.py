@@ -21,6 +21,8 @@ Shared:  for[b, i, j] sum[k] A[b, i, k] * B[k, j]     ->  A @ B (one GEMM over b
 Vector:  for[i] sum[k] A[i, k] * x[k]  ->  reshape(A @ reshape(x, [K, 1]), [M])   (a GEMV)
 Several: for[i, j] sum[k1] sum[k2] A[i, k1, k2] * B[k1, k2, j]
          ->  reshape(A, [M, K1*K2]) @ reshape(B, [K1*K2, N])   (row-major flattening)
+Batch2:  for[r, q, i, j] sum[k] A[r, q, i, k] * B[r, q, k, j]
+         ->  reshape(reshape(A, [B*H, M, K]) @ reshape(B, [B*H, K, N]), [B, H, M, N])
 Split:   A[i0 * T + i1, k]  ->  reshape(A, [M/T, T, K])[i0, i1, k]
          when i1 takes exactly T values and i0 exactly M/T (full ranges), so a loop split
          into tiles reads the same elements through a view, and the 3-D form above applies.
@@ -108,3 +110,15 @@ def ruleset(t: Ten, a: Ten, b: Ten, x: Sc, y: Sc, i: Var, j: Var, k: Var, r: Var
         eq(shape_of(a)).to(shp(M, K, K2)), eq(shape_of(b)).to(shp(K, K2, N)), closed(a), closed(b),
         *[ne(p).to(q) for p, q in ((i, j), (i, k), (i, k2), (j, k), (j, k2), (k, k2))],
     ).then(union(t).with_(Ten.matmul(Ten.reshape(a, shp(M, K * K2)), Ten.reshape(b, shp(K * K2, N)))))
+    # two batch axes (attention's heads inside its batch):
+    # for[r<B, q<H, i<M, j<N] sum[k<K] A[r,q,i,k] * B[r,q,k,j]
+    #   -> reshape(reshape(A, [B*H, M, K]) @ reshape(B, [B*H, K, N]), [B, H, M, N])
+    # (one batch axis of B*H: row-major, so batch r*H + q is element (r, q) of both)
+    vr, vq = Ix.v(r), Ix.v(k2)
+    yield rule(
+        eq(t).to(Ten.compute(dims((r, B), (k2, K2), (i, M), (j, N)), Sc.red("sum", k, K, Sc.mul(
+            Sc.load(a, ixs(vr, vq, vi, vk)), Sc.load(b, ixs(vr, vq, vk, vj)))))),
+        eq(shape_of(a)).to(shp(B, K2, M, K)), eq(shape_of(b)).to(shp(B, K2, K, N)), closed(a), closed(b),
+        *[ne(p).to(q) for p, q in ((r, k2), (r, i), (r, j), (r, k), (k2, i), (k2, j), (k2, k), (i, j), (i, k), (j, k))],
+    ).then(union(t).with_(Ten.reshape(Ten.matmul(Ten.reshape(a, shp(B * K2, M, K)), Ten.reshape(b, shp(B * K2, K, N))),
+                                      shp(B, K2, M, N))))

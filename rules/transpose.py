@@ -2,7 +2,7 @@
 
 Preconditions: the tensor is closed and its rank matches the permutation.
 
-    X[a, b]            == (X^T)[b, a]          (and the last two axes of a 3-D X, and its
+    X[a, b]            == (X^T)[b, a]          (and the last two axes of a 3-D or 4-D X, and a 3-D X's
                                                rotations for two-axis contractions), for the
                                                operands of a product under a sum, where a
                                                matmul may need the other layout
@@ -18,11 +18,11 @@ from __future__ import annotations
 from egglog import i64, eq, rewrite, rule, ruleset, union
 
 from eqsat.sorts import Dims, Ix, Sc, Ten, Var, closed, shape_of
-from ._patterns import all_perms, ixs, perm_str, shp
+from ._patterns import PERMS_4D, all_perms, ixs, perm_str, shp
 
 
 @ruleset
-def ruleset(s: Sc, p: Sc, y: Sc, x: Ten, a: Ten, b: Ten, i0: Ix, i1: Ix, i2: Ix, v: Var, n: i64, M: i64, N: i64,
+def ruleset(s: Sc, p: Sc, y: Sc, x: Ten, a: Ten, b: Ten, i0: Ix, i1: Ix, i2: Ix, i3: Ix, v: Var, n: i64, M: i64, N: i64,
             K: i64, w: Var, m: i64):
     for operand in (lambda s_: Sc.mul(s_, y), lambda s_: Sc.mul(y, s_)):
         # sum[v] X[a, b] * y -> sum[v] (X^T)[b, a] * y
@@ -32,14 +32,18 @@ def ruleset(s: Sc, p: Sc, y: Sc, x: Ten, a: Ten, b: Ten, i0: Ix, i1: Ix, i2: Ix,
         yield rule(eq(p).to(Sc.red("sum", v, n, operand(s))), eq(s).to(Sc.load(x, ixs(i0, i1, i2))), closed(x),
                    eq(shape_of(x)).to(shp(M, N, K))).then(
             union(s).with_(Sc.load(Ten.transpose(x, "0 2 1"), ixs(i0, i2, i1))))
+        # sum[v] X[r, q, a, b] * y -> sum[v] (X^T23)[r, q, b, a] * y   (two batch axes)
+        yield rule(eq(p).to(Sc.red("sum", v, n, operand(s))), eq(s).to(Sc.load(x, ixs(i0, i1, i2, i3))), closed(x),
+                   eq(shape_of(x)).to(shp(M, N, K, m))).then(
+            union(s).with_(Sc.load(Ten.transpose(x, "0 1 3 2"), ixs(i0, i1, i3, i2))))
         # and its rotations, for contractions over two axes in any layout:
         # X[a, b, c] -> (X^(1 2 0))[b, c, a] and (X^(2 0 1))[c, a, b]
         for perm, order in (("1 2 0", (i1, i2, i0)), ("2 0 1", (i2, i0, i1))):
             yield rule(eq(p).to(Sc.red("sum", v, n, operand(s))), eq(s).to(Sc.load(x, ixs(i0, i1, i2))),
                        closed(x), eq(shape_of(x)).to(shp(M, N, K))).then(
                 union(s).with_(Sc.load(Ten.transpose(x, perm), ixs(*order))))
-    idx = [i0, i1, i2]
-    for p in all_perms(3):
+    idx = [i0, i1, i2, i3]
+    for p in list(all_perms(3)) + list(PERMS_4D):
         r = len(p)
         # transpose(X, p)[i] = X[j] with j[p[a]] = i[a]
         j = [None] * r

@@ -608,14 +608,14 @@ def test_matmul_of_a_scalar():
     expect_program_error(build, "mm-scalar", "`@`", "scalar", at="a @ s")
 
 
-def test_matmul_of_rank_four():
+def test_matmul_with_batch_axes_that_differ():
     def build():
         @program
-        def p(a: f32["B", "C", "M", "K"], w: f32["K", "N"]) -> f32["M"]:
-            y = a @ w  # ERR:mm-rank4
+        def p(a: f32["B", "C", "M", "K"], w: f32["C", "K", "N"]) -> f32["B", "C", "M", "N"]:
+            y = a @ w  # ERR:mm-batch-rank
             return y
 
-    expect_program_error(build, "mm-rank4", "`@`", "rank", at="a @ w")
+    expect_program_error(build, "mm-batch-rank", "`@`", "batch axes differ", at="a @ w")
 
 
 def test_matmul_of_a_vector_of_the_wrong_length():
