@@ -101,6 +101,9 @@ def build(plan, nest):
     mode = policy()
     if mode == "never":
         return None, "interpreted (EQSAT_COMPILE_LOOPS=never)"
+    if nest.unbound:
+        return None, (f"interpreted (it may read {', '.join(sorted(nest.unbound))} unassigned, where Python raises "
+                      f"UnboundLocalError; numba would read a zero)")
     if mode == "auto" and nest.work["nodes"] < COMPILE_MIN_OPS:
         return None, f"interpreted (under {COMPILE_MIN_OPS} operations: compiling would cost more)"
     try:

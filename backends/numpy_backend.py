@@ -357,6 +357,9 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
         out = []
         for name in nest.outputs:
             v = ns.get(name)
+            if v is None and name in nest.unbound:
+                raise UnboundLocalError(f"{name!r} is read after the statement at line {nest.stmt.loc.line}, which "
+                                        f"left it unassigned in this run (Python raises UnboundLocalError there)")
             out.append(np.asarray(v, dtype=np.float32) if v is not None else None)
         return _distinct(tuple(out))
 
@@ -541,6 +544,9 @@ class _Eval:
                 shape[p] = s
             return view if tuple(shape) == view.shape else xp.reshape(view, shape)
         at = [self.ix(i) for i in idx]
+        if 0 in arr.shape:  # an empty tensor is read only where nothing runs (a zero extent:
+            # `m = x[i, 0]` over no i); an index into it, clamped or not, would raise
+            return np.zeros(np.broadcast_shapes(*(np.shape(a) for a in at)), np.float32)
         for axis in leaving:
             at[axis] = np.clip(at[axis], 0, arr.shape[axis] - 1)
         return xp.call(operator.getitem, arr, tuple(at))

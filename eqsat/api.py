@@ -345,8 +345,12 @@ def _user_sources(rules) -> list:
     for r in _rule_list(rules):
         if _is_family(r):
             continue
-        if isinstance(r, (str, os.PathLike)) and not os.path.isfile(r):  # a typo is not an unsound rule
-            raise ArgumentError(f"unknown rule family or file {r!r}; families: {', '.join(FAMILIES)}")
+        if isinstance(r, (str, os.PathLike)) and not os.path.isfile(r) or \
+                not isinstance(r, (str, os.PathLike, Ruleset)) and not isinstance(getattr(r, "ruleset", None), Ruleset):
+            # (a typo, or something that is no rule source, is not an unsound rule)
+            raise ArgumentError(f"unknown rule family or file {r!r}; a rule source is a family's name, a rule "
+                                f"file's path, a module with a `ruleset`, or an egglog Ruleset; families: "
+                                f"{', '.join(FAMILIES)}")
         label = (str(r) if isinstance(r, (str, os.PathLike)) else
                  getattr(r, "__file__", None) or str(getattr(r, "name", None) or getattr(r, "__name__", r)))
         out.append((label, r))

@@ -356,9 +356,16 @@ class _Env(ast.NodeTransformer):
 
     # ------------------------------------------------------------------ names
     def callee(self, f):
-        """The object a callee expression names (`np.sqrt`, `sqrt`), else None."""
+        """The object a callee expression names (`np.sqrt`, `sqrt`), else None (also for an
+        object that is no function of numpy's, math's or eqsat's and cannot be hashed: a list,
+        another `@program`; the front end refuses the call with its location)."""
         if isinstance(f, ast.Name):
-            return self.resolve(f.id)
+            obj = self.resolve(f.id)
+            try:
+                hash(obj)
+            except TypeError:
+                return None
+            return obj
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
             mod = self.resolve(f.value.id)
             if mod is np or mod is math:

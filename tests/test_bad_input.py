@@ -1643,6 +1643,9 @@ def test_an_unknown_rule_family_is_named_as_such():
     """A typo in `rules=` once came back as an UnsoundRule from the rule check's probes."""
     with pytest.raises(eqsat.ArgumentError, match="unknown rule family or file 'inlien'"):
         eqsat.optimize(matmul_prog, {"M": 4, "K": 3, "N": 5}, rules=["inlien", "matmul"])
+    for bad in (3, None, 2.5):  # no rule source at all
+        with pytest.raises(eqsat.ArgumentError, match=f"unknown rule family or file {bad!r}"):
+            eqsat.optimize(matmul_prog, {"M": 4, "K": 3, "N": 5}, rules=["matmul", bad])
 
 
 def test_optimize_missing_integer_parameter_says_it_is_one():
@@ -1672,3 +1675,28 @@ def test_a_module_constant_the_function_assigns_is_a_local():
 
 
 SCALE = 2.0
+
+
+NOT_A_FUNCTION = [1.0, 2.0]  # (a module-level object that cannot be hashed)
+
+
+def test_call_of_a_module_level_list_or_another_program():
+    def build():
+        @program
+        def p(x: f32["N"]) -> f32["N"]:
+            y = NOT_A_FUNCTION(x)  # ERR:call-list
+            return y
+
+    expect_program_error(build, "call-list", "unsupported function 'NOT_A_FUNCTION'", at="NOT_A_FUNCTION(x)")
+
+    @program
+    def inner(x: f32["N"]) -> f32["N"]:
+        return x
+
+    def build2():
+        @program
+        def p(x: f32["N"]) -> f32["N"]:
+            y = inner(x)  # ERR:call-program
+            return y
+
+    expect_program_error(build2, "call-program", "unsupported function 'inner'", at="inner(x)")

@@ -1269,3 +1269,96 @@ def p(x: f32["N"], alpha: f32) -> f32["N"]:
                 want = eqsat.reference(prog, x.copy(), alpha)
                 for backend in ("numpy", "triton"):
                     np.testing.assert_array_equal(plan.run(x.copy(), alpha, backend=backend), want)
+
+
+UNBOUND = '''
+@program
+def top(x: f32["N"]) -> f32:
+    if x[0] > 0.0:
+        t = x[0]
+    return t
+
+@program
+def in_loop(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        if x[i] > 0.0:
+            t = x[i]
+        y[i] = t
+    return y
+
+@program
+def first_iteration(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        if i == 0:
+            t = x[i]
+        y[i] = t * 2.0
+    return y
+'''
+
+
+@pytest.mark.parametrize("compile_loops", ["never", "always"])
+@pytest.mark.parametrize("name", ["top", "in_loop", "first_iteration"])
+def test_a_scalar_read_unassigned_raises_as_python_does(tmp_program, monkeypatch, name, compile_loops):
+    """A scalar assigned only on a branch and read where that branch may not have run: where
+    Python raises UnboundLocalError every plan raises (numba had read a zero: 0.0 returned),
+    and where the run assigns it first the plan computes what Python does."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", compile_loops)
+    prog = tmp_program(UNBOUND, name)
+    for x in (np.array([-1.0, 2.0, -3.0], np.float32), np.array([4.0, 2.0, 3.0], np.float32)):
+        try:
+            want = eqsat.reference(prog, x)
+        except UnboundLocalError:
+            want = None
+        for target in ("cpu", "h100"):
+            plan = eqsat.optimize(prog, {"N": 3}, target=target)
+            for backend in ("numpy", "triton"):
+                if want is None:
+                    with pytest.raises((UnboundLocalError, NameError)):
+                        plan.run(x, backend=backend)
+                else:
+                    assert rel_err(plan.run(x, backend=backend), want) == 0.0, (target, backend, plan)
+
+
+EMPTY = '''
+@program
+def row_max(x: f32["S", "S"]) -> f32["S"]:
+    y = empty((S,))
+    for i in range(S):
+        m = x[i, 0]
+        for j in range(S):
+            m = max(m, x[i, j])
+        y[i] = m
+    return y
+
+@program
+def softmax(x: f32["B", "S", "S"]) -> f32["B", "S", "S"]:
+    y = empty((B, S, S))
+    for b in range(B):
+        for i in range(S):
+            m = x[b, i, 0]
+            for j in range(S):
+                m = max(m, x[b, i, j])
+            s = 0.0
+            for j in range(S):
+                s += exp(x[b, i, j] - m)
+            for j in range(S):
+                y[b, i, j] = exp(x[b, i, j] - m) / s
+    return y
+'''
+
+
+@pytest.mark.parametrize("name", ["row_max", "softmax"])
+def test_a_zero_extent_gives_empty_results(tmp_program, name):
+    """An extent of zero: the reads at a constant index (`x[i, 0]`) happen in no iteration;
+    the numpy backend's reduction kernel indexed the empty tensor (IndexError)."""
+    prog = tmp_program(EMPTY, name)
+    dims = {d: n for d, n in {"B": 2, "S": 0}.items() if d in prog.dims}
+    args = random_args(prog, dims, seed=1)
+    want = eqsat.reference(prog, *args)
+    for target in ("h100", "cpu"):
+        plan = eqsat.optimize(prog, dims, target=target)
+        for backend in ("numpy", "triton"):
+            got = plan.run(*args, backend=backend)
+            assert np.shape(got) == np.shape(want), (target, backend, plan)
