@@ -15,7 +15,8 @@ level statements, each lifted where the analysis proves a form, and offers the r
 an alternative to the loop as written (`lower._Lowerer.nest`): the cost model chooses.
 
 Only where it is small (`MAX_TRIPS` iterations, `MAX_STATEMENTS` statements in all), where
-the body holds a loop nest (a loop of scalar statements alone gains nothing), where every
+the body holds a loop nest or a statement computing a tensor (a layer's `h = relu(h @ w[l])`;
+a loop of scalar statements alone gains nothing), where every
 statement of the body keeps its syntax (not one the analysis made: a part of a distributed
 loop, a scalar expanded into a buffer), and where every name the body's syntax binds is
 one the loop IR binds (a view bound inside the body has no statement of its own to carry
@@ -26,7 +27,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from .ir import Alloc, Assign, Const, Dim, Expr, For, If, Stmt, ie_eval
+from .ir import Alloc, Assign, Const, Dim, Expr, For, If, Stmt, Store, ie_eval
 
 MAX_TRIPS = 16
 MAX_STATEMENTS = 400
@@ -40,7 +41,7 @@ def unrolled(f: For, dims: dict) -> list | None:
     except (KeyError, ZeroDivisionError):
         return None
     trips = range(lo, hi, f.step)  # (its length first: a size can be 10**9)
-    if not trips or len(trips) > MAX_TRIPS or not any(isinstance(s, For) for s in _walk(f.body)):
+    if not trips or len(trips) > MAX_TRIPS or not any(isinstance(s, For) or _library_call(s) for s in _walk(f.body)):
         return None
     values = list(trips)
     if len(values) * sum(1 for _ in _walk(f.body)) > MAX_STATEMENTS:
@@ -53,6 +54,12 @@ def unrolled(f: For, dims: dict) -> list | None:
     if bound_src - bound_ir - {f.var}:
         return None
     return [_subst(s, f.var, v) for v in values for s in f.body]
+
+
+def _library_call(s) -> bool:
+    """A statement computing a tensor (`h = relu(h @ w[l])`, `o[h] = t @ v[h]`): a kernel of
+    its own once unrolled, where a matmul and its epilogue can be found."""
+    return isinstance(s, (Assign, Store)) and getattr(s.value, "ty", None) is not None
 
 
 def _walk(stmts):

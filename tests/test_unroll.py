@@ -215,3 +215,29 @@ def p(x: f32["N"], T: int) -> f32["N"]:
 def test_a_step_buffer_shared_past_its_binding_is_refused(tmp_program, name):
     with pytest.raises(eqsat.ProgramError, match="is bound to a view of 't' in a loop"):
         tmp_program(SHARED_AFTER[name])
+
+
+LAYERS = '''
+@program
+def p(x: f32["M", "D"], w: f32["L", "D", "D"], b: f32["L", "D"]) -> f32["M", "D"]:
+    h = x + 0.0
+    for l in range(L):
+        h = h + relu(h @ w[l] + b[l])
+    return h
+'''
+
+
+@pytest.mark.parametrize("target", ["h100", "cpu"])
+def test_a_loop_over_layers_calling_the_library_is_a_matmul_per_layer(tmp_program, target):
+    """The body is one tensor statement (no loop nest): unrolled, each layer's `@` is a
+    matmul with its bias, relu and residual add as epilogue (it stayed one `loop` kernel,
+    where a GPU target pays a trip to the host)."""
+    prog = tmp_program(LAYERS)
+    dims = {"L": 3, "M": 32, "D": 32}
+    args = random_args(prog, dims, seed=5)
+    want = eqsat.reference(prog, *args)
+    plan = eqsat.optimize(prog, dims, target=target)
+    # (on the CPU the loop as written calls the same BLAS in each step: the model may keep it)
+    assert target == "cpu" or [k.kind for k in plan.kernels].count("matmul") == 3, plan
+    for backend in ("numpy", "triton"):
+        assert rel_err(plan.run(*args, backend=backend), want) < 1e-5, (backend, plan)
