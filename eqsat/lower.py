@@ -240,8 +240,35 @@ class _Lowerer:
             shape = self.shape_of(s.shape, s.loc)
             self.shapes[s.name] = shape
             self.env[s.name] = self.zeros(shape)
+        elif isinstance(s, Store) and s.value.ty is not None and not getattr(s, "views", None):
+            try:
+                self.top_slice_store(s)
+            except NotFunctional:
+                self.nest(s, lift)
         else:
             self.nest(s, lift)
+
+    def top_slice_store(self, s: Store):
+        """`o[c] = t` outside loops, t a tensor (an unrolled step's `o[h] = p @ v[h]`): o's
+        new value is o with the slice at c replaced, `for[axes] t[rest] if axes[:k] == c else
+        o[axes]`, so the tensor it stores is a term the rules can take (a matmul), where a
+        statement run as written hides it. (An element store stays as written: a pass over
+        the whole tensor for one element.)"""
+        shape = self.shapes[s.buf]
+        idx = [self.ix(i, {}, s.loc) for i in s.idx]
+        if any(i.op != "Ix.lit" for i in idx) or not 0 < len(idx) < len(shape):
+            raise NotFunctional("a slice store at an index that is not a constant")
+        axes = [self.new_var("o", n) for n in shape]
+        ctx = _Ctx(self, {}, None)
+        rest = [T.iv(v) for v in axes[len(idx):]]
+        val = self.elem(s.value, rest, ctx)
+        old = T.load(self.env[s.buf], [T.iv(v) for v in axes])
+        if s.aug:
+            val = T.binop(AUG[s.aug_op], T.load(self.env[s.buf], idx + rest), val)
+        out = val
+        for v, c in reversed(list(zip(axes, idx))):
+            out = T.select("==", Node("Sc.idx", T.iv(v)), T.lit(float(c.args[0])), out, old)
+        self.env[s.buf] = T.compute(list(zip(axes, shape)), out)
 
     def returned_as_written(self, k: int, r) -> Node:
         """Returned expression `r` (a tensor, a number) computed by a nest of its own that runs it as written
@@ -403,9 +430,9 @@ class _Lowerer:
     def open_tensor(self, e, ctx: "_Ctx") -> Node:
         """A tensor term that may mention loop variables (a library call inside a loop)."""
         if isinstance(e, Ref):
-            return _closed(ctx.tensor_value(e.name, e), e.name)
+            return ctx.whole(e.name, e)
         if isinstance(e, Index):
-            t = _closed(ctx.tensor_value(e.base, e), e.base)
+            t = ctx.whole(e.base, e)
             for i in e.idx:
                 t = Node("Ten.slice", t, self.ix(i, ctx.loopvars, e.loc))
             return t
@@ -423,6 +450,7 @@ class _Lowerer:
         where the analysis proves one; `lift=False` keeps it as written without trying."""
         _declare_shapes(s, self)  # tensors allocated or bound inside the nest
         functional, reason, parts, dropped = None, "", None, set()
+        steps = False  # whether `parts` are the iterations of `s` unrolled
         nid = len(self.nests)  # the id `_as_written` gives it (parts are numbered after it)
         lift = lift and nid not in self.keep
         # past `abandon`, isl stops (its operations bounded by the time left) and the nest
@@ -447,6 +475,7 @@ class _Lowerer:
                 elif lift and isinstance(s, For):
                     # a short sequential loop around nests: its iterations, lowered one by one
                     parts, buffers, dropped = unrolled(s, self.dims), {}, set()
+                    steps = parts is not None
             if quota is not None and quota_spent():
                 functional, parts, dropped, reason = None, None, set(), ABANDONED_FOR_TIME
         if parts:
@@ -461,12 +490,24 @@ class _Lowerer:
             # (fission, proven legal by dataflow) and lower each on its own; the nest as
             # written stays an alternative in each output's e-class (one compiled loop may
             # beat a copy kernel and a smaller loop)
-            for part in parts:
+            top = (self.current_top, self.read_after)
+            for k, part in enumerate(parts):
                 part.views = getattr(s, "views", {})
-                if isinstance(part, (Alloc, Assign)):  # (an unrolled iteration's statements)
-                    self.top(part)
-                else:
-                    self.nest(part)
+                if steps and s is self.current_top:
+                    # an unrolled iteration's statement is a top-level one: what is read after
+                    # it is what the later ones read before assigning, and what is read after
+                    # the loop and they do not assign (so a scalar private to each iteration
+                    # is no output of it, and fission may carry it: `_fission`'s `live`)
+                    assigned, exposed = set(), set()
+                    _exposed_reads(parts[k + 1:], assigned, exposed, self.dims)
+                    self.current_top, self.read_after = part, exposed | (top[1] - assigned)
+                try:
+                    if isinstance(part, (Alloc, Assign, Store)):  # (an unrolled iteration's statements)
+                        self.top(part)
+                    else:
+                        self.nest(part)
+                finally:
+                    self.current_top, self.read_after = top
             # (a scalar renamed or carried by expand.py is dead after the nest: no part
             # defines the nest's own final value of it, so it gets no functional form)
             functional = {n: self.env[n] for n in opaque if n in self.env and n not in dropped}
@@ -844,6 +885,20 @@ class _Ctx:
         if self.run is not None:
             return self.run.read_scalar(name, node)
         return self.low.env[name]
+
+    def whole(self, name, node) -> Node:
+        """Tensor `name` read whole (an operand of a library call) as a term the rules can
+        take: a buffer private to enclosing loops (`t = empty(..)` filled anew in each
+        iteration, then `t @ v[h]`) is the tensor of all its iterations' values sliced at
+        this one (`_NestRun.expand`), not an open computation."""
+        t = self.tensor_value(name, node)
+        if self.run is not None and t.op == "Ten.compute" and _free_vars(t):
+            full, at = self.run.expand(name, t, [])
+            if full is not t:
+                for ix in at:
+                    full = Node("Ten.slice", full, ix)
+                return full
+        return _closed(t, name)
 
     def load(self, name, idx: list, node) -> Node:
         t = self.tensor_value(name, node)

@@ -53,7 +53,25 @@ def unrolled(f: For, dims: dict) -> list | None:
     bound_src = {n.id for n in ast.walk(f.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     if bound_src - bound_ir - {f.var}:
         return None
-    return [_subst(s, f.var, v) for v in values for s in f.body]
+    return [_relinked(s, _subst(s, f.var, v)) for v in values for s in f.body]
+
+
+def _relinked(old, new):
+    """`new` (the copy `_subst` made of statement `old`) with each loop's and branch's syntax
+    holding its statements' own syntax again, where `old`'s did (`_subst` copies a loop's
+    syntax and each of its statements' apart: fission, which runs each part's statements as
+    written, pairs them by identity, `lower._one_to_one`)."""
+    for attr, kids in (("body", "body"), ("orelse", "orelse")):
+        olds, news = getattr(old, kids, None), getattr(new, kids, None)
+        if not isinstance(olds, list) or not isinstance(news, list) or old.node is None:
+            continue
+        syntax = getattr(old.node, attr, None)
+        for o, n in zip(olds, news):
+            _relinked(o, n)
+        if isinstance(syntax, list) and len(syntax) == len(olds) and \
+                all(getattr(o, "node", None) is x for o, x in zip(olds, syntax)):
+            setattr(new.node, attr, [n.node for n in news])
+    return new
 
 
 def _library_call(s) -> bool:

@@ -241,3 +241,63 @@ def test_a_loop_over_layers_calling_the_library_is_a_matmul_per_layer(tmp_progra
     assert target == "cpu" or [k.kind for k in plan.kernels].count("matmul") == 3, plan
     for backend in ("numpy", "triton"):
         assert rel_err(plan.run(*args, backend=backend), want) < 1e-5, (backend, plan)
+
+
+HEADS = '''
+@program
+def heads(q: f32["H", "S", "D"], k: f32["H", "S", "D"], v: f32["H", "S", "D"]) -> f32["H", "S", "D"]:
+    o = empty((H, S, D))
+    for h in range(H):
+        s = q[h] @ k[h].T
+        p = empty((S, S))
+        for i in range(S):
+            m = s[i, 0]
+            for j in range(S):
+                m = max(m, s[i, j])
+            t = 0.0
+            for j in range(S):
+                p[i, j] = exp(s[i, j] - m)
+                t += p[i, j]
+            for j in range(S):
+                p[i, j] = p[i, j] / t
+        o[h] = p @ v[h]
+    return o
+
+@program
+def private_operand(p: f32["H", "S", "S"], v: f32["H", "S", "D"]) -> f32["H", "S", "D"]:
+    o = empty((H, S, D))
+    for h in range(H):
+        t = empty((S, S))
+        for i in range(S):
+            for j in range(S):
+                t[i, j] = exp(p[h, i, j])
+        o[h] = t @ v[h]
+    return o
+
+@program
+def slice_stores(a: f32["S", "D"], b: f32["D", "D"]) -> f32["H", "S", "D"]:
+    o = zeros((H, S, D))
+    o[0] = a @ b
+    o[H - 1] += relu(a) + o[0]
+    o[1, 0] = a[0] * 2.0
+    return o
+'''
+
+
+@pytest.mark.parametrize("target", ["h100", "cpu"])
+@pytest.mark.parametrize("name", ["heads", "private_operand", "slice_stores"])
+def test_attention_heads_written_as_a_loop(tmp_program, name, target):
+    """A loop over heads: each step's scores by `@`, a softmax written as loops (the store
+    and the sum in one loop: fission inside the unrolled step, its scalars carried), and
+    `o[h] = p @ v[h]` (a slice store outside loops once unrolled: o with that slice
+    replaced); a buffer private to the loop read whole by `@` (the tensor of all its
+    iterations, sliced). At sizes where kernels pay, the GPU plan has the matmuls."""
+    prog = tmp_program(HEADS, name)
+    for dims in ({"H": 2, "S": 1, "D": 1}, {"H": 3, "S": 5, "D": 2}, {"H": 4, "S": 128, "D": 32}):
+        args = random_args(prog, dims, seed=7)
+        want = eqsat.reference(prog, *args, shapes=dims)
+        plan = eqsat.optimize(prog, dims, target=target)
+        for backend in ("numpy", "triton"):
+            assert rel_err(plan.run(*args, backend=backend), want) < 1e-5, (dims, backend, plan)
+        if target == "h100" and dims["S"] == 128 and name != "slice_stores":
+            assert "matmul" in [k.kind for k in plan.kernels] and "loop" not in [k.kind for k in plan.kernels], plan
