@@ -156,6 +156,11 @@ class _Lowerer:
         # after it, the returns): what a nest kept as written leaves live (parallel.py)
         self.current_top = None
         self.read_after: set = set()
+        # a tensor of several batch axes made by merging them (`matmul`) -> (its merged
+        # form, that form's shape): an elementwise expression over it is computed merged too
+        # (`batch_merged`), so a matmul's epilogue is over the matmul's own axes
+        self.merged: dict = {}
+        self.leaf_terms: dict = {}  # id(ir expression) -> (merged term, its shape) while `batch_merged` runs
 
     # ------------------------------------------------------------ helpers
     def shape_of(self, ty, loc) -> tuple:
@@ -308,9 +313,61 @@ class _Lowerer:
         if isinstance(e, Transpose):
             return Node("Ten.transpose", self.tensor(e.x), " ".join(map(str, e.perm)))
         shape = self.shape_of(e.ty, e.loc)
+        merged = self.batch_merged(e, shape) if len(shape) >= 4 else None
+        if merged is not None:
+            return merged
         vs = [self.new_var("t", n) for n in shape]
         body = self.elem(e, [T.iv(v) for v in vs], _Ctx(self, {}, None))
         return T.compute(list(zip(vs, shape)), body)
+
+    def batch_merged(self, e, shape: tuple) -> Node | None:
+        """Elementwise expression `e` of shape (B, H, .., M, N) over a matmul of several batch
+        axes (`relu(q @ k.T(0, 1, 3, 2))`), computed over that matmul's merged axes (B*H..,
+        M, N) and reshaped back: then it reads the matmul at its own axes, and is its
+        epilogue. Every operand of `e`'s shape is read in that merged form (a view of a
+        contiguous tensor); the others must have at most two axes (broadcast over the last
+        ones). None where that does not hold or no such matmul is read."""
+        leaves, found = [], [False]
+
+        def walk(x) -> bool:
+            if isinstance(x, (Bin,)):
+                return walk(x.a) and walk(x.b)
+            if isinstance(x, Call):
+                return all(walk(a) for a in x.args)
+            if isinstance(x, (Const, Dim)) or x.ty is None:
+                return isinstance(x, (Const, Dim, Ref))  # (a number or a scalar name)
+            if len(x.ty) <= 2:
+                return True
+            if self.shape_of(x.ty, x.loc) != shape:
+                return False
+            leaves.append(x)
+            return True
+
+        if not walk(e) or not leaves:
+            return None
+        terms = {id(x): self.tensor(x) for x in leaves}
+        forms = [self.merged.get(t) for t in terms.values()]
+        if not any(forms):
+            return None
+        mshape = next(f[1] for f in forms if f)
+        if any(f is not None and f[1] != mshape for f in forms):
+            mshape = (math.prod(shape[:-2]),) + shape[-2:]
+        if len(mshape) == 2 and any(len(x.ty) == 2 for x in _operands(e)):
+            mshape = (math.prod(shape[:-2]),) + shape[-2:]  # (an (M, N) operand needs M apart)
+        self.leaf_terms = {}
+        for x in leaves:
+            f = self.merged.get(terms[id(x)])
+            self.leaf_terms[id(x)] = f[0] if f is not None and f[1] == mshape else \
+                Node("Ten.reshape", terms[id(x)], T.shp(mshape))
+        try:
+            vs = [self.new_var("t", n) for n in mshape]
+            body = self.elem(e, [T.iv(v) for v in vs], _Ctx(self, {}, None))
+        finally:
+            self.leaf_terms = {}
+        inner = T.compute(list(zip(vs, mshape)), body)
+        out = Node("Ten.reshape", inner, T.shp(shape))
+        self.merged[out] = (inner, mshape)
+        return out
 
     def matmul(self, e, ta: Node, tb: Node) -> Node:
         """`a @ b` of operand terms `ta`, `tb` (no vector operand). A matmul has at most one
@@ -322,13 +379,26 @@ class _Lowerer:
         if max(ba, bb) <= 1:
             return Node("Ten.matmul", ta, tb)
         sa, sb = self.shape_of(e.a.ty, e.loc), self.shape_of(e.b.ty, e.loc)
+        so = self.shape_of(e.ty, e.loc)
         if bb == 0:  # (..., M, K) @ (K, N): the rows of every batch are rows
-            mm = Node("Ten.matmul", Node("Ten.reshape", ta, T.shp((math.prod(sa[:-1]), sa[-1]))), tb)
+            mm = Node("Ten.matmul", self.reshaped(ta, (math.prod(sa[:-1]), sa[-1])), tb)
+            mshape = (math.prod(so[:-1]), so[-1])
         else:
             batch = math.prod(sb[:-2])
-            a3 = ta if ba == 0 else Node("Ten.reshape", ta, T.shp((batch,) + sa[-2:]))
-            mm = Node("Ten.matmul", a3, Node("Ten.reshape", tb, T.shp((batch,) + sb[-2:])))
-        return Node("Ten.reshape", mm, T.shp(self.shape_of(e.ty, e.loc)))
+            a3 = ta if ba == 0 else self.reshaped(ta, (batch,) + sa[-2:])
+            mm = Node("Ten.matmul", a3, self.reshaped(tb, (batch,) + sb[-2:]))
+            mshape = (batch,) + so[-2:]
+        out = Node("Ten.reshape", mm, T.shp(so))
+        self.merged[out] = (mm, mshape)
+        return out
+
+    def reshaped(self, t: Node, shape: tuple) -> Node:
+        """Tensor term `t` reshaped to `shape`: its merged form itself where it has one of
+        that shape (`batch_merged`: an epilogue's result read by the next matmul)."""
+        f = self.merged.get(t)
+        if f is not None and f[1] == tuple(shape):
+            return f[0]
+        return Node("Ten.reshape", t, T.shp(shape))
 
     def scalar_top(self, e) -> Node:
         return self.scalar(e, _Ctx(self, {}, None))
@@ -401,8 +471,11 @@ class _Lowerer:
         """Element `idx` of tensor expression `e` (broadcasting from the right)."""
         if e.ty is None:
             return self.scalar(e, ctx)
+        hook = self.leaf_terms.get(id(e))
+        if hook is not None:  # an operand read in its merged form (`batch_merged`)
+            return T.load(hook, list(idx))
         rank = len(e.ty)
-        my = idx[len(idx) - rank:]
+        my = idx[max(len(idx) - rank, 0):]  # (fewer indices: batch axes merged, `batch_merged`)
         shape = self.shape_of(e.ty, e.loc)
         if isinstance(e, Ref):
             return ctx.load(e.name, [i if n != 1 else T.ilit(0) for i, n in zip(my, shape)], e)
@@ -1334,6 +1407,15 @@ def _load(t: Node, idx) -> Node:
         if len(dims) == len(idx):
             return _substitute(t.args[1], {v: ix for (v, _), ix in zip(dims, idx)})
     return T.load(t, idx)
+
+
+def _operands(e) -> list:
+    """The tensor operands an elementwise expression combines (through arithmetic and calls)."""
+    if isinstance(e, Bin):
+        return _operands(e.a) + _operands(e.b)
+    if isinstance(e, Call):
+        return [x for a in e.args for x in _operands(a)]
+    return [e] if e.ty is not None else []
 
 
 def _with_vector(e) -> bool:

@@ -1,8 +1,10 @@
 """`@` with more than one batch axis (numpy's matmul over stacks of matrices): attention's
 (B, H, S, D) @ (B, H, D, S), written with `@`, np.einsum, a loop over a batch axis around
 a batched `@`, or as five loops. The lowering merges the batch axes into one with reshapes
-(`lower.Lowering.matmul`); the rules find the same matmul in the loop-written forms
-(rules/matmul.py, "Batch2"). Every plan runs on both backends against `reference`."""
+(`lower._Lowerer.matmul`), and computes an elementwise expression over such a product over
+the merged axes too (`_Lowerer.batch_merged`), so it is the matmul's epilogue; the rules
+find the same matmul in the loop-written forms (rules/matmul.py, "Batch2"). Every plan
+runs on both backends against `reference`."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,7 +21,7 @@ PROGRAMS = {  # source, whether a plan at the larger size must be matmul kernels
 def p(q: f32["B", "H", "S", "D"], k: f32["B", "H", "S", "D"], v: f32["B", "H", "S", "D"]) -> f32["B", "H", "S", "D"]:
     s = q @ transpose(k, (0, 1, 3, 2))
     return relu(s) @ v
-''', False),
+''', True),
     "softmax_attention": ('''
 @program
 def p(q: f32["B", "H", "S", "D"], k: f32["B", "H", "S", "D"], v: f32["B", "H", "S", "D"]) -> f32["B", "H", "S", "D"]:
@@ -33,12 +35,12 @@ def p(q: f32["B", "H", "S", "D"], k: f32["B", "H", "S", "D"], v: f32["B", "H", "
 def p(q: f32["B", "S", "H", "D"], k: f32["B", "S", "H", "D"]) -> f32["B", "H", "S", "S"]:
     # (methods: a tuple of axes, the axes as arguments, swapaxes, all axes reversed)
     return q.transpose((0, 2, 1, 3)) @ k.transpose(0, 2, 3, 1) + k.swapaxes(1, 2) @ q.transpose().transpose().swapaxes(1, 2).swapaxes(2, 3)
-''', False),
+''', True),
     "rows_of_every_batch": ('''
 @program
 def p(x: f32["B", "H", "S", "D"], w: f32["D", "E"], b: f32["E"]) -> f32["B", "H", "S", "E"]:
     return relu(x @ w + b)
-''', False),
+''', True),
     "shared_left": ('''
 @program
 def p(w: f32["S", "S"], x: f32["B", "H", "S", "D"]) -> f32["B", "H", "S", "D"]:
@@ -53,7 +55,7 @@ def p(x: f32["B", "H", "S", "D"], u: f32["D"], r: f32["S"]) -> tuple[f32["B", "H
 @program
 def p(a: f32["A", "B", "H", "S", "D"], c: f32["A", "B", "H", "D", "S"]) -> f32["A", "B", "H", "S", "S"]:
     return a @ c + 1.0
-''', False),
+''', True),
     "loop_around_batched": ('''
 @program
 def p(q: f32["B", "H", "S", "D"], k: f32["B", "H", "D", "S"]) -> f32["B", "H", "S", "S"]:
