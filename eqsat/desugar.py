@@ -217,9 +217,21 @@ def _early_returns(fdef: ast.FunctionDef) -> None:
         elif st.orelse + rest:
             st.test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=st.test), st.test)
             st.body, st.orelse = st.orelse + rest, []
+        elif _comparisons(st.test):
+            st = None  # (nothing depends on c: the if goes, its test with it)
         else:
-            st = None
+            return  # (a test that could raise, `if x:` of an array: left to be refused)
         body = fdef.body = body[:at] + ([st] if st is not None else []) + [body[-1]]
+
+
+def _comparisons(e) -> bool:
+    """Whether a test is comparisons joined by and/or/not (evaluating it cannot raise, as
+    the truth of an array would)."""
+    if isinstance(e, ast.Compare):
+        return True
+    if isinstance(e, ast.BoolOp):
+        return all(_comparisons(v) for v in e.values)
+    return isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not) and _comparisons(e.operand)
 
 
 def clamped(tree) -> None:

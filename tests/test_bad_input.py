@@ -1700,3 +1700,16 @@ def test_call_of_a_module_level_list_or_another_program():
             return y
 
     expect_program_error(build2, "call-program", "unsupported function 'inner'", at="inner(x)")
+
+
+def test_an_early_return_under_the_truth_of_a_tensor_is_refused():
+    """`if x: return x` before `return x`: the if changes nothing, but Python evaluates the
+    truth of the array (and raises for more than one element): it is refused, not dropped."""
+    def build():
+        @program
+        def p(x: f32["N"]) -> f32["N"]:
+            if x:  # ERR:truth
+                return x
+            return x
+
+    expect_program_error(build, "truth", "a condition must be a comparison", at="x")
