@@ -101,8 +101,9 @@ def build(plan, nest):
     mode = policy()
     if mode == "never":
         return None, "interpreted (EQSAT_COMPILE_LOOPS=never)"
-    if nest.unbound:
-        return None, (f"interpreted (it may read {', '.join(sorted(nest.unbound))} unassigned, where Python raises "
+    unbound = nest.unbound_reads | (nest.unbound_outputs & live_outputs(plan, nest))
+    if unbound:
+        return None, (f"interpreted (it may read {', '.join(sorted(unbound))} unassigned, where Python raises "
                       f"UnboundLocalError; numba would read a zero)")
     if mode == "auto" and nest.work["nodes"] < COMPILE_MIN_OPS:
         return None, f"interpreted (under {COMPILE_MIN_OPS} operations: compiling would cost more)"
@@ -404,7 +405,7 @@ def _source(plan, nest):
         elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
             lines.append(f"{name} = {obj!r}")
             consts[name] = obj
-    live = _live(plan, nest)
+    live = live_outputs(plan, nest)
     par = parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views, live)
     marked = _with_prange(node, par) if par else None
     if marked is None:
@@ -446,7 +447,7 @@ def _zero(plan, name: str) -> str:
     return "np.float32(0.0)" if not shape else f"np.zeros({tuple(int(d) for d in shape)!r}, dtype=np.float32)"
 
 
-def _live(plan, nest) -> set:
+def live_outputs(plan, nest) -> set:
     """The names the nest writes that the plan reads afterwards (its `Ten.opaque` outputs
     that some kernel or root uses)."""
     from eqsat.terms import walk

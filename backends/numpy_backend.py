@@ -336,6 +336,10 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
     # copied first; one it only reads is read in place
     viewed = {name for v in nest.views.values() for name in _refs(v)}
     copied = [name in nest.outputs or name in viewed for name in nest.tensor_inputs]
+    # outputs a run may leave unassigned that the plan reads: Python raises there
+    from eqsat.backends import loops
+
+    unread = nest.unbound_outputs and nest.unbound_outputs & loops.live_outputs(plan, nest)
 
     def run(*values):
         direct = _direct_nest(plan, nid, scalar_names)
@@ -357,7 +361,7 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
         out = []
         for name in nest.outputs:
             v = ns.get(name)
-            if v is None and name in nest.unbound:
+            if v is None and name in unread:
                 raise UnboundLocalError(f"{name!r} is read after the statement at line {nest.stmt.loc.line}, which "
                                         f"left it unassigned in this run (Python raises UnboundLocalError there)")
             out.append(np.asarray(v, dtype=np.float32) if v is not None else None)

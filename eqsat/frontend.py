@@ -1024,7 +1024,8 @@ class _Parser:
                               f"operand's shape is known here (a tensor of declared shape, or elementwise "
                               f"arithmetic and products of them)")
         if name in ("empty", "zeros"):
-            raise self.err(e, f"{name}(...) must be assigned directly to a name, outside loops")
+            raise self.err(e, f"{name}(...) must be assigned directly to a name (`y = {name}((N,))`), not used "
+                              f"inside an expression")
         if name == "range":
             raise self.err(e, "range(...) is only allowed as a loop's iterable")
         if name == "transpose":

@@ -114,10 +114,12 @@ class Nest:
     views: dict = field(default_factory=dict)  # view name -> its ir expression, bound when the nest runs
     out_shapes: dict = field(default_factory=dict)  # output name -> shape (() for a scalar)
     allocates: dict = field(default_factory=dict)  # buffer it makes itself (writes whole, never reads) -> shape
-    # scalars without a value before it that a run may read unassigned (in it, or after it
-    # as its output): Python raises UnboundLocalError there, so it runs interpreted (numba
-    # would read a zero) and its runner raises where an output was left unassigned
-    unbound: frozenset = frozenset()
+    # scalars without a value before it that a run may read unassigned in it, or leave
+    # unassigned as its outputs: Python raises UnboundLocalError where such a value is read,
+    # so where one is (a read in it; an output the plan reads) it runs interpreted (numba
+    # would read a zero), and its runner raises for an output the plan reads left unassigned
+    unbound_reads: frozenset = frozenset()
+    unbound_outputs: frozenset = frozenset()
 
 
 @dataclass
@@ -642,11 +644,12 @@ class _Lowerer:
         exposed, assigned = set(), set()
         _exposed_reads([s], assigned, exposed, self.dims)
         scalar_in = sorted(n for n in exposed | (swrites - assigned) if n in self.env and n not in self.shapes)
-        # (a name without a value before the nest, read before it is assigned, or left
-        # unassigned by some run and read afterwards; not eqsat's own temporaries)
-        live = (writes | swrites) & self.read_after if s is self.current_top else writes | swrites
-        unbound = frozenset(n for n in exposed | ((swrites - assigned) & live)
-                            if n not in self.env and n not in self.shapes and not n.startswith("eqsat_"))
+        # (names without a value before the nest, read before they are assigned, or left
+        # unassigned by some run; not eqsat's own temporaries)
+
+        def unbound(names) -> frozenset:
+            return frozenset(n for n in names if n not in self.env and n not in self.shapes and
+                             not n.startswith("eqsat_"))
         outputs = sorted(writes) + sorted(swrites)
         source = copy.deepcopy(s.node)
         clamped(source)  # (bounds desugar widened to a guard, clamped again)
@@ -664,7 +667,10 @@ class _Lowerer:
         work["io_bytes"] = 4 * sum(math.prod(self.shapes[n]) for n in tensor_in) + \
             4 * sum(math.prod(self.shapes[n]) for n in writes if n in self.shapes)
         nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), work, code=code,
-                    views=views, allocates=allocates, unbound=unbound,
+                    views=views, allocates=allocates, unbound_reads=unbound(exposed),
+                    # (outputs read after a top-level statement: a part of one, from fission,
+                    # hands its values to the next parts, which run only where it ran)
+                    unbound_outputs=unbound((swrites - assigned) & self.read_after if s is self.current_top else ()),
                     out_shapes={n: self.shapes.get(n, ()) if n not in swrites else () for n in outputs})
         self.nests[nid] = nest
         tin = T.tens([self.env[n] for n in tensor_in])

@@ -1362,3 +1362,43 @@ def test_a_zero_extent_gives_empty_results(tmp_program, name):
         for backend in ("numpy", "triton"):
             got = plan.run(*args, backend=backend)
             assert np.shape(got) == np.shape(want), (target, backend, plan)
+
+
+EMPTY_OUTER = '''
+@program
+def m6(A: f32["N", "K"]):
+    c = zeros((N, N))
+    for j in range(N - 1):
+        for i in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += A[i, k]
+            c[j, i] = acc
+    return c
+
+@program
+def syrk_like(S: f32["N", "N"], n: int, A: f32["N", "K"], beta: f32):
+    for i in range(N):
+        for j in range(i):
+            S[i, j] *= beta
+            acc1 = 0.0
+            for k in range(K - 1, -1, -1):
+                acc1 += A[j, k] * A[j, k // 2]
+            S[i, j] += acc1
+    return S
+'''
+
+
+@pytest.mark.parametrize("name, dims", [("m6", {"N": 1, "K": 1}), ("m6", {"N": 3, "K": 2}),
+                                        ("syrk_like", {"N": 7, "K": 6, "n": 1})])
+def test_a_scalar_of_a_loop_that_may_not_run_is_no_error_where_nothing_reads_it(tmp_program, name, dims):
+    """`acc` is left unassigned where its loop runs no iteration, but nothing reads it then:
+    every candidate plan (fission parts included) computes what Python does (a part's
+    scalar output once raised UnboundLocalError, by a probe)."""
+    prog = tmp_program(EMPTY_OUTER, name)
+    args = random_args(prog, dims, seed=2)
+    want = eqsat.reference(prog, *args)
+    plan = eqsat.optimize(prog, dims, candidates=4)
+    for cand in [plan] + list(plan.candidates):
+        for backend in ("numpy", "triton"):
+            assert rel_err(cand.run(*args, backend=backend), want) < 1e-5, (backend, cand)
