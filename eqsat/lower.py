@@ -162,7 +162,7 @@ class _Lowerer:
         # form, that form's shape): an elementwise expression over it is computed merged too
         # (`batch_merged`), so a matmul's epilogue is over the matmul's own axes
         self.merged: dict = {}
-        self.leaf_terms: dict = {}  # id(ir expression) -> (merged term, its shape) while `batch_merged` runs
+        self.leaf_terms: dict = {}  # id(ir expression) -> its merged term, while `batch_merged` runs
 
     # ------------------------------------------------------------ helpers
     def shape_of(self, ty, loc) -> tuple:
@@ -329,10 +329,10 @@ class _Lowerer:
         epilogue. Every operand of `e`'s shape is read in that merged form (a view of a
         contiguous tensor); the others must have at most two axes (broadcast over the last
         ones). None where that does not hold or no such matmul is read."""
-        leaves, found = [], [False]
+        leaves = []
 
         def walk(x) -> bool:
-            if isinstance(x, (Bin,)):
+            if isinstance(x, Bin):
                 return walk(x.a) and walk(x.b)
             if isinstance(x, Call):
                 return all(walk(a) for a in x.args)
