@@ -345,8 +345,8 @@ class _Lowerer:
             leaves.append(x)
             return True
 
-        if not walk(e) or not leaves:
-            return None
+        if not isinstance(e, (Bin, Call)) or not walk(e) or not leaves:
+            return None  # (an operand of its own shape is read as a tensor: `tensor`, not here)
         terms = {id(x): self.tensor(x) for x in leaves}
         forms = [self.merged.get(t) for t in terms.values()]
         if not any(forms):

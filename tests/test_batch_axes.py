@@ -46,6 +46,11 @@ def p(x: f32["B", "H", "S", "D"], w: f32["D", "E"], b: f32["E"]) -> f32["B", "H"
 def p(w: f32["S", "S"], x: f32["B", "H", "S", "D"]) -> f32["B", "H", "S", "D"]:
     return w @ x
 ''', True),
+    "maximum_of_a_product": ('''
+@program
+def p(x: f32["B", "H", "S", "D"], y: f32["B", "H", "D", "S"], z: f32["B", "H", "S", "S"]) -> f32["B", "H", "S", "S"]:
+    return 2.0 * z + maximum(x @ y, z) + minimum(x @ y, 0.0)
+''', False),
     "vectors": ('''
 @program
 def p(x: f32["B", "H", "S", "D"], u: f32["D"], r: f32["S"]) -> tuple[f32["B", "H", "S"], f32["B", "H", "D"]]:
