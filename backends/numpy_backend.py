@@ -87,7 +87,11 @@ class Runner:
         if op == "Ten.reshape":
             return self.np.reshape(self.tensor(n.args[0]), shape_list(n.args[1]))
         if op == "Ten.opaque":
-            return self.nest_out[n.args[0]][n.args[1]]
+            v = self.nest_out[n.args[0]][n.args[1]]
+            if v is None:  # left unassigned: read (if at all) where a condition discards it,
+                # `if c: r = t` (where the program surely reads it the nest raised)
+                v = self.stand_in(self.plan.lowered.nests[n.args[0]].out_shapes.get(n.args[1], ()))
+            return v
         if fused_prologue(n, self.plan.costing):  # a matmul's fused prologue: computed where the matmul reads it
             v = self.values[n] = self.evaluate(n.args[0], n.args[1])
             return v
@@ -162,6 +166,10 @@ class Runner:
         outs = self.np.call(_nest_call(self.plan, nid, names), *tensors, *scalars)
         self.nest_out[nid] = {name: self.np.call(operator.getitem, outs, i) if self._assigned(outs, i) else None
                               for i, name in enumerate(nest.outputs)}
+
+    def stand_in(self, shape):
+        """NaNs of `shape`: what a kernel reads of a nest's output the nest left unassigned."""
+        return self.np.call(np.full, tuple(shape), np.nan, np.float32)
 
     def nest_scalar_inputs(self, nid: int) -> list:
         """(name, term) of each scalar nest `nid` takes, but a scalar an earlier nest never
@@ -354,9 +362,10 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
             ns[name] = v if type(v) is float else np.float32(v)  # (a Python number stays one: scalar_input)
         for name, view in nest.views.items():  # names sharing memory with a tensor, as in numpy
             ns[name] = _view(view, ns, plan.dims)
-        if compiled is not None:
+        if compiled is not None and all(p in ns for p in compiled.params):
             ns.update(compiled(ns))
-        else:
+        else:  # (interpreted, also where an earlier nest left a scalar it takes unassigned:
+            # Python raises only if this run reads it)
             exec(nest.code, ns)
         out = []
         for name in nest.outputs:

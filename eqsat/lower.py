@@ -114,10 +114,11 @@ class Nest:
     views: dict = field(default_factory=dict)  # view name -> its ir expression, bound when the nest runs
     out_shapes: dict = field(default_factory=dict)  # output name -> shape (() for a scalar)
     allocates: dict = field(default_factory=dict)  # buffer it makes itself (writes whole, never reads) -> shape
-    # scalars without a value before it that a run may read unassigned in it, or leave
-    # unassigned as its outputs: Python raises UnboundLocalError where such a value is read,
-    # so where one is (a read in it; an output the plan reads) it runs interpreted (numba
-    # would read a zero), and its runner raises for an output the plan reads left unassigned
+    # names without a value before it that a run may read unassigned in it, or leave
+    # unassigned as outputs the program surely reads after it: Python raises
+    # UnboundLocalError there, so such a nest runs interpreted (numba would read a zero) and
+    # its runner raises for such an output left unassigned (any other output left
+    # unassigned is NaN: read only where a condition discards it, as in Python)
     unbound_reads: frozenset = frozenset()
     unbound_outputs: frozenset = frozenset()
 
@@ -158,6 +159,7 @@ class _Lowerer:
         # after it, the returns): what a nest kept as written leaves live (parallel.py)
         self.current_top = None
         self.read_after: set = set()
+        self.surely_read_after: set = set()  # of those, the ones surely read (`_definitely_read`)
         # a tensor of several batch axes made by merging them (`matmul`) -> (its merged
         # form, that form's shape): an elementwise expression over it is computed merged too
         # (`batch_merged`), so a matmul's epilogue is over the matmul's own axes
@@ -195,19 +197,22 @@ class _Lowerer:
                                             for d in p.shape)
                 self.env[p.name] = Node("Ten.input", p.name)
         later = [set() for _ in self.prog.body]
+        sure = [set() for _ in self.prog.body]  # names surely read after each statement
         seen: set = set()
         for r in self.prog.returns:
             _expr_reads(r, seen)
+        surely = set(seen)
         for k in range(len(self.prog.body) - 1, -1, -1):
-            later[k] = set(seen)
+            later[k], sure[k] = set(seen), surely
             _scan(self.prog.body[k], seen, set(), set(), set())
+            surely = _definitely_read([self.prog.body[k]], surely, self.dims)
         is_nest = [not isinstance(s, (Assign, Alloc)) for s in self.prog.body]
         nests_after, n = [0] * len(is_nest), 0  # top-level nests after each statement
         for k in range(len(is_nest) - 1, -1, -1):
             nests_after[k], n = n, n + is_nest[k]
         times: list = []  # seconds each nest lifted so far took to lower
         for k, (s, after) in enumerate(zip(self.prog.body, later)):
-            self.current_top, self.read_after = s, after
+            self.current_top, self.read_after, self.surely_read_after = s, after, sure[k]
             if self.finish is not None and is_nest[k] and not self.out_of_time:
                 self.out_of_time = not lift_next(clock(), self.finish, times, nests_after[k])
             t = clock()
@@ -565,7 +570,7 @@ class _Lowerer:
             # (fission, proven legal by dataflow) and lower each on its own; the nest as
             # written stays an alternative in each output's e-class (one compiled loop may
             # beat a copy kernel and a smaller loop)
-            top = (self.current_top, self.read_after)
+            top = (self.current_top, self.read_after, self.surely_read_after)
             for k, part in enumerate(parts):
                 part.views = getattr(s, "views", {})
                 if steps and s is self.current_top:
@@ -576,13 +581,14 @@ class _Lowerer:
                     assigned, exposed = set(), set()
                     _exposed_reads(parts[k + 1:], assigned, exposed, self.dims)
                     self.current_top, self.read_after = part, exposed | (top[1] - assigned)
+                    self.surely_read_after = _definitely_read(parts[k + 1:], top[2], self.dims)
                 try:
                     if isinstance(part, (Alloc, Assign, Store)):  # (an unrolled iteration's statements)
                         self.top(part)
                     else:
                         self.nest(part)
                 finally:
-                    self.current_top, self.read_after = top
+                    self.current_top, self.read_after, self.surely_read_after = top
             # (a scalar renamed or carried by expand.py is dead after the nest: no part
             # defines the nest's own final value of it, so it gets no functional form)
             functional = {n: self.env[n] for n in opaque if n in self.env and n not in dropped}
@@ -648,8 +654,7 @@ class _Lowerer:
         # unassigned by some run; not eqsat's own temporaries)
 
         def unbound(names) -> frozenset:
-            return frozenset(n for n in names if n not in self.env and n not in self.shapes and
-                             not n.startswith("eqsat_"))
+            return frozenset(n for n in names if n not in self.env and not n.startswith("eqsat_"))
         outputs = sorted(writes) + sorted(swrites)
         source = copy.deepcopy(s.node)
         clamped(source)  # (bounds desugar widened to a guard, clamped again)
@@ -667,10 +672,11 @@ class _Lowerer:
         work["io_bytes"] = 4 * sum(math.prod(self.shapes[n]) for n in tensor_in) + \
             4 * sum(math.prod(self.shapes[n]) for n in writes if n in self.shapes)
         nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), work, code=code,
-                    views=views, allocates=allocates, unbound_reads=unbound(exposed),
-                    # (outputs read after a top-level statement: a part of one, from fission,
-                    # hands its values to the next parts, which run only where it ran)
-                    unbound_outputs=unbound((swrites - assigned) & self.read_after if s is self.current_top else ()),
+                    views=views, allocates=allocates, unbound_reads=unbound(exposed - set(self.shapes)),
+                    # (outputs surely read after a top-level statement: a part of one, from
+                    # fission, hands its values to the next parts, which run only where it ran)
+                    unbound_outputs=unbound(((writes | swrites) - assigned) & self.surely_read_after
+                                            if s is self.current_top else ()),
                     out_shapes={n: self.shapes.get(n, ()) if n not in swrites else () for n in outputs})
         self.nests[nid] = nest
         tin = T.tens([self.env[n] for n in tensor_in])
@@ -926,6 +932,45 @@ def _exposed_reads(stmts, assigned: set, exposed: set, dims: dict) -> None:
             _exposed_reads(s.body, a, exposed, dims)
             _exposed_reads(s.orelse, b, exposed, dims)
             assigned |= a & b
+
+
+def _definitely_read(stmts, after: set, dims: dict) -> set:
+    """The names statements `stmts` surely read before assigning them, where `after` are
+    the names surely read after them: reads outside any conditional branch (a condition
+    itself is read), in loops that run (their trip count known and positive). A name they
+    surely assign is not read from before them, unless read first."""
+    out = set(after)
+    for s in reversed(stmts):
+        reads, assigned = set(), set()
+        _sure(s, reads, assigned, dims)
+        out = (out - assigned) | reads
+    return out
+
+
+def _sure(s, reads: set, assigned: set, dims: dict) -> None:
+    """Into `reads` the names statement `s` surely reads before it surely assigns them,
+    into `assigned` those it surely assigns (`_definitely_read`)."""
+    if isinstance(s, (Assign, Store)):
+        r: set = set()
+        _expr_reads(s.value, r)
+        if s.aug:
+            r.add(s.name if isinstance(s, Assign) else s.buf)
+        reads |= r - assigned
+        if isinstance(s, Assign):
+            assigned.add(s.name)
+    elif isinstance(s, Alloc):
+        assigned.add(s.name)
+    elif isinstance(s, For) and trip(s, dims) > 0:
+        for b in s.body:
+            _sure(b, reads, assigned, dims)
+    elif isinstance(s, If):
+        r = set()
+        _expr_reads(s.cond, r)
+        reads |= r - assigned
+        a, b = set(assigned), set(assigned)
+        _exposed_reads(s.body, a, set(), dims)
+        _exposed_reads(s.orelse, b, set(), dims)
+        assigned |= a & b
 
 
 def _scan(s, reads, writes, swrites, local):

@@ -1402,3 +1402,90 @@ def test_a_scalar_of_a_loop_that_may_not_run_is_no_error_where_nothing_reads_it(
     for cand in [plan] + list(plan.candidates):
         for backend in ("numpy", "triton"):
             assert rel_err(cand.run(*args, backend=backend), want) < 1e-5, (backend, cand)
+
+
+MAYBE_UNASSIGNED = '''
+@program
+def guarded_read(x: f32["N"]) -> f32:
+    r = 0.0
+    if x[0] > 0.0:
+        t = x[0]
+    if x[0] > 0.0:
+        r = t
+    return r
+
+@program
+def loop_guard(x: f32["N"], T: int) -> f32:
+    for i in range(T):
+        t = x[i]
+    r = 0.0
+    if T > 0:
+        r = t
+    return r
+
+@program
+def inner_loop_guard(x: f32["N", "K"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(N):
+        for k in range(K):
+            m = x[i, k]
+        if K > 0:
+            y[i] = m
+    return y
+
+@program
+def tensor_on_a_branch(x: f32["N"]) -> f32["N"]:
+    if x[0] > 0.0:
+        t = x * 2.0
+    return t
+
+@program
+def tensor_of_a_loop(x: f32["N"], w: f32["N", "N"], T: int) -> f32["N"]:
+    for i in range(T):
+        t = w @ x
+    return t + 1.0
+
+@program
+def last_positive(x: f32["N"]) -> tuple[f32["N"], f32]:
+    y = zeros((N,))
+    for i in range(N):
+        if x[i] > 0.5:
+            last = x[i]
+            y[i] = last
+    return y, last
+'''
+
+
+@pytest.mark.parametrize("name, dims, x", [
+    ("guarded_read", {"N": 3}, [-1.0, 2.0, 3.0]), ("guarded_read", {"N": 3}, [1.0, 2.0, 3.0]),
+    ("loop_guard", {"N": 3, "T": 0}, [1.0, 2.0, 3.0]), ("loop_guard", {"N": 3, "T": 2}, [1.0, 2.0, 3.0]),
+    ("inner_loop_guard", {"N": 3, "K": 0}, None), ("inner_loop_guard", {"N": 3, "K": 2}, None),
+    ("tensor_on_a_branch", {"N": 3}, [-1.0, 2.0, 3.0]), ("tensor_on_a_branch", {"N": 3}, [1.0, 2.0, 3.0]),
+    ("tensor_of_a_loop", {"N": 3, "T": 0}, None), ("tensor_of_a_loop", {"N": 3, "T": 2}, None),
+    ("last_positive", {"N": 1}, [1.0]), ("last_positive", {"N": 2}, [0.0, 0.1]),
+])
+def test_a_name_a_run_may_leave_unassigned_raises_exactly_where_python_does(tmp_program, name, dims, x):
+    """Every candidate plan raises where the program reads a name this run left unassigned,
+    and computes what Python does where it does not (a read under a condition that fails, a
+    loop that runs no iteration); the candidates' timing on random arguments, where the
+    program itself raises, keeps the model's choice (probes found each of these)."""
+    prog = tmp_program(MAYBE_UNASSIGNED, name)
+    args = random_args(prog, dims, seed=3)
+    if x is not None:
+        args[0] = np.array(x, np.float32)
+    args = [dims["T"] if p.dtype is int else a for p, a in zip(prog.params, args)]
+    try:
+        want = eqsat.reference(prog, *args)
+    except (UnboundLocalError, NameError):
+        want = None
+    for target in ("h100", "cpu"):
+        plan = eqsat.optimize(prog, dims, target=target, candidates=4)
+        for cand in [plan] + list(plan.candidates):
+            for backend in ("numpy", "triton"):
+                if want is None:
+                    with pytest.raises((UnboundLocalError, NameError)):
+                        cand.run(*args, backend=backend)
+                else:
+                    got = cand.run(*args, backend=backend)
+                    got, ref = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+                    assert all(rel_err(g, w) < 1e-6 for g, w in zip(got, ref)), (target, backend, cand)
