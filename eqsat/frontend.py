@@ -64,6 +64,9 @@ class _Parser:
         self.loop_stack: list = []  # per enclosing loop: names declared inside it
         self.loopvars: set[str] = set()
         self.ended_loops: set[str] = set()  # variables of loops that have ended (for a clearer error)
+        # names a loop body reads before its own assignment of them: a scalar carried from an
+        # earlier iteration (`if i > 0: y[i] = s` then `s = x[i]`), declared when the loop starts
+        self.carried: set[str] = set()
         self.return_checks: list = []  # `Program.return_checks`
         self.assertions: list = []  # `Program.assertions`
         self.out_dims: set = set()  # dimensions only the return annotation names
@@ -535,6 +538,11 @@ class _Parser:
             raise self.err(n.target, f"loop variable {v!r} shadows another name")
         self.loopvars.add(v)
         self.loop_stack.append([])
+        for name in _read_before_assigned(n.body) - set(self.sym) - self.loopvars:
+            # a value an earlier iteration assigns (Python raises where none did: the plan
+            # runs that nest as written, `lower.Nest.unbound_reads`)
+            self.sym[name] = ("slocal", None)
+            self.carried.add(name)
         try:
             body = self.block(n.body, top=False)
         finally:
@@ -649,6 +657,10 @@ class _Parser:
             elif aug is ast.Sub:
                 val = Call(val.loc, "neg", (val,), ty=val.ty)
         if name in self.sym and (self.sym[name][1] is None) != (val.ty is None):
+            if name in self.carried:
+                raise self.err(target, f"{name!r} is read in its loop before this assignment (a value carried "
+                                       f"from an earlier iteration), which only a scalar can be; bind the tensor "
+                                       f"before the loop")
             raise self.err(target, f"{name!r} changes between scalar and tensor")
         if aug is None:
             # a fresh tensor value owns its memory: a buffer like any other
@@ -1141,6 +1153,47 @@ def _int_constant(v) -> bool:
 def _valid_dim(d) -> bool:
     """A dimension in a tensor annotation: a name, or a non-negative int."""
     return (isinstance(d, str) and d.isidentifier()) or (isinstance(d, int) and not isinstance(d, bool) and d >= 0)
+
+
+def _read_before_assigned(body: list) -> set:
+    """Names a loop body reads (as values) inside a conditional branch before any
+    assignment of them on the way there, and assigns to a name somewhere in it: what it
+    carries from one iteration to the next (`if i > 0: y[i] = s`, then `s = x[i]`). (A read
+    every first iteration makes, `acc += x[i]` with no `acc = 0.0` before the loop, stays
+    an error.)"""
+    out: set = set()
+
+    def visit(stmts, assigned: set, guarded: bool) -> None:
+        for st in stmts:
+            if isinstance(st, ast.If):
+                if guarded:
+                    out.update(_loads(st.test) - assigned)
+                a, b = set(assigned), set(assigned)
+                visit(st.body, a, True)
+                visit(st.orelse, b, True)
+                assigned |= a & b
+            elif isinstance(st, ast.For):  # (its body in order; it may run no iteration)
+                if guarded:
+                    out.update(_loads(st.iter) - assigned)
+                visit(st.body, set(assigned), guarded)
+                assigned |= {x.id for x in ast.walk(st) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+            else:
+                if guarded:
+                    out.update(_loads(st) - assigned)
+                assigned |= {x.id for x in ast.walk(st) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+
+    visit(body, set(), False)
+    named = set()
+    for st in body:
+        for x in ast.walk(st):
+            if isinstance(x, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                named |= {t.id for t in (x.targets if isinstance(x, ast.Assign) else [x.target])
+                          if isinstance(t, ast.Name)}
+    return out & named
+
+
+def _loads(node) -> set:
+    return {x.id for x in ast.walk(node) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load)}
 
 
 def _undefined(name: str, ended_loops: set) -> str:

@@ -1446,6 +1446,15 @@ def tensor_of_a_loop(x: f32["N"], w: f32["N", "N"], T: int) -> f32["N"]:
     return t + 1.0
 
 @program
+def carried(x: f32["N"]) -> f32["N"]:
+    y = zeros((N,))
+    for i in range(N):
+        if x[i] > 0.0:
+            y[i] = s
+        s = x[i]
+    return y
+
+@program
 def last_positive(x: f32["N"]) -> tuple[f32["N"], f32]:
     y = zeros((N,))
     for i in range(N):
@@ -1463,6 +1472,8 @@ def last_positive(x: f32["N"]) -> tuple[f32["N"], f32]:
     ("tensor_on_a_branch", {"N": 3}, [-1.0, 2.0, 3.0]), ("tensor_on_a_branch", {"N": 3}, [1.0, 2.0, 3.0]),
     ("tensor_of_a_loop", {"N": 3, "T": 0}, None), ("tensor_of_a_loop", {"N": 3, "T": 2}, None),
     ("last_positive", {"N": 1}, [1.0]), ("last_positive", {"N": 2}, [0.0, 0.1]),
+    # a value carried from an earlier iteration, read under a condition (was refused)
+    ("carried", {"N": 3}, [-1.0, 2.0, 3.0]), ("carried", {"N": 3}, [1.0, 2.0, 3.0]),
 ])
 def test_a_name_a_run_may_leave_unassigned_raises_exactly_where_python_does(tmp_program, name, dims, x):
     """Every candidate plan raises where the program reads a name this run left unassigned,
