@@ -903,11 +903,12 @@ def _expr_reads(e, reads: set) -> None:
         _expr_reads(c, reads)
 
 
-def _exposed_reads(stmts, assigned: set, exposed: set, dims: dict) -> None:
+def _exposed_reads(stmts, assigned: set, exposed: set, dims: dict, sure: bool = False) -> None:
     """Names the statements read before assigning them (into `exposed`), and the names
     every run of them assigns (into `assigned`, updated in place): a loop's body counts as
     run when its trip count is known and positive, a conditional's assignments when both
-    branches make them."""
+    branches make them. With `sure`, only the reads every run makes: none in a branch (the
+    condition is read), none in a loop that may not run."""
     for s in stmts:
         if isinstance(s, (Assign, Store)):
             r: set = set()
@@ -920,57 +921,34 @@ def _exposed_reads(stmts, assigned: set, exposed: set, dims: dict) -> None:
         elif isinstance(s, Alloc):
             assigned.add(s.name)
         elif isinstance(s, For):
+            runs = trip(s, dims) > 0
+            if sure and not runs:
+                continue
             inner = set(assigned)
-            _exposed_reads(s.body, inner, exposed, dims)
-            if trip(s, dims) > 0:
+            _exposed_reads(s.body, inner, exposed, dims, sure)
+            if runs:
                 assigned |= inner
         elif isinstance(s, If):
             r = set()
             _expr_reads(s.cond, r)
             exposed |= r - assigned
             a, b = set(assigned), set(assigned)
-            _exposed_reads(s.body, a, exposed, dims)
-            _exposed_reads(s.orelse, b, exposed, dims)
+            branch = set() if sure else exposed
+            _exposed_reads(s.body, a, branch, dims, sure)
+            _exposed_reads(s.orelse, b, branch, dims, sure)
             assigned |= a & b
 
 
 def _definitely_read(stmts, after: set, dims: dict) -> set:
     """The names statements `stmts` surely read before assigning them, where `after` are
-    the names surely read after them: reads outside any conditional branch (a condition
-    itself is read), in loops that run (their trip count known and positive). A name they
-    surely assign is not read from before them, unless read first."""
+    the names surely read after them (`_exposed_reads` with `sure`). A name they surely
+    assign is not read from before them, unless read first."""
     out = set(after)
     for s in reversed(stmts):
         reads, assigned = set(), set()
-        _sure(s, reads, assigned, dims)
+        _exposed_reads([s], assigned, reads, dims, sure=True)
         out = (out - assigned) | reads
     return out
-
-
-def _sure(s, reads: set, assigned: set, dims: dict) -> None:
-    """Into `reads` the names statement `s` surely reads before it surely assigns them,
-    into `assigned` those it surely assigns (`_definitely_read`)."""
-    if isinstance(s, (Assign, Store)):
-        r: set = set()
-        _expr_reads(s.value, r)
-        if s.aug:
-            r.add(s.name if isinstance(s, Assign) else s.buf)
-        reads |= r - assigned
-        if isinstance(s, Assign):
-            assigned.add(s.name)
-    elif isinstance(s, Alloc):
-        assigned.add(s.name)
-    elif isinstance(s, For) and trip(s, dims) > 0:
-        for b in s.body:
-            _sure(b, reads, assigned, dims)
-    elif isinstance(s, If):
-        r = set()
-        _expr_reads(s.cond, r)
-        reads |= r - assigned
-        a, b = set(assigned), set(assigned)
-        _exposed_reads(s.body, a, set(), dims)
-        _exposed_reads(s.orelse, b, set(), dims)
-        assigned |= a & b
 
 
 def _scan(s, reads, writes, swrites, local):
