@@ -101,7 +101,7 @@ def build(plan, nest):
     mode = policy()
     if mode == "never":
         return None, "interpreted (EQSAT_COMPILE_LOOPS=never)"
-    unbound = nest.unbound_reads | (nest.unbound_outputs & live_outputs(plan, nest))
+    unbound = nest.unbound_reads | (nest.unset_outputs & live_outputs(plan, nest))
     if unbound:
         return None, (f"interpreted (it may read {', '.join(sorted(unbound))} unassigned, where Python raises "
                       f"UnboundLocalError; numba would read a zero)")

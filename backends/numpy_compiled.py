@@ -129,6 +129,13 @@ def _samples(plan, seed: int) -> tuple[list, dict]:
 
 def trace(plan):
     """(the plan's source text, its namespace) from one recorded run on sample inputs."""
+    from . import loops
+
+    for nest in plan.lowered.nests.values():
+        if nest.unset_outputs & loops.live_outputs(plan, nest):
+            # whether the nest assigns it depends on the data: the next steps' code does too
+            raise Untraceable(f"loop nest #{nest.id} may leave {', '.join(sorted(nest.unset_outputs))} unassigned, "
+                              f"and a later step reads it")
     rec = Recorder()
     vals, scalars = _samples(plan, 0)
     params = [p.name for p in plan.program.params]

@@ -120,7 +120,8 @@ class Nest:
     # its runner raises for such an output left unassigned (any other output left
     # unassigned is NaN: read only where a condition discards it, as in Python)
     unbound_reads: frozenset = frozenset()
-    unbound_outputs: frozenset = frozenset()
+    unset_outputs: frozenset = frozenset()  # the outputs a run may leave unassigned
+    unbound_outputs: frozenset = frozenset()  # of those, the ones surely read after it
 
 
 @dataclass
@@ -160,6 +161,10 @@ class _Lowerer:
         self.current_top = None
         self.read_after: set = set()
         self.surely_read_after: set = set()  # of those, the ones surely read (`_definitely_read`)
+        # names a nest kept as written may leave unassigned (no statement since surely
+        # assigned them): a later statement reading one has no functional form (a select
+        # would read it where Python does not), so it runs as written, as Python does
+        self.maybe_unset: set = set()
         # a tensor of several batch axes made by merging them (`matmul`) -> (its merged
         # form, that form's shape): an elementwise expression over it is computed merged too
         # (`batch_merged`), so a matmul's epilogue is over the matmul's own axes
@@ -294,6 +299,8 @@ class _Lowerer:
         return self.env[name]
 
     def top_assign(self, s):
+        if not s.aug:
+            self.maybe_unset.discard(s.name)
         if s.value.ty is None:
             v = self.scalar_top(s.value)
             self.env[s.name] = T.binop(AUG[s.aug_op], self.env[s.name], v) if s.aug else v
@@ -406,6 +413,12 @@ class _Lowerer:
         if f is not None and f[1] == tuple(shape):
             return f[0]
         return Node("Ten.reshape", t, T.shp(shape))
+
+    def before(self, name) -> Node:
+        """The value `name` has before the statement being lowered, which reads it."""
+        if name in self.maybe_unset:
+            raise NotFunctional(f"{name!r} may be unassigned here (a statement before leaves it so in some runs)")
+        return self.env[name]
 
     def scalar_top(self, e) -> Node:
         return self.scalar(e, _Ctx(self, {}, None))
@@ -655,6 +668,9 @@ class _Lowerer:
 
         def unbound(names) -> frozenset:
             return frozenset(n for n in names if n not in self.env and not n.startswith("eqsat_"))
+
+        self.maybe_unset -= assigned
+        self.maybe_unset |= unbound((writes | swrites) - assigned)
         outputs = sorted(writes) + sorted(swrites)
         source = copy.deepcopy(s.node)
         clamped(source)  # (bounds desugar widened to a guard, clamped again)
@@ -673,6 +689,7 @@ class _Lowerer:
             4 * sum(math.prod(self.shapes[n]) for n in writes if n in self.shapes)
         nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), work, code=code,
                     views=views, allocates=allocates, unbound_reads=unbound(exposed - set(self.shapes)),
+                    unset_outputs=unbound((writes | swrites) - assigned),
                     # (outputs surely read after a top-level statement: a part of one, from
                     # fission, hands its values to the next parts, which run only where it ran)
                     unbound_outputs=unbound(((writes | swrites) - assigned) & self.surely_read_after
@@ -981,12 +998,12 @@ class _Ctx:
     def tensor_value(self, name, node=None):
         if self.run is not None:
             return self.run.read_tensor(name, node)
-        return self.low.env[name]
+        return self.low.before(name)
 
     def read_scalar(self, name, node):
         if self.run is not None:
             return self.run.read_scalar(name, node)
-        return self.low.env[name]
+        return self.low.before(name)
 
     def whole(self, name, node) -> Node:
         """Tensor `name` read whole (an operand of a library call) as a term the rules can
@@ -1069,7 +1086,7 @@ class _NestRun:
             # no value before the nest: a predicated `w = v if c else w` reads what Python
             # would only read after an assignment ran (the nest stays as written)
             raise NotFunctional(f"{name!r} may be read before it is assigned")
-        return term if term is not None else self.low.env[name]
+        return term if term is not None else self.low.before(name)
 
     def read_tensor(self, name, node):
         term, src = self._entry(self.cur, name)
@@ -1079,7 +1096,7 @@ class _NestRun:
             # no value before the nest: a tensor local bound in a loop over part of an axis,
             # predicated when the loop was widened (`t = (x + 1.0) if i < N - 1 else t`)
             raise NotFunctional(f"{name!r} may be read before it is assigned")
-        return term if term is not None else self.low.env[name]
+        return term if term is not None else self.low.before(name)
 
     def expand(self, name, t, idx):
         """A buffer private to enclosing loops (rewritten every iteration) read element-wise:

@@ -1446,6 +1446,15 @@ def tensor_of_a_loop(x: f32["N"], w: f32["N", "N"], T: int) -> f32["N"]:
     return t + 1.0
 
 @program
+def other_condition(x: f32["N"]) -> f32:
+    r = 0.0
+    if x[0] > 0.0:
+        t = x[0]
+    if x[1] > 0.0:
+        r = t
+    return r
+
+@program
 def carried(x: f32["N"]) -> f32["N"]:
     y = zeros((N,))
     for i in range(N):
@@ -1472,6 +1481,9 @@ def last_positive(x: f32["N"]) -> tuple[f32["N"], f32]:
     ("tensor_on_a_branch", {"N": 3}, [-1.0, 2.0, 3.0]), ("tensor_on_a_branch", {"N": 3}, [1.0, 2.0, 3.0]),
     ("tensor_of_a_loop", {"N": 3, "T": 0}, None), ("tensor_of_a_loop", {"N": 3, "T": 2}, None),
     ("last_positive", {"N": 1}, [1.0]), ("last_positive", {"N": 2}, [0.0, 0.1]),
+    # read under another condition: Python raises where it holds and t is unassigned
+    ("other_condition", {"N": 3}, [-1.0, 2.0, 3.0]), ("other_condition", {"N": 3}, [1.0, 2.0, 3.0]),
+    ("other_condition", {"N": 3}, [-1.0, -2.0, 3.0]),
     # a value carried from an earlier iteration, read under a condition (was refused)
     ("carried", {"N": 3}, [-1.0, 2.0, 3.0]), ("carried", {"N": 3}, [1.0, 2.0, 3.0]),
 ])
