@@ -101,7 +101,7 @@ def build(plan, nest):
     mode = policy()
     if mode == "never":
         return None, "interpreted (EQSAT_COMPILE_LOOPS=never)"
-    unbound = nest.unbound_reads | (nest.unset_outputs & live_outputs(plan, nest))
+    unbound = nest.unbound_reads | unset_read(plan, nest)
     if unbound:
         return None, (f"interpreted (it may read {', '.join(sorted(unbound))} unassigned, where Python raises "
                       f"UnboundLocalError; numba would read a zero)")
@@ -445,6 +445,12 @@ def _zero(plan, name: str) -> str:
     """A float32 zero of `name`'s shape, as nest source."""
     shape = plan.lowered.tensor_shapes.get(name)
     return "np.float32(0.0)" if not shape else f"np.zeros({tuple(int(d) for d in shape)!r}, dtype=np.float32)"
+
+
+def unset_read(plan, nest) -> set:
+    """The outputs a run of the nest may leave unassigned that the plan reads afterwards
+    (whether they are assigned then depends on the data)."""
+    return nest.unset_outputs & live_outputs(plan, nest) if nest.unset_outputs else set()
 
 
 def live_outputs(plan, nest) -> set:

@@ -347,7 +347,7 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
     # outputs a run may leave unassigned that the plan reads: Python raises there
     from eqsat.backends import loops
 
-    unread = nest.unbound_outputs and nest.unbound_outputs & loops.live_outputs(plan, nest)
+    unread = nest.unbound_outputs & loops.unset_read(plan, nest)  # (unbound_outputs: of unset_outputs)
 
     def run(*values):
         direct = _direct_nest(plan, nid, scalar_names)

@@ -132,9 +132,9 @@ def trace(plan):
     from . import loops
 
     for nest in plan.lowered.nests.values():
-        if nest.unset_outputs & loops.live_outputs(plan, nest):
-            # whether the nest assigns it depends on the data: the next steps' code does too
-            raise Untraceable(f"loop nest #{nest.id} may leave {', '.join(sorted(nest.unset_outputs))} unassigned, "
+        unset = loops.unset_read(plan, nest)
+        if unset:  # whether the nest assigns it depends on the data: the next steps' code does too
+            raise Untraceable(f"loop nest #{nest.id} may leave {', '.join(sorted(unset))} unassigned, "
                               f"and a later step reads it")
     rec = Recorder()
     vals, scalars = _samples(plan, 0)

@@ -167,7 +167,7 @@ class _Parser:
         aliases.substitute(fdef, sizes, lambda nm: nm not in self.sym and _int_constant(self.resolve_global(nm)))
         self.memory = aliases.Memory(fdef, lambda call: self.fn_name(call.func) == "transpose")
         # names the function binds: its locals to Python, whatever the module binds
-        self.locals_ = {x.id for x in ast.walk(fdef) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+        self.locals_ = _names(fdef, ast.Store)
         body = list(fdef.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
@@ -1167,20 +1167,20 @@ def _read_before_assigned(body: list) -> set:
         for st in stmts:
             if isinstance(st, ast.If):
                 if guarded:
-                    out.update(_loads(st.test) - assigned)
+                    out.update(_names(st.test, ast.Load) - assigned)
                 a, b = set(assigned), set(assigned)
                 visit(st.body, a, True)
                 visit(st.orelse, b, True)
                 assigned |= a & b
             elif isinstance(st, ast.For):  # (its body in order; it may run no iteration)
                 if guarded:
-                    out.update(_loads(st.iter) - assigned)
+                    out.update(_names(st.iter, ast.Load) - assigned)
                 visit(st.body, set(assigned), guarded)
-                assigned |= {x.id for x in ast.walk(st) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+                assigned |= _names(st, ast.Store)
             else:
                 if guarded:
-                    out.update(_loads(st) - assigned)
-                assigned |= {x.id for x in ast.walk(st) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+                    out.update(_names(st, ast.Load) - assigned)
+                assigned |= _names(st, ast.Store)
 
     visit(body, set(), False)
     named = set()
@@ -1192,8 +1192,9 @@ def _read_before_assigned(body: list) -> set:
     return out & named
 
 
-def _loads(node) -> set:
-    return {x.id for x in ast.walk(node) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load)}
+def _names(node, ctx) -> set:
+    """The names `node` reads (`ctx` ast.Load) or binds (ast.Store)."""
+    return {x.id for x in ast.walk(node) if isinstance(x, ast.Name) and isinstance(x.ctx, ctx)}
 
 
 def _undefined(name: str, ended_loops: set) -> str:

@@ -115,10 +115,10 @@ class Nest:
     out_shapes: dict = field(default_factory=dict)  # output name -> shape (() for a scalar)
     allocates: dict = field(default_factory=dict)  # buffer it makes itself (writes whole, never reads) -> shape
     # names without a value before it that a run may read unassigned in it, or leave
-    # unassigned as outputs the program surely reads after it: Python raises
-    # UnboundLocalError there, so such a nest runs interpreted (numba would read a zero) and
-    # its runner raises for such an output left unassigned (any other output left
-    # unassigned is NaN: read only where a condition discards it, as in Python)
+    # unassigned as outputs the plan reads: Python raises UnboundLocalError where such a
+    # value is read, so such a nest runs interpreted (numba would read a zero), its runner
+    # raises for an output the program surely reads after it left unassigned, and a later
+    # statement reading one runs as written (`_Lowerer.maybe_unset`)
     unbound_reads: frozenset = frozenset()
     unset_outputs: frozenset = frozenset()  # the outputs a run may leave unassigned
     unbound_outputs: frozenset = frozenset()  # of those, the ones surely read after it

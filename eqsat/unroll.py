@@ -61,8 +61,8 @@ def _relinked(old, new):
     holding its statements' own syntax again, where `old`'s did (`_subst` copies a loop's
     syntax and each of its statements' apart: fission, which runs each part's statements as
     written, pairs them by identity, `lower._one_to_one`)."""
-    for attr, kids in (("body", "body"), ("orelse", "orelse")):
-        olds, news = getattr(old, kids, None), getattr(new, kids, None)
+    for attr in ("body", "orelse"):
+        olds, news = getattr(old, attr, None), getattr(new, attr, None)
         if not isinstance(olds, list) or not isinstance(news, list) or old.node is None:
             continue
         syntax = getattr(old.node, attr, None)

@@ -1307,18 +1307,29 @@ def test_a_scalar_read_unassigned_raises_as_python_does(tmp_program, monkeypatch
     monkeypatch.setenv("EQSAT_COMPILE_LOOPS", compile_loops)
     prog = tmp_program(UNBOUND, name)
     for x in (np.array([-1.0, 2.0, -3.0], np.float32), np.array([4.0, 2.0, 3.0], np.float32)):
-        try:
-            want = eqsat.reference(prog, x)
-        except UnboundLocalError:
-            want = None
-        for target in ("cpu", "h100"):
-            plan = eqsat.optimize(prog, {"N": 3}, target=target)
+        raises_where_python_does(prog, [x], {"N": 3}, tol=0.0)
+
+
+def raises_where_python_does(prog, args, dims, tol: float, candidates: int = 1) -> None:
+    """Each plan (each candidate, with `candidates`) of `prog`, on both targets and both
+    backends, raises where `reference` raises for a name left unassigned, and otherwise
+    gives its results (relative error below `tol`; exactly, where `tol` is 0)."""
+    close = (lambda e: e == 0.0) if tol == 0.0 else (lambda e: e < tol)
+    try:
+        want = eqsat.reference(prog, *args)
+    except (UnboundLocalError, NameError):
+        want = None
+    for target in ("h100", "cpu"):
+        plan = eqsat.optimize(prog, dims, target=target, candidates=candidates)
+        for cand in [plan] + list(plan.candidates if candidates > 1 else ()):
             for backend in ("numpy", "triton"):
                 if want is None:
                     with pytest.raises((UnboundLocalError, NameError)):
-                        plan.run(x, backend=backend)
+                        cand.run(*args, backend=backend)
                 else:
-                    assert rel_err(plan.run(x, backend=backend), want) == 0.0, (target, backend, plan)
+                    got = cand.run(*args, backend=backend)
+                    got, ref = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+                    assert all(close(rel_err(g, w)) for g, w in zip(got, ref)), (target, backend, cand)
 
 
 EMPTY = '''
@@ -1497,18 +1508,4 @@ def test_a_name_a_run_may_leave_unassigned_raises_exactly_where_python_does(tmp_
     if x is not None:
         args[0] = np.array(x, np.float32)
     args = [dims["T"] if p.dtype is int else a for p, a in zip(prog.params, args)]
-    try:
-        want = eqsat.reference(prog, *args)
-    except (UnboundLocalError, NameError):
-        want = None
-    for target in ("h100", "cpu"):
-        plan = eqsat.optimize(prog, dims, target=target, candidates=4)
-        for cand in [plan] + list(plan.candidates):
-            for backend in ("numpy", "triton"):
-                if want is None:
-                    with pytest.raises((UnboundLocalError, NameError)):
-                        cand.run(*args, backend=backend)
-                else:
-                    got = cand.run(*args, backend=backend)
-                    got, ref = (got, want) if isinstance(want, tuple) else ((got,), (want,))
-                    assert all(rel_err(g, w) < 1e-6 for g, w in zip(got, ref)), (target, backend, cand)
+    raises_where_python_does(prog, args, dims, tol=1e-6, candidates=4)
