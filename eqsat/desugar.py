@@ -131,6 +131,7 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
     env.visit(fdef)
     _check_mask_reads(fdef, env)
+    fdef.body = _Operands(env).block(fdef.body)
     fdef.body = Builders(env, fdef).block(fdef.body)
     reductions = Reductions(env)
     fdef.body = reductions.block(fdef.body)
@@ -387,6 +388,10 @@ class _Env(ast.NodeTransformer):
             return getattr(np.linalg, f.attr, None)
         return None
 
+    def is_transpose(self, f) -> bool:
+        """Whether callee `f` is the language's `transpose` (as imported, or renamed)."""
+        return isinstance(f, ast.Name) and (library_name(f.id) == "transpose" or self.callee(f) is lang.transpose)
+
     def transposed_views(self) -> dict:
         return self._tviews
 
@@ -449,8 +454,7 @@ class _Env(ast.NodeTransformer):
             return self._where_shape(e)
         if isinstance(e, ast.IfExp):  # (`a if c else b` of numbers: a number)
             return SCALAR if self.value_shape(e.body) is SCALAR and self.value_shape(e.orelse) is SCALAR else None
-        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and library_name(e.func.id) == "transpose" and \
-                len(e.args) == 2 and not e.keywords and isinstance(e.args[1], ast.Tuple):
+        if isinstance(e, ast.Call) and self.is_transpose(e.func) and len(e.args) == 2 and not e.keywords and isinstance(e.args[1], ast.Tuple):
             a, perm = self.value_shape(e.args[0]), [_number(x) for x in e.args[1].elts]  # (`transpose(x, (0, 2, 1))`)
             if a is None or a is SCALAR or any(type(k) is not int for k in perm) or \
                     sorted(perm) != list(range(len(a[0]))):
@@ -1477,6 +1481,38 @@ class _Sums(_Hoisting):
         init = ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=start)
         self.place([init, body[0]], n)
         return ast.copy_location(ast.Name(id=acc, ctx=ast.Load()), n)
+
+
+class _Operands(_Hoisting):
+    """An element or a row of a tensor expression read (`(x @ w)[0]`, `relu(t)[i, j]`,
+    `x.T[j]`, of a transposed view its copy): the expression bound to a new name just before its statement, and that name
+    indexed. Python evaluates the whole expression there too; a tensor expression has no
+    effect but its value, so evaluating it under an `if`'s or an `a if c else b`'s condition
+    or not is the same (the guards are not needed)."""
+
+    def __init__(self, env):
+        super().__init__()
+        self.env = env
+
+    def visit_Subscript(self, n):
+        self.generic_visit(n)
+        if not isinstance(n.ctx, ast.Load) or isinstance(n.value, (ast.Name, ast.Subscript)):
+            return n
+        v = n.value
+        if isinstance(v, ast.Attribute) and v.attr == "shape":
+            return n
+        got = self.env.value_shape(v)
+        if got is None or got is SCALAR or not got[0]:
+            return n
+        if isinstance(v, ast.Attribute) and v.attr == "T" or \
+                isinstance(v, ast.Call) and self.env.is_transpose(v.func):
+            # a transposed view read in part: its copy (every value the same), since rows of
+            # a transposed view are not views the language has
+            v = ast.BinOp(left=v, op=ast.Mult(), right=ast.Constant(1.0))
+        name = f"eqsat_opnd{self.count}"
+        self.count += 1
+        n.value = self.computed(v, name, ([copy.deepcopy(d) for d in got[0]], got[1]), n)
+        return n
 
 
 def _iterations(fdef, resolve) -> None:

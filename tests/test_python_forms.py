@@ -2,7 +2,7 @@
 `x[i, :]`, `x.shape[0]`, `len(x)`, `np.zeros_like`, numpy's and math's functions, `np.matmul` and
 `np.dot`, `float(i)`, `np.float32(c)`, `np.inf` and `float("inf")`, `x[-1]`, `np.transpose`,
 `x.copy()`, `np.ones` and `np.full`, `reversed(range(n))`, `range(max(a, b), min(c, d))`, `//=`, `%=`, `**=`, `continue`
-`sum` of a generator, `np.add`/`multiply`/..., `np.square`, `np.clip`, `np.where` of scalars, and `np.sum`/`max`/`min`/`mean` (and the methods) of a tensor. Each
+`sum` of a generator, an element or row of an expression (`(x @ w)[i, j]`, `x.T[k]`), `np.add`/`multiply`/..., `np.square`, `np.clip`, `np.where` of scalars, and `np.sum`/`max`/`min`/`mean` (and the methods) of a tensor. Each
 program runs on both backends against `reference`; the kept nest runs interpreted and
 compiled."""
 from __future__ import annotations
@@ -204,6 +204,26 @@ def p(x: f32["N"], A: f32["N", "N"]) -> tuple[f32["N"], f32["N"]]:
         y[i] += s[i]
     return y, s
 ''', None),
+    "subscripted_expressions": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> tuple[f32["M", "N"], f32["N"], f32["K", "M"]]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            y[i, j] = (x @ w)[i, j] + b[j]
+    r = empty((N,))
+    for j in range(N):
+        r[j] = relu(x @ w)[1, j] if j > 1 else (np.exp(x) @ w)[0][j]
+    t = empty((K, M))
+    for k in range(K):
+        t[k] = x.T[k] * 2.0 + transpose(x, (1, 0))[k, 0]
+    return y, r, t
+''', None),
+    "row_of_a_product": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["N"]:
+    return relu(x @ w + b)[M - 1]
+''', ["matmul"]),
 }
 
 
