@@ -406,7 +406,10 @@ def _source(plan, nest):
             lines.append(f"{name} = {obj!r}")
             consts[name] = obj
     live = live_outputs(plan, nest)
+    weak = _python_numbers(plan, nest)
     par = parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views, live)
+    if par and _array_arithmetic(node, _types(copy.deepcopy(node), plan, nest, consts, lib_names, weak)):
+        par = []
     marked = _with_prange(node, par) if par else None
     if marked is None:
         par = []
@@ -423,7 +426,6 @@ def _source(plan, nest):
     tree = marked if par else copy.deepcopy(node)
     desugar.clamped(tree)  # (bounds desugar widened to a guard, clamped again)
     _overlap_safe(tree, plan.lowered.tensor_shapes, nest.views)
-    weak = _python_numbers(plan, nest)
     types = _types(tree, plan, nest, consts, lib_names, weak)
     scalar_types.cast_weak(tree, types)  # Python numbers meeting float32 as the reference has them
     for canon in sorted(_scalar_calls(tree, types, lib_names)):
@@ -439,6 +441,26 @@ def _source(plan, nest):
     lines += ["    " + line for line in body.splitlines()]
     lines.append(f"    return ({outs})")
     return "\n".join(lines) + "\n", lib_names, params, [f.target.id for f in par]
+
+
+def _array_arithmetic(tree, types) -> bool:
+    """Whether the nest computes elementwise arithmetic of two arrays (`s - m`, `maximum(a,
+    b)`). numba's parallel mode turns every such expression of the function into a parallel
+    loop of its own that assumes equal extents: where one operand stretches an axis of
+    extent 1 over the other (`s - m` with m of shape (S, 1), a softmax's keepdims max) it
+    read past m's row and returned wrong values silently, or failed an assertion (numba
+    0.6x; tests/test_parallel_loops.py). Such a nest is compiled without parallel loops."""
+    binary = {user for user, canon in types.lib.items() if canon in lang.BINARY}
+    for e in ast.walk(tree):
+        if isinstance(e, ast.BinOp) and not isinstance(e.op, ast.MatMult):
+            pair = (e.left, e.right)
+        elif isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in binary and len(e.args) == 2:
+            pair = tuple(e.args)
+        else:
+            continue
+        if all(types.of(x) == scalar_types.ARRAY for x in pair):
+            return True
+    return False
 
 
 def _zero(plan, name: str) -> str:
