@@ -1,5 +1,7 @@
 """Loop unsplitting: `for j0 in range(N // T): for j1 in range(T): ... x[j0 * T + j1]`
-is `for j in range(N): ... x[j]` when j0 and j1 appear only as `j0 * T + j1`.
+is `for j in range(N): ... x[j]` when j0 and j1 appear only as `j0 * T + j1`; so is
+`for j0 in range(0, N, T): for j1 in range(T): ... x[j0 + j1]` (T dividing N) when they
+appear only as `j0 + j1`.
 
 Both run the same iterations in the same order (j = j0 * T + j1 counts 0, 1, ... N - 1),
 so the nest means exactly the same; what changes is that every access is a plain loop
@@ -59,10 +61,20 @@ def _const(e, dims):
     return ie_eval(e, dims)
 
 
+def _coarse(f: For, dims):
+    """(trips, step) of a loop `range(0, n, step)` with constant n a multiple of a positive
+    step (`range(n)`: (n, 1)); None for any other loop."""
+    n = _const(f.hi, dims)
+    if f.step < 1 or _const(f.lo, dims) != 0 or not n or n % f.step:
+        return None
+    return n // f.step, f.step
+
+
 def _band(f: For, dims) -> list:
-    """The perfectly nested loops from `f` down that run 0..n-1 with constant n."""
+    """The perfectly nested loops from `f` down that run `range(0, n, step)` with constant
+    n (`_coarse`)."""
     band = []
-    while isinstance(f, For) and f.step == 1 and _const(f.lo, dims) == 0 and _const(f.hi, dims):
+    while isinstance(f, For) and _coarse(f, dims):
         band.append(f)
         if len(f.body) != 1:
             break
@@ -78,9 +90,12 @@ def _pairs(band: list, dims) -> list:
         for b, f in enumerate(band):
             if a == b or a in used or b in used:
                 continue
+            t = _const(f.hi, dims)
+            if f.step != 1 or c.step not in (1, t):
+                continue
             try:
                 for x in body:
-                    _map(x, _pair_map(c.var, f.var, _const(f.hi, dims), dims, "_"))
+                    _map(x, _pair_map(c.var, f.var, t, dims, "_", stepped=c.step != 1))
             except _Keep:
                 continue
             out.append((a, b))
@@ -125,12 +140,16 @@ def _order(n: int, pairs: list) -> list:
     return order
 
 
-def _pair_map(j0: str, j1: str, t: int, dims, name: str):
-    """Index expressions with `j0 * t + j1` replaced by `name`; any other use of j0 or j1
+def _pair_map(j0: str, j1: str, t: int, dims, name: str, stepped: bool = False):
+    """Index expressions with `j0 * t + j1` replaced by `name` (`stepped`: j0 counts in
+    steps of t, `range(0, n, t)`, and `j0 + j1` is replaced); any other use of j0 or j1
     raises _Keep."""
 
     def ie(e):
-        if e[0] == "add":
+        if stepped:
+            if e[0] == "add" and {e[1], e[2]} == {("name", j0), ("name", j1)}:
+                return ("name", name)
+        elif e[0] == "add":
             for a, b in ((e[1], e[2]), (e[2], e[1])):
                 if b == ("name", j1) and a[0] == "mul":
                     for x, y in ((a[1], a[2]), (a[2], a[1])):
@@ -146,14 +165,15 @@ def _pair_map(j0: str, j1: str, t: int, dims, name: str):
 
 
 def _merge(outer: For, inner: For, dims, fresh):
-    if outer.step != 1 or inner.step != 1 or _const(outer.lo, dims) != 0 or _const(inner.lo, dims) != 0:
+    coarse = _coarse(outer, dims)
+    if coarse is None or inner.step != 1 or _const(inner.lo, dims) != 0:
         return None
-    n0, t = _const(outer.hi, dims), _const(inner.hi, dims)
-    if not n0 or not t:
+    (n0, step), t = coarse, _const(inner.hi, dims)
+    if not t or step not in (1, t):
         return None
     j0, j1 = outer.var, inner.var
     name = f"{j0}_{j1}_{next(fresh)}"
-    ie = _pair_map(j0, j1, t, dims, name)
+    ie = _pair_map(j0, j1, t, dims, name, stepped=step != 1)
     try:
         body = [_map(b, ie) for b in inner.body]
     except _Keep:

@@ -646,20 +646,49 @@ def p(a: f32["N", "N"], b: f32["N", "N"]) -> f32["N", "N"]:
                     c[i, j] += a[i, k] * b[k, j]
     return c
 """,
+    "offset_tiles": """
+@program
+def p(a: f32["N", "N"], b: f32["N", "N"], bias: f32["N"]) -> f32["N", "N"]:
+    c = empty((N, N))
+    for i0 in range(0, N, 4):
+        for i1 in range(4):
+            for j in range(N):
+                acc = 0.0
+                for k in range(N):
+                    acc += a[i0 + i1, k] * b[k, j]
+                c[i0 + i1, j] = relu(acc + bias[j])
+    return c
+""",
+    "offset_tiles_both_axes": """
+@program
+def p(a: f32["N", "N"], b: f32["N", "N"]) -> f32["N", "N"]:
+    c = empty((N, N))
+    for i0 in range(0, N, 4):
+        for j0 in range(0, N, 8):
+            for i1 in range(4):
+                for j1 in range(8):
+                    acc = 0.0
+                    for k in range(N):
+                        acc += a[i1 + i0, k] * b[k, j0 + j1]
+                    c[i0 + i1, j0 + j1] = acc
+    return c
+""",
 }
 
 
 @pytest.mark.parametrize("name", sorted(TILED))
 def test_a_matmul_tiled_the_c_way(tmp_program, name):
     """Strip-mined loops (`range(0, N, 4)` around `range(ii, ii + 4)`) are counted from 0 by
-    1 (`eqsat/desugar.py`): the tiles are the matmul they make (N a multiple of the tile:
+    1 (`eqsat/desugar.py`); around `range(4)` read at `i0 + i1` they are one loop over the
+    rows (`eqsat/unsplit.py`): the tiles are the matmul they make (N a multiple of the tile:
     the tiles cover the columns exactly)."""
     prog = tmp_program(PRELUDE + TILED[name])
     n = 16
     plan = eqsat.optimize(prog, {"N": n}, target="cpu")
     assert [k.kind for k in plan.kernels] == ["matmul"], plan
     args = random_args(prog, {"N": n}, seed=2)
-    assert close(plan.run(*args), eqsat.reference(prog, *args)), plan
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), plan
 
 
 GUARDED = '''
@@ -936,3 +965,24 @@ def p(x: f32["N"], k: int) -> f32["N"]:
     plan = eqsat.optimize(prog, {"N": n, "k": k}, target="cpu")
     for backend in ("numpy", "triton"):
         assert close(plan.run(x.copy(), k, backend=backend), want), backend
+
+
+def test_tiles_whose_step_is_not_their_extent_stay_as_written(tmp_program):
+    """`range(0, N, 4)` around `range(8)`: the tiles overlap (rows written twice), so
+    `i0 + i1` is no single loop over the rows; the plan computes what the loops do."""
+    prog = tmp_program(PRELUDE + """
+@program
+def p(a: f32["N", "N"]) -> f32["N", "N"]:
+    c = zeros((N, N))
+    for i0 in range(0, N - 4, 4):
+        for i1 in range(8):
+            for j in range(N):
+                c[i0 + i1, j] += a[i0 + i1, j] * 2.0
+    return c
+""")
+    dims = {"N": 16}
+    args = random_args(prog, dims, seed=2)
+    want = eqsat.reference(prog, *args)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for backend in ("numpy", "triton"):
+        assert rel_err(plan.run(*args, backend=backend), want) < 1e-6, backend
