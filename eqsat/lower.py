@@ -49,6 +49,7 @@ from .ir import leaves as _leaves, max_min as _max_min
 from .terms import Node
 from .hoist import hoist_invariant_reductions
 from .unroll import unrolled
+from .reroll import reroll
 from .unsplit import merge_split_reductions, unsplit
 from .work import nest_work
 from .parallel import parallel_work
@@ -554,7 +555,8 @@ class _Lowerer:
                 if not lift:
                     raise NotFunctional(KEPT_FOR_TIME)
                 try:
-                    merged = unsplit(s, self.dims, self.fresh, _reorder_check(s, self))
+                    whole = reroll(s, self.dims, getattr(s, "views", {}))  # (loops written in pieces, as one)
+                    merged = unsplit(whole, self.dims, self.fresh, _reorder_check(whole, self))
                     functional = _NestRun(self, ifconvert(merged, self.dims, self.shapes)).run()
                 except isl.Error as why:  # an analysis it cannot state: keep the nest as written
                     raise NotFunctional(f"dataflow analysis failed ({why})") from None

@@ -1,0 +1,249 @@
+"""Loops written in pieces, put back together before the functional form is built (as
+`eqsat/unsplit.py` merges split loops): what the pieces run is one loop, so the lowering
+finds full-range reductions and the rules the matmul and its epilogue, whatever way the
+range was cut.
+
+- Adjacent loops over contiguous ranges with the same body: `for k in range(a, b): S(k)`
+  then `for k in range(b, c): S(k)` is `for k in range(a, c): S(k)` (a <= b <= c).
+- A peeled iteration: statements just before a loop that are its body at `lo - 1`, or
+  just after it that are its body at `hi`, are that loop from `lo - 1`, or to `hi + 1`
+  (step 1; the loop ran at least zero times as written).
+- An accumulator started at the first term (`acc = E(0)` before
+  `for k in range(1, K): acc += E(k)`; a store alike) is started at 0.0 and the loop
+  extended to the first term: the sum of the same terms in the same order, but for its
+  first addition, 0.0 + E(0), which is E(0) except that -0.0 reads as 0.0 (as every
+  reduction starting at zero, a matmul's too, reads it).
+- An unrolled body: `for k in range(a, b, s)` whose body is s copies of one statement
+  list at k, k + 1, ..., k + s - 1 is `for k in range(a, b)` (s dividing b - a).
+
+Otherwise exact: the same statements run in the same order. Only the functional form is
+built from the result (its dataflow is checked on it); the nest as written still runs as
+written. Statements are compared with their indices as affine maps (`k + 1` is `1 + k`),
+ignoring locations.
+"""
+from __future__ import annotations
+
+import copy
+
+from .ir import Assign, Const, Dim, Expr, For, If, Index, NotAffine, Ref, Stmt, Store, ie_affine, ie_names
+
+_SKIP = ("loc", "node", "ty")  # fields that do not change what a statement computes
+
+
+class _No(Exception):
+    """This rewrite does not apply."""
+
+
+def reroll(s, dims: dict, views=()):
+    """A copy of statement `s` with its pieces put back together (see above); `s` itself
+    where nothing changes. `views`: the names in `s` bound to views of tensors."""
+    if isinstance(s, For):
+        body = _block(s.body, dims, views)
+        if body is s.body:
+            return s
+        out = copy.copy(s)
+        out.body = body
+        return out
+    if isinstance(s, If):
+        body, orelse = _block(s.body, dims, views), _block(s.orelse, dims, views)
+        if body is s.body and orelse is s.orelse:
+            return s
+        out = copy.copy(s)
+        out.body, out.orelse = body, orelse
+        return out
+    return s
+
+
+def _block(stmts: list, dims: dict, views) -> list:
+    out = [reroll(x, dims, views) for x in stmts]
+    changed = any(a is not b for a, b in zip(out, stmts))
+    while True:
+        step = _one_step(out, dims, views)
+        if step is None:
+            return out if changed else stmts
+        out, changed = step, True
+
+
+def _one_step(stmts: list, dims: dict, views) -> list | None:
+    """`stmts` with one rewrite applied, or None where none applies."""
+    for p, f in enumerate(stmts):
+        if not isinstance(f, For):
+            continue
+        for rewrite in (_unrolled, _peeled_before, _peeled_after, _first_term, _adjacent):
+            try:
+                return rewrite(stmts, p, f, dims, views)
+            except (_No, NotAffine, KeyError):
+                continue
+    return None
+
+
+# ------------------------------------------------------------------ the rewrites
+def _unrolled(stmts, p, f: For, dims, views):
+    s = f.step
+    if s < 2 or not f.body or len(f.body) % s or _const(("sub", f.hi, f.lo), dims) % s:
+        raise _No
+    m = len(f.body) // s
+    first = f.body[:m]
+    _plain_var(first, f.var)
+    for j in range(1, s):
+        if not _same(f.body[j * m:(j + 1) * m], _at(first, f.var, ("add", ("name", f.var), ("int", j))), dims):
+            raise _No
+    g = copy.copy(f)
+    g.body, g.step = first, 1
+    return stmts[:p] + [g] + stmts[p + 1:]
+
+
+def _peeled_before(stmts, p, f: For, dims, views):
+    m = len(f.body)
+    if f.step != 1 or m == 0 or p < m or _const(("sub", f.hi, f.lo), dims) < 0:
+        raise _No
+    _plain_var(f.body, f.var)
+    if not _same(stmts[p - m:p], _at(f.body, f.var, _plus(f.lo, -1, dims)), dims):
+        raise _No
+    g = copy.copy(f)
+    g.lo = _plus(f.lo, -1, dims)
+    return stmts[:p - m] + [g] + stmts[p + 1:]
+
+
+def _peeled_after(stmts, p, f: For, dims, views):
+    m = len(f.body)
+    if f.step != 1 or m == 0 or p + 1 + m > len(stmts) or _const(("sub", f.hi, f.lo), dims) < 0:
+        raise _No
+    _plain_var(f.body, f.var)
+    if not _same(stmts[p + 1:p + 1 + m], _at(f.body, f.var, f.hi), dims):
+        raise _No
+    g = copy.copy(f)
+    g.hi = _plus(f.hi, 1, dims)
+    return stmts[:p] + [g] + stmts[p + 1 + m:]
+
+
+def _first_term(stmts, p, f: For, dims, views):
+    """`acc = E(lo - 1)` then `for k in range(lo, hi): acc += E(k)`: acc from 0.0."""
+    if f.step != 1 or len(f.body) != 1 or p < 1 or _const(("sub", f.hi, f.lo), dims) < 0:
+        raise _No
+    acc, init = f.body[0], stmts[p - 1]
+    if not isinstance(acc, (Assign, Store)) or not acc.aug or acc.aug_op != "+" or type(init) is not type(acc) or \
+            init.aug or getattr(acc, "guarded", False) or getattr(init, "guarded", False):
+        raise _No
+    if isinstance(acc, Assign) and (acc.name != init.name or acc.value.ty is not None):
+        raise _No  # (a scalar accumulator only: a tensor's `+=` is another statement)
+    if isinstance(acc, Store) and (acc.buf != init.buf or not _same(acc.idx, init.idx, dims)):
+        raise _No
+    _plain_var(f.body, f.var)
+    for x in _walk(acc.value):  # (a term reading the accumulator: no sum of terms)
+        if isinstance(x, Ref) and isinstance(acc, Assign) and x.name == acc.name or \
+                isinstance(x, Index) and isinstance(acc, Store) and (x.base == acc.buf or x.base in views):
+            raise _No
+    lo = _plus(f.lo, -1, dims)
+    if not _same(init.value, _at(acc.value, f.var, lo), dims):
+        raise _No
+    if f.var in _ie_names_of(acc.idx if isinstance(acc, Store) else ()):
+        raise _No  # (the accumulator's place moves with k: no accumulator)
+    zero = copy.copy(init)
+    zero.value = Const(init.value.loc, 0.0, ty=None)
+    g = copy.copy(f)
+    g.lo = lo
+    return stmts[:p - 1] + [zero, g] + stmts[p + 1:]
+
+
+def _adjacent(stmts, p, f: For, dims, views):
+    if p + 1 >= len(stmts) or not isinstance(stmts[p + 1], For):
+        raise _No
+    g = stmts[p + 1]
+    if f.step != 1 or g.step != 1 or f.var != g.var or not _same(f.hi, g.lo, dims) or \
+            _const(("sub", f.hi, f.lo), dims) < 0 or _const(("sub", g.hi, g.lo), dims) < 0 or \
+            not _same(f.body, g.body, dims):
+        raise _No
+    h = copy.copy(f)
+    h.hi = g.hi
+    return stmts[:p] + [h] + stmts[p + 2:]
+
+
+# ------------------------------------------------------------------ helpers
+def _const(e, dims) -> int:
+    """The value of index expression `e` where it is the same in every iteration around
+    (sizes only); else _No."""
+    coef, k = ie_affine(e, dims, None)
+    if coef:
+        raise _No
+    return k
+
+
+def _plus(e, c: int, dims):
+    coef, k = ie_affine(e, dims, None)
+    return ("int", k + c) if not coef else ("add", e, ("int", c))
+
+
+def _plain_var(body, var: str) -> None:
+    """Refuse a body that assigns `var` or binds it again (Python's loop variable is then
+    something else after that statement), or reads it as a value (`Dim`: kept simple)."""
+    for x in _walk(body):
+        if isinstance(x, For) and x.var == var or isinstance(x, Assign) and x.name == var:
+            raise _No
+        if isinstance(x, Dim) and x.name == var:
+            raise _No
+
+
+def _walk(x):
+    if isinstance(x, list):
+        for y in x:
+            yield from _walk(y)
+    elif isinstance(x, (Expr, Stmt)):
+        yield x
+        for k, v in vars(x).items():
+            if k not in _SKIP:
+                yield from _walk(v)
+    elif isinstance(x, tuple):
+        for y in x:
+            yield from _walk(y)
+
+
+def _ie_names_of(idx) -> set:
+    out: set = set()
+    for i in idx:
+        out |= ie_names(i)
+    return out
+
+
+def _is_ie(x) -> bool:
+    return isinstance(x, tuple) and bool(x) and isinstance(x[0], str)
+
+
+def _at(x, var: str, repl):
+    """`x` with loop variable `var` replaced by index expression `repl` in every index (new
+    statements and expressions; locations and syntax shared)."""
+    if _is_ie(x):
+        if x == ("name", var):
+            return repl
+        return (x[0],) + tuple(_at(e, var, repl) for e in x[1:]) if x[0] not in ("int", "name") else x
+    if isinstance(x, tuple):
+        return tuple(_at(e, var, repl) for e in x)
+    if isinstance(x, list):
+        return [_at(e, var, repl) for e in x]
+    if isinstance(x, (Expr, Stmt)):
+        new = copy.copy(x)
+        for k, v in vars(x).items():
+            if k not in _SKIP:
+                setattr(new, k, _at(v, var, repl))
+        return new
+    return x
+
+
+def _same(a, b, dims) -> bool:
+    """Whether `a` and `b` compute the same: the same statements and expressions, indices
+    equal as affine maps, locations and syntax ignored."""
+    if _is_ie(a) and _is_ie(b):
+        try:
+            return ie_affine(a, dims, None) == ie_affine(b, dims, None)
+        except NotAffine:
+            return a == b
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y, dims) for x, y in zip(a, b))
+    if isinstance(a, (Expr, Stmt)) or isinstance(b, (Expr, Stmt)):
+        if type(a) is not type(b):
+            return False
+        va, vb = vars(a), vars(b)
+        return va.keys() == vb.keys() and all(_same(va[k], vb[k], dims) for k in va if k not in _SKIP)
+    if isinstance(a, dict) or isinstance(b, dict):
+        return False  # (views bound in a loop: not compared)
+    return type(a) is type(b) and a == b
