@@ -9,14 +9,15 @@ range was cut.
   just after it that are its body at `hi`, are that loop from `lo - 1`, or to `hi + 1`
   (step 1; the loop ran at least zero times as written).
 - An accumulator started at the first term (`acc = E(0)` before
-  `for k in range(1, K): acc += E(k)`; a store alike) is started at 0.0 and the loop
-  extended to the first term: the sum of the same terms in the same order, but for its
-  first addition, 0.0 + E(0), which is E(0) except that -0.0 reads as 0.0 (as every
-  reduction starting at zero, a matmul's too, reads it).
+  `for k in range(1, K): acc += E(k)`; a store alike) is started at -0.0 and the loop
+  extended to the first term: -0.0 + E(0) is E(0) for every value (-0.0 is the exact
+  additive identity; 0.0 is not: 0.0 + -0.0 is 0.0), and the lowering folds `-0.0 +`
+  away (`terms.binop`), so the sum is the reduction over the whole range.
 - An unrolled body: `for k in range(a, b, s)` whose body is s copies of one statement
   list at k, k + 1, ..., k + s - 1 is `for k in range(a, b)` (s dividing b - a).
 
-Otherwise exact: the same statements run in the same order. Only the functional form is
+Exact: the same statements run in the same order, on the same values (what the lowering
+then makes of a loop, a reduction summed in any order, is as for any other loop). Only the functional form is
 built from the result (its dataflow is checked on it); the nest as written still runs as
 written. Statements are compared with their indices as affine maps (`k + 1` is `1 + k`),
 ignoring locations.
@@ -118,7 +119,7 @@ def _peeled_after(stmts, p, f: For, dims, views):
 
 
 def _first_term(stmts, p, f: For, dims, views):
-    """`acc = E(lo - 1)` then `for k in range(lo, hi): acc += E(k)`: acc from 0.0."""
+    """`acc = E(lo - 1)` then `for k in range(lo, hi): acc += E(k)`: acc from -0.0."""
     if f.step != 1 or len(f.body) != 1 or p < 1 or _const(("sub", f.hi, f.lo), dims) < 0:
         raise _No
     acc, init = f.body[0], stmts[p - 1]
@@ -140,7 +141,7 @@ def _first_term(stmts, p, f: For, dims, views):
     if f.var in _ie_names_of(acc.idx if isinstance(acc, Store) else ()):
         raise _No  # (the accumulator's place moves with k: no accumulator)
     zero = copy.copy(init)
-    zero.value = Const(init.value.loc, 0.0, ty=None)
+    zero.value = Const(init.value.loc, -0.0, ty=None)
     g = copy.copy(f)
     g.lo = lo
     return stmts[:p - 1] + [zero, g] + stmts[p + 1:]

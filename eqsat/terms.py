@@ -153,12 +153,16 @@ _FOLD = {"Sc.add": lambda x, y: x + y, "Sc.sub": lambda x, y: x - y, "Sc.mul": l
 
 
 def binop(op: str, a: Node, b: Node) -> Node:
-    """A scalar binary op with the foldings the lowering may do for free: 0 + x, x * 1, and
+    """A scalar binary op with the foldings the lowering may do for free: 0 + x, -0.0 + x, x * 1, and
     + - * / of two literals (Python's own float arithmetic, which `reference` does there
     too; a division by zero as numpy's, inf or NaN: `zeros(...) / zeros(...)`)."""
     if a.op == "Sc.lit" and b.op == "Sc.lit" and op in _FOLD:
         return lit(_FOLD[op](a.args[0], b.args[0]))
     if op == "Sc.add":  # (0.0 + x is x but for x = -0.0: 0.0 + -0.0 is 0.0, and 1 / it inf)
+        if a is lit(-0.0):  # (-0.0 + x is x for every x: -0.0 is the exact additive identity)
+            return b
+        if b is lit(-0.0):
+            return a
         if a is lit(0.0) and never_negative_zero(b):
             return b
         if b is lit(0.0) and never_negative_zero(a):

@@ -18,6 +18,7 @@ Preconditions:
     sum[v] x * (c * y), x * (y * c), (x * c) * y     two-factor product
     0 + sum[v] x == sum[v] x == sum[v] x + 0     (a zero initialization, `c = 0` then `c += ...`;
                                                  of a sum only: 0 + x is not x where x is -0.0)
+    -0.0 + x == x == x + -0.0                    (of anything: -0.0 is the additive identity)
     sum[v] (x if m else 0) == (sum[v] x) if m else 0
                                                  where the mask m compares index values that
                                                  do not mention v, or literals (a triangular
@@ -78,3 +79,7 @@ def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u:
     # starts from 0.0, is never -0.0; a kernel's sum is -0.0 only where every term is
     yield rewrite(Sc.add(Sc.lit(0.0), Sc.red("sum", v, n, x))).to(Sc.red("sum", v, n, x))
     yield rewrite(Sc.add(Sc.red("sum", v, n, x), Sc.lit(0.0))).to(Sc.red("sum", v, n, x))
+    # a start of -0.0 (eqsat/reroll.py's, for an accumulator started at its first term):
+    # -0.0 + x is x for every x, -0.0 and NaN included
+    yield rewrite(Sc.add(Sc.fn("neg", Sc.lit(0.0)), x)).to(x)
+    yield rewrite(Sc.add(x, Sc.fn("neg", Sc.lit(0.0)))).to(x)
