@@ -8,6 +8,7 @@ element where the mask holds; `np.cumsum(x, axis=k)`, loops of running sums;
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import math
 import string
@@ -58,8 +59,31 @@ class Reductions(Hoisting):
 
     def visit_Assign(self, n):
         self.generic_visit(n)
+        direct = self._bound_directly(n)
+        if direct is not None:
+            return direct
         record_result(n, self.env)
         return n
+
+    def _bound_directly(self, n):
+        """`m = np.max(s, axis=1, keepdims=True)`: the new tensor this pass computed into a
+        buffer of its own is the one `m` names, so the loops fill `m` itself (its statements
+        placed, the assignment dropped: None for the placed statements' `pass`). Bound to
+        its temporary instead, `m` was a view of it, which a loop unrolled or lifted as a
+        whole cannot carry (a softmax per head in a loop over heads stayed a loop kernel).
+        Only where the statements read nothing of `m` (`m = np.max(m, ...)` keeps its
+        temporary) and `m` is named nowhere else as a temporary."""
+        if len(n.targets) != 1 or not isinstance(n.targets[0], ast.Name) or not isinstance(n.value, ast.Name):
+            return None
+        name, temp = n.targets[0].id, n.value.id
+        if not temp.startswith("eqsat_red") or temp not in self.env.shapes or not self.pending:
+            return None
+        placed = {x.id for st in self.pending for x in ast.walk(st) if isinstance(x, ast.Name)}
+        if name in placed or temp not in placed:
+            return None
+        self.pending = [_d._Renamed({temp: name}).visit(st) for st in self.pending]
+        self.env.shapes[name] = self.env.shapes[temp]
+        return ast.copy_location(ast.Pass(), n)
 
     def visit_Call(self, n):
         self.generic_visit(n)
@@ -342,6 +366,8 @@ class Reductions(Hoisting):
         elem = elem_of([name(i) for i in idx]) if elem_of is not None else ast.Subscript(
             value=copy.deepcopy(x), slice=ast.Tuple(elts=[copy.deepcopy(e) for e in lead] + [name(i) for i in idx],
                                                     ctx=ast.Load()), ctx=ast.Load())
+        if kind in ("max", "min") and self._builtin(kind):
+            return self._extremum(n, kind, acc, idx, keep, axis, dims, elem)
         if kind in ("sum", "mean", "prod"):
             step = ast.BinOp(left=at(keep, ast.Load()), op=ast.Mult() if kind == "prod" else ast.Add(), right=elem)
         else:  # (numpy's: NaN propagates)
@@ -370,6 +396,45 @@ class Reductions(Hoisting):
         self.place(stmts, n, init)
         return ast.copy_location(name(acc), n)
 
+
+    def _builtin(self, kind: str) -> bool:
+        """Whether the function's `max` (`min`) is Python's, which the loops below call."""
+        return kind not in self.env.stores and self.env.resolve(kind) is getattr(builtins, kind)
+
+    def _extremum(self, n, kind: str, acc: str, idx: list, keep: list, axis, dims: list, elem):
+        """numpy's max (min) as loops the lowering reads as reductions: for each kept index,
+        a scalar `m = max(m, x)` over the reduced axes (Python's max with the accumulator
+        first skips a NaN: a reduction) beside a count of the NaNs it met (a sum), and the
+        result NaN where the count is not zero (numpy's max propagates NaN). Equal to
+        numpy's but for which of -0.0 and 0.0 a tie of zeros gives (numpy's own reduction
+        leaves that to its vector order)."""
+        def name(i, ctx=None):
+            return ast.Name(id=i, ctx=ctx or ast.Load())
+
+        reduced = [d for d in range(len(dims)) if d not in keep]
+        m, count = f"{acc}_m", f"{acc}_nans"
+        start = -math.inf if kind == "max" else math.inf
+        differs = ast.Compare(left=copy.deepcopy(elem), ops=[ast.NotEq()], comparators=[copy.deepcopy(elem)])
+        inner = [ast.Assign(targets=[name(m, ast.Store())], value=ast.Call(func=name(kind), args=[name(m), elem],
+                                                                           keywords=[])),
+                 ast.AugAssign(target=name(count, ast.Store()), op=ast.Add(),
+                               value=ast.IfExp(test=differs, body=ast.Constant(1.0), orelse=ast.Constant(0.0)))]
+        result = ast.IfExp(test=ast.Compare(left=name(count), ops=[ast.Eq()], comparators=[ast.Constant(0.0)]),
+                           body=name(m), orelse=ast.Constant(math.nan))
+        target = sections.subscript(acc, [name(idx[d]) for d in keep], ast.Store()) if keep else name(acc, ast.Store())
+        body = [ast.Assign(targets=[name(m, ast.Store())], value=ast.Constant(start)),
+                ast.Assign(targets=[name(count, ast.Store())], value=ast.Constant(0.0))] + \
+            _nest([idx[d] for d in reduced], [dims[d] for d in reduced], inner) + \
+            [ast.Assign(targets=[target], value=result)]
+        self.env.scalars |= {m, count}
+        if keep:
+            stmts = [self.allocation(acc, [dims[d] for d in keep])] + \
+                _nest([idx[d] for d in keep], [dims[d] for d in keep], body)
+        else:
+            stmts = [ast.Assign(targets=[name(acc, ast.Store())], value=ast.Constant(start))] + body
+            self.env.scalars.add(acc)
+        self.place(stmts, n, 1)
+        return ast.copy_location(name(acc), n)
 
     def reduce_selected(self, n, kind: str, x):
         """`np.sum(y[m])`, `y[m].mean()`, ... of the elements a mask of y's shape selects

@@ -191,3 +191,78 @@ def test_whole_array_reduction_is_a_reduction_kernel(tmp_program, name):
     (`cost.lanes`), not the one sequential chain the kept loop is."""
     plan = eqsat.optimize(tmp_program(WHOLE[name]), {"N": 4096})
     assert [k.kind for k in plan.kernels] == ["reduction"], plan
+
+
+# numpy's max and min of a tensor (over an axis, keepdims, or all of it), as a softmax and a
+# range normalization write them
+NUMPY_EXTREMA = {
+    "softmax": ('''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    m = np.max(x, axis=1, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=1, keepdims=True)
+''', ["reduction", "reduction", "pointwise"]),
+    "column_range": ('''
+@program
+def p(x: f32["M", "N"]) -> tuple[f32["N"], f32]:
+    return x.max(axis=0) - np.min(x, axis=0), np.max(x)
+''', None),
+}
+
+
+@pytest.mark.parametrize("target", ["h100", "cpu"])
+@pytest.mark.parametrize("name", sorted(NUMPY_EXTREMA))
+def test_numpy_max_and_min_are_reductions_that_propagate_nan(tmp_program, name, target):
+    """`np.max(x, axis=1)` was one loop kernel (its loops update the result with numpy's
+    maximum, no reduction the lowering reads); now Python's max beside a count of NaNs
+    (`eqsat/reductions.py`): reduction kernels. A row holding a NaN is NaN, one holding inf
+    or only -inf is that, as numpy's."""
+    src, kinds = NUMPY_EXTREMA[name]
+    prog = tmp_program("import numpy as np\n" + src)
+    plan = eqsat.optimize(prog, D, target=target)
+    if target == "h100":  # (on the CPU a compiled loop may be the cheaper kernel)
+        assert "loop" not in [k.kind for k in plan.kernels], plan
+        assert kinds is None or [k.kind for k in plan.kernels] == kinds, plan
+    x = random_args(prog, D)[0]
+    x[1, 3] = np.nan
+    x[2, :] = -np.inf
+    x[4, 5] = np.inf
+    x[6, :] = 0.0
+    x[6, 2] = -0.0
+    want = eqsat.reference(prog, x)
+    for backend in ("numpy", "triton"):
+        got = plan.run(x, backend=backend)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6, equal_nan=True,
+                                       err_msg=f"{backend}\n{plan}")
+
+
+def test_a_softmax_per_head_in_a_loop_over_many_heads_is_lifted(tmp_program):
+    """A loop over 24 heads (more than `eqsat/unroll.py` unrolls) whose body binds tensors
+    (`s`, the max `m`, `e`) and stores `o[h] = p @ v[h]`: the max bound to `m` directly
+    (not a view of a temporary), the loop lifts whole: batched kernels over the heads, no
+    loop kernel (which of them are matmuls is the node limit's business: the e-graph of
+    the whole loop grows ~4x a step)."""
+    prog = tmp_program('''
+import numpy as np
+
+@program
+def p(q: f32["H", "S", "D"], k: f32["H", "S", "D"], v: f32["H", "S", "D"]) -> f32["H", "S", "D"]:
+    o = empty((H, S, D))
+    for h in range(H):
+        s = q[h] @ k[h].T * 0.125
+        m = np.max(s, axis=1, keepdims=True)
+        e = np.exp(s - m)
+        o[h] = e / np.sum(e, axis=1, keepdims=True) @ v[h]
+    return o
+''')
+    dims = {"H": 24, "S": 32, "D": 16}
+    plan = eqsat.optimize(prog, dims)
+    kinds = [k.kind for k in plan.kernels]
+    assert "loop" not in kinds, plan
+    args = random_args(prog, dims)
+    want = eqsat.reference(prog, *args)
+    for backend in ("numpy", "triton"):
+        np.testing.assert_allclose(np.asarray(plan.run(*args, backend=backend)), want, rtol=1e-4, atol=1e-5,
+                                   err_msg=f"{backend}\n{plan}")
