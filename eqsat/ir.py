@@ -277,8 +277,9 @@ def leaves(s) -> list:
     return [s]
 
 
-def max_min(s: Assign):
-    """`s = max(s, e)` -> ("max", e, the Ref of s) (min alike); else None.
+def max_min(s):
+    """`s = max(s, e)` -> ("max", e, the Ref of s) (min alike), and `y[i] = max(y[i], e)` ->
+    ("max", e, the Index of y[i]); else None.
 
     Only with the accumulator first: builtin max(s, e) keeps s when e is NaN, which a
     NaN-skipping reduction reproduces; max(e, s) forgets an earlier NaN and is no reduction.
@@ -286,7 +287,10 @@ def max_min(s: Assign):
     v = s.value
     if isinstance(v, Call) and v.fn in ("max", "min") and len(v.args) == 2:
         a, b = v.args
-        if isinstance(a, Ref) and a.name == s.name:
+        if isinstance(s, Assign) and isinstance(a, Ref) and a.name == s.name:
+            return v.fn, b, a
+        if isinstance(s, Store) and not s.aug and not s.guarded and isinstance(a, Index) and a.base == s.buf and \
+                tuple(a.idx) == tuple(s.idx):
             return v.fn, b, a
     return None
 

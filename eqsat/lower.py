@@ -1282,7 +1282,7 @@ class _NestRun:
             self.checks.append((s, key, init_src, red))
             if name in self.low.shapes:
                 init = _load(init_term if init_term is not None else self.low.env[name], idx)
-                total = T.binop("Sc.add", init, term)
+                total = T.binop("Sc.add", init, term) if op == "sum" else Node(f"Sc.{op}", init, term)
                 self.define(s, name, idx, [], total, loops=outer + bound_loops)
                 src = self.cur[name][1]
                 self.cur[name] = (self.cur[name][0], Source(s, name, tuple(x for x in src.free if x in outer),
@@ -1317,7 +1317,8 @@ class _NestRun:
                 idx = [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx]
                 if len(idx) != len(self.low.shapes[s.buf]):
                     raise NotFunctional("a whole-tensor accumulation inside a reduction loop")
-                op, body = "sum", self.low.scalar(s.value, ctx)
+                op, e, _ = ("sum", s.value, None) if s.aug else _max_min(s)  # (`y[i] = max(y[i], e)`)
+                body = self.low.scalar(e, ctx)
             else:
                 idx = None
                 op, e, _ = ("sum", s.value, None) if s.aug else _max_min(s)
@@ -1381,8 +1382,9 @@ def _encloses(f: For, s) -> bool:
 
 
 def _is_acc(s) -> bool:
-    """A sum (`+=`) or builtin max/min accumulation: what a reduction loop may hold."""
-    return (isinstance(s, Store) and s.aug and s.aug_op == "+") or \
+    """A sum (`+=`) or builtin max/min accumulation (into a scalar or an element): what a
+    reduction loop may hold."""
+    return (isinstance(s, Store) and (s.aug and s.aug_op == "+" or _max_min(s) is not None)) or \
         (isinstance(s, Assign) and s.value.ty is None and ((s.aug and s.aug_op == "+") or _max_min(s) is not None))
 
 

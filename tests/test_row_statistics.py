@@ -266,3 +266,64 @@ def p(q: f32["H", "S", "D"], k: f32["H", "S", "D"], v: f32["H", "S", "D"]) -> f3
     for backend in ("numpy", "triton"):
         np.testing.assert_allclose(np.asarray(plan.run(*args, backend=backend)), want, rtol=1e-4, atol=1e-5,
                                    err_msg=f"{backend}\n{plan}")
+
+
+STORED_EXTREMA = {
+    "row_max": '''
+@program
+def p(x: f32["M", "N"]) -> f32["M"]:
+    m = empty((M,))
+    for i in range(M):
+        m[i] = -1e30
+        for j in range(N):
+            m[i] = max(m[i], x[i, j])
+    return m
+''',
+    "column_min_from_the_first_row": '''
+@program
+def p(x: f32["M", "N"]) -> f32["N"]:
+    m = empty((N,))
+    for j in range(N):
+        m[j] = x[0, j]
+    for i in range(1, M):
+        for j in range(N):
+            m[j] = min(m[j], x[i, j])
+    return m
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(STORED_EXTREMA))
+def test_a_max_or_min_accumulated_in_an_element_is_a_reduction(tmp_program, name):
+    """`m[i] = max(m[i], x[i, j])` (the element first: Python's max keeps it where x is NaN)
+    is a max reduction into the element, as `acc = max(acc, x)` is into a scalar."""
+    prog = tmp_program(STORED_EXTREMA[name])
+    plan = eqsat.optimize(prog, D)
+    assert [k.kind for k in plan.kernels] == ["reduction"], plan
+    x = random_args(prog, D)[0]
+    x[1, 3] = np.nan
+    x[0, 2] = np.nan
+    want = eqsat.reference(prog, x)
+    for backend in ("numpy", "triton"):
+        np.testing.assert_array_equal(np.asarray(plan.run(x, backend=backend)), want, err_msg=f"{backend}\n{plan}")
+
+
+def test_an_element_maximum_with_the_element_second_is_no_reduction(tmp_program):
+    """`m[i] = max(x[i, j], m[i])` forgets an earlier NaN (Python's max keeps its first
+    argument unless the second compares greater): no reduction, runs as written."""
+    prog = tmp_program('''
+@program
+def p(x: f32["M", "N"]) -> f32["M"]:
+    m = zeros((M,))
+    for i in range(M):
+        for j in range(N):
+            m[i] = max(x[i, j], m[i])
+    return m
+''')
+    plan = eqsat.optimize(prog, D)
+    assert "reduction" not in [k.kind for k in plan.kernels], plan
+    x = random_args(prog, D)[0]
+    x[1, 3] = np.nan
+    want = eqsat.reference(prog, x)
+    for backend in ("numpy", "triton"):
+        np.testing.assert_array_equal(np.asarray(plan.run(x, backend=backend)), want, err_msg=backend)
