@@ -192,7 +192,7 @@ def expand(parts: list, copies: list, priv: dict, dims: dict, groups: list) -> d
             ranges[f.var] = (lo, last)
             idx.append(("name", f.var) if lo == 0 else ("sub", ("name", f.var), ("int", lo)))
             src.append(f.var if lo == 0 else f"{f.var} - ({lo})")
-            shape.append(last - lo + 1)
+            shape.append(max(0, last - lo + 1))  # (a loop that runs no iteration: an empty axis)
         buf = f"eqsat_x{next(_NAMES)}_{x}"
         buffers[buf] = tuple(shape)
         loc = p.loop.loc

@@ -1397,11 +1397,26 @@ def syrk_like(S: f32["N", "N"], n: int, A: f32["N", "K"], beta: f32):
                 acc1 += A[j, k] * A[j, k // 2]
             S[i, j] += acc1
     return S
+
+@program
+def conv2d_valid(x: f32["N", "M"], w: f32[3, 3]) -> f32["N", "M"]:
+    y = zeros((N, M))
+    for i in range(N - 2):
+        for j in range(M - 2):
+            acc = 0.0
+            for a in range(3):
+                for b in range(3):
+                    acc += x[i + a, j + b] * w[a, b]
+            y[i, j] = acc
+    return y
 '''
 
 
 @pytest.mark.parametrize("name, dims", [("m6", {"N": 1, "K": 1}), ("m6", {"N": 3, "K": 2}),
-                                        ("syrk_like", {"N": 7, "K": 6, "n": 1})])
+                                        ("syrk_like", {"N": 7, "K": 6, "n": 1}),
+                                        # (a fission part's buffer for `acc` over range(N - 2): of
+                                        # extent -1 once, "negative dimensions", by a probe)
+                                        ("conv2d_valid", {"N": 1, "M": 7})])
 def test_a_scalar_of_a_loop_that_may_not_run_is_no_error_where_nothing_reads_it(tmp_program, name, dims):
     """`acc` is left unassigned where its loop runs no iteration, but nothing reads it then:
     every candidate plan (fission parts included) computes what Python does (a part's
