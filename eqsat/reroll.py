@@ -14,9 +14,11 @@ range was cut.
   additive identity; 0.0 is not: 0.0 + -0.0 is 0.0), and the lowering folds `-0.0 +`
   away (`terms.binop`), so the sum is the reduction over the whole range.
 - An unrolled body: `for k in range(a, b, s)` whose body is s copies of one statement
-  list at k, k + 1, ..., k + s - 1 is `for k in range(a, b)` (s dividing b - a).
+  list at k, k + 1, ..., k + s - 1 is `for k in range(a, b)` (s dividing b - a); one
+  accumulation of s such terms (`acc += E(k) + E(k + 1)`) is first s accumulations, the
+  same terms regrouped, as any reduction's are.
 
-Exact: the same statements run in the same order, on the same values (what the lowering
+Exact but for that regrouping: the same statements run in the same order, on the same values (what the lowering
 then makes of a loop, a reduction summed in any order, is as for any other loop). Only the functional form is
 built from the result (its dataflow is checked on it); the nest as written still runs as
 written. Statements are compared with their indices as affine maps (`k + 1` is `1 + k`),
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import copy
 
-from .ir import Assign, Const, Dim, Expr, For, If, Index, NotAffine, Ref, Stmt, Store, ie_affine, ie_names
+from .ir import Assign, Bin, Const, Dim, Expr, For, If, Index, NotAffine, Ref, Stmt, Store, ie_affine, ie_names
 
 _SKIP = ("loc", "node", "ty")  # fields that do not change what a statement computes
 
@@ -81,7 +83,11 @@ def _one_step(stmts: list, dims: dict, views) -> list | None:
 # ------------------------------------------------------------------ the rewrites
 def _unrolled(stmts, p, f: For, dims, views):
     s = f.step
-    if s < 2 or not f.body or len(f.body) % s or _const(("sub", f.hi, f.lo), dims) % s:
+    if s < 2 or not f.body or _const(("sub", f.hi, f.lo), dims) % s:
+        raise _No
+    if len(f.body) == 1:
+        f = _terms_apart(f, dims)
+    if len(f.body) % s:
         raise _No
     m = len(f.body) // s
     first = f.body[:m]
@@ -92,6 +98,45 @@ def _unrolled(stmts, p, f: For, dims, views):
     g = copy.copy(f)
     g.body, g.step = first, 1
     return stmts[:p] + [g] + stmts[p + 1:]
+
+
+def _terms_apart(f: For, dims) -> For:
+    """`for k in range(a, b, s): acc += E(k) + E(k + 1) + ... + E(k + s - 1)` (terms in any
+    order) as s accumulations `acc += E(k + j)` in order of j, which `_unrolled` then rolls:
+    the same terms summed, regrouped (a sum into an accumulator is a reduction, whose
+    order the functional form leaves open, as for every reduction); else `f`."""
+    acc = f.body[0]
+    if not isinstance(acc, (Assign, Store)) or not acc.aug or acc.aug_op != "+" or getattr(acc, "guarded", False) or \
+            isinstance(acc, Assign) and acc.value.ty is not None or \
+            isinstance(acc, Store) and f.var in _ie_names_of(acc.idx):
+        return f
+    terms = _addends(acc.value)
+    if len(terms) != f.step:
+        return f
+    for base in terms:
+        ordered, left = [], list(terms)
+        for j in range(f.step):
+            want = _at(base, f.var, ("add", ("name", f.var), ("int", j)))
+            hit = next((t for t in left if _same(t, want, dims)), None)
+            if hit is None:
+                break
+            left.remove(hit)
+            ordered.append(hit)
+        else:
+            g = copy.copy(f)
+            g.body = []
+            for t in ordered:
+                one = copy.copy(acc)
+                one.value = t
+                g.body.append(one)
+            return g
+    return f
+
+
+def _addends(e) -> list:
+    if isinstance(e, Bin) and e.op == "+":
+        return _addends(e.a) + _addends(e.b)
+    return [e]
 
 
 def _peeled_before(stmts, p, f: For, dims, views):
@@ -231,8 +276,9 @@ def _at(x, var: str, repl):
 
 
 def _same(a, b, dims) -> bool:
-    """Whether `a` and `b` compute the same: the same statements and expressions, indices
-    equal as affine maps, locations and syntax ignored."""
+    """Whether `a` and `b` compute the same: the same statements and expressions (the
+    operands of a `+` or `*` in either order), indices equal as affine maps, locations and
+    syntax ignored."""
     if _is_ie(a) and _is_ie(b):
         try:
             return ie_affine(a, dims, None) == ie_affine(b, dims, None)
@@ -243,6 +289,9 @@ def _same(a, b, dims) -> bool:
     if isinstance(a, (Expr, Stmt)) or isinstance(b, (Expr, Stmt)):
         if type(a) is not type(b):
             return False
+        if isinstance(a, Bin) and a.op == b.op and a.op in ("+", "*"):  # (commutative, exactly: IEEE)
+            return _same(a.a, b.a, dims) and _same(a.b, b.b, dims) or \
+                _same(a.a, b.b, dims) and _same(a.b, b.a, dims)
         va, vb = vars(a), vars(b)
         return va.keys() == vb.keys() and all(_same(va[k], vb[k], dims) for k in va if k not in _SKIP)
     if isinstance(a, dict) or isinstance(b, dict):

@@ -1,5 +1,5 @@
 """Loops written in pieces are one loop for the functional form (`eqsat/reroll.py`): a
-matmul whose k loop is split in two ranges, unrolled, or peeled (its first term as the
+matmul whose k loop is split in two ranges, unrolled (as statements or as one sum), or peeled (its first term as the
 accumulator's start, its last after the loop), and an epilogue unrolled in j, are one
 matmul kernel with its epilogue. Pieces that are not one loop (a gap, an overlap, copies
 that are not consecutive, a start that is not the first term, a term that reads the
@@ -41,6 +41,11 @@ acc = 0.0
 for k in range(0, K, 2):
     acc += x[i, k] * w[k, j]
     acc += x[i, 1 + k] * w[k + 1, j]
+'''),
+    "unrolled_in_one_expression": _matmul('''
+acc = 0.0
+for k in range(0, K, 2):
+    acc = w[k + 1, j] * x[i, k + 1] + x[i, k] * w[k, j] + acc
 '''),
     "first_term_peeled": _matmul('''
 acc = x[i, 0] * w[0, j]
@@ -107,6 +112,11 @@ acc = 0.0
 for k in range(0, K, 2):
     acc += x[i, k] * w[k, j]
     acc += x[i, k] * w[k, j]
+'''),
+    "terms_not_consecutive": _matmul('''
+acc = 0.0
+for k in range(0, K, 2):
+    acc += x[i, k] * w[k, j] + x[i, k] * w[k, j]
 '''),
     "a_start_that_is_not_the_first_term": _matmul('''
 acc = x[i, 1] * w[1, j]
