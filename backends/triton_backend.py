@@ -200,7 +200,7 @@ def _fn(name: str, x: str) -> str:
     tanh(+-inf) = +-1: `exp` overflowing to inf is what makes them)."""
     sig = f"(1.0 / (1.0 + tl.exp(-{x})))"
     if name == "relu":
-        return f"tl.where({x} < 0.0, 0.0, {x})"
+        return f"tl.where({x} <= 0.0, 0.0, {x})"  # (-0.0 too: numpy's maximum(-0.0, 0) is 0.0)
     if name == "neg":
         return f"(-{x})"
     if name == "exp":
@@ -299,7 +299,7 @@ class Kernel:
             lines = ["@triton.jit", f"def {self.name}({args}, BLOCK: tl.constexpr):",
                      "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
                      f"    mask = offs < {total}"] + g.lines + [
-                     f"    tl.store(out + offs, {val} + tl.zeros((BLOCK,), tl.float32), mask=mask)"]
+                     f"    tl.store(out + offs, {val} + tl.full((BLOCK,), -0.0, tl.float32), mask=mask)"]
             self.grid = (max(1, -(-total // BLOCK)),)
             self.meta = {"BLOCK": BLOCK}
         else:
@@ -312,7 +312,7 @@ class Kernel:
                      "    offs = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]",
                      f"    mask = offs < {total}",
                      "    lanes = tl.arange(0, RBLOCK)[None, :]"] + g.lines + [
-                     f"    tl.store(out + offs, {val} + tl.zeros((XBLOCK, 1), tl.float32), mask=mask)"]
+                     f"    tl.store(out + offs, {val} + tl.full((XBLOCK, 1), -0.0, tl.float32), mask=mask)"]
             self.grid = (max(1, -(-total // xblock)),)
             self.meta = {"XBLOCK": xblock, "RBLOCK": rblock}
         self.source = "\n".join(lines)
@@ -390,7 +390,7 @@ class Kernel:
             # broadcast with zeros, not `acc * 0.0`: a NaN in the accumulator must not reach an
             # element whose epilogue does not read it (a masked select)
             f"    tl.store(out + {ob}rm[:, None] * {N} + rn[None, :], "
-            f"{val} + tl.zeros((BLOCK_M, BLOCK_N), tl.float32), mask=mask)"]
+            f"{val} + tl.full((BLOCK_M, BLOCK_N), -0.0, tl.float32), mask=mask)"]
         self.source = "\n".join(lines)
         self.gemm_size = (M, N, batch)
         self.flops = 2 * M * N * int(K) * batch

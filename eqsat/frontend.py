@@ -87,6 +87,19 @@ class _Parser:
     def err(self, node, msg: str) -> ProgramError:
         return ProgramError(msg, self.loc(node))
 
+    def undefined(self, name: str, size: bool = False) -> str:
+        """The message for a name the program cannot read, with what it likely is."""
+        out = _undefined(name, self.ended_loops)
+        if name in self.ended_loops:
+            return out
+        if self.enclosing(name):
+            return (f"{out}: it is a variable of an enclosing function (a closure), which eqsat does not "
+                    f"read; pass it as a parameter (`{name}: f32` or `{name}: int`) or bind it at module level")
+        if size:
+            return (f"{out}: a size must be a dimension some parameter's annotation names, an `int` "
+                    f"parameter, or a module-level integer")
+        return out
+
     def enclosing(self, name: str) -> bool:
         """Is `name` a variable of an enclosing function (a closure cell of the program's)?"""
         return name in self.fn.__code__.co_freevars and bool(self.fn.__closure__)
@@ -823,7 +836,7 @@ class _Parser:
                 g = self.module_constant(e)
                 if _int_constant(g):
                     return ("int", g)  # a module-level integer constant
-                raise self.err(e, _undefined(e.id, self.ended_loops))
+                raise self.err(e, self.undefined(e.id, size=True))
             return ("name", e.id)
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
             return ("neg", self.iexpr(e.operand))
@@ -872,7 +885,7 @@ class _Parser:
         if name not in self.sym:
             if self.fn_name(ast.Name(id=name)):
                 raise self.err(node, f"{name!r} is a function; call it")
-            raise self.err(node, _undefined(name, self.ended_loops))
+            raise self.err(node, self.undefined(name))
         return self.sym[name]
 
     # ------------------------------------------------------------------ value expressions

@@ -19,6 +19,7 @@ Preconditions:
     0 + sum[v] x == sum[v] x == sum[v] x + 0     (a zero initialization, `c = 0` then `c += ...`;
                                                  of a sum only: 0 + x is not x where x is -0.0)
     -0.0 + x == x == x + -0.0                    (of anything: -0.0 is the additive identity)
+    (x if k == c else y) == x or y               k an index literal, c a literal: the side taken
     sum[v] (x if m else 0) == (sum[v] x) if m else 0
                                                  where the mask m compares index values that
                                                  do not mention v, or literals (a triangular
@@ -83,3 +84,12 @@ def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u:
     # -0.0 + x is x for every x, -0.0 and NaN included
     yield rewrite(Sc.add(Sc.fn("neg", Sc.lit(0.0)), x)).to(x)
     yield rewrite(Sc.add(x, Sc.fn("neg", Sc.lit(0.0)))).to(x)
+    # a select on whether an index literal equals a literal (a keepdims axis's `z == 0`, read
+    # at z = 0, leaves one) is the side the comparison takes; == and != only (for a NaN
+    # literal egglog orders NaN above every number, where Python's < is false)
+    for left, right in ((Sc.idx(Ix.lit(k)), Sc.lit(c)), (Sc.lit(c), Sc.idx(Ix.lit(k)))):
+        same, other = eq(f64.from_i64(k)).to(c), ne(f64.from_i64(k)).to(c)
+        yield rule(eq(red).to(Sc.select("==", left, right, x, y)), same).then(union(red).with_(x))
+        yield rule(eq(red).to(Sc.select("==", left, right, x, y)), other).then(union(red).with_(y))
+        yield rule(eq(red).to(Sc.select("!=", left, right, x, y)), same).then(union(red).with_(y))
+        yield rule(eq(red).to(Sc.select("!=", left, right, x, y)), other).then(union(red).with_(x))

@@ -348,10 +348,38 @@ def test_indexing_an_expression():
             y = empty((M, N))
             for i in range(M):
                 for j in range(N):
-                    y[i, j] = relu(x)[i, j]  # ERR:call-index
+                    y[i, j] = (x[i, j] * 2.0)[0]  # ERR:call-index
             return y
 
+    # (an element of a tensor expression, `relu(x)[i, j]`, is read: tests/test_python_forms.py;
+    # a number is not indexed)
     expect_program_error(build, "call-index", "only named tensors can be indexed")
+
+
+def test_a_closure_variable_is_named_as_one():
+    def build():
+        scale = 2.0
+
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(M):
+                y[i] = x[i] * scale  # ERR:closure
+            return y
+
+    expect_program_error(build, "closure", "undefined name 'scale'", "enclosing function", "parameter", at="scale")
+
+
+def test_a_size_no_parameter_names_says_where_sizes_come_from():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            y = empty((M,))
+            for i in range(N):  # ERR:no-dim
+                y[i] = x[i]
+            return y
+
+    expect_program_error(build, "no-dim", "undefined name 'N'", "dimension", "`int` parameter", at="N)")
 
 
 # ============================================================================ names

@@ -129,6 +129,27 @@ def test_a_named_program_of_several_and_shapes_over_the_files(run_cli, files):
     assert "(M=5, N=2)" in out
 
 
+
+def test_a_dimension_only_the_result_names_is_checked(run_cli, files):
+    """`-> f32["L"]` with L in no parameter: the check ran `reference` without the shapes
+    and printed FAILED with status 1 for a correct plan (by a probe)."""
+    f = files("autocorr.py", """from eqsat import *
+
+
+@program
+def autocorr(x: f32["N"]) -> f32["L"]:
+    r = empty((L,))
+    for l in range(L):
+        s = 0.0
+        for i in range(N - l):
+            s += x[i] * x[i + l]
+        r[l] = s
+    return r
+""")
+    for backend in ("numpy", "triton"):
+        rc, out, err = run_cli("optimize", f, "--shapes", "N=32,L=6", "--backend", backend)
+        assert rc == 0 and "OK" in out and "FAILED" not in out, (backend, out, err)
+
 def test_emit_triton_and_the_triton_backend(run_cli, files):
     f = files("one.py", ONE)
     rc, out, err = run_cli("optimize", f, "--emit", "triton", "--backend", "triton")

@@ -674,6 +674,42 @@ def f(a: f32["N"], x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
         assert np.allclose(got[finite], want[finite], rtol=1e-5, atol=1e-6), (target, fn, got, want)
 
 
+
+def test_signed_zeros_are_kept_as_the_reference_keeps_them(tmp_program):
+    """A stored -0.0 stays -0.0 (a store once added +0.0 to broadcast its value, which
+    makes -0.0 + 0.0 = 0.0; -0.0 is added now, which changes no value), and relu(-0.0) is
+    0.0 as numpy's maximum(-0.0, 0) is (the select kept -0.0): `1 / y` then has the
+    reference's sign of infinity, elementwise and in a matmul's epilogue (by a probe)."""
+    import numpy as np
+
+    prog = tmp_program("""
+@program
+def f(x: f32["M", "K"], w: f32["K", "N"], a: f32["N"]) -> tuple[f32["N"], f32["N"], f32["M", "N"]]:
+    z = empty((N,))
+    r = empty((N,))
+    for j in range(N):
+        z[j] = a[j] * 0.0
+        r[j] = 1.0 / relu(a[j])
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += x[i, k] * w[k, j]
+            y[i, j] = 1.0 / relu(acc * 0.0)
+    return z, r, y
+""")
+    dims = {"M": 4, "N": 8, "K": 3}
+    a = np.array([-0.0, 0.0, -1.0, 2.0, -0.0, 1.0, -3.0, 0.0], np.float32)
+    x = -np.ones((4, 3), np.float32)
+    w = np.ones((3, 8), np.float32)
+    want = eqsat.reference(prog, x, w, a)
+    for target, backend in (("h100", "triton"), ("h100", "numpy"), ("cpu", "triton")):
+        plan = eqsat.optimize(prog, dims, target=target)
+        for g, v in zip(plan.run(x, w, a, backend=backend), want):
+            g = np.asarray(g)
+            assert np.array_equal(g, v) and np.array_equal(np.signbit(g), np.signbit(v)), (target, backend, g, v)
+
 def test_an_index_used_as_a_value_does_not_wrap_at_32_bits(tmp_program):
     """`(i * M + j) * 100000` passes 2**31 at 300 x 300: Triton's index variables are int32,
     so the value is computed in int64 (as numpy and the reference do), where it once
