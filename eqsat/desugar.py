@@ -291,6 +291,7 @@ class _Env(ast.NodeTransformer):
         self.not_scalars: set = set()
         self.sizes = sizes
         self.stores = stores
+        self.fdef = fdef  # (`hoisting.record_result` reads every binding of a name bound again)
         self.elements = sections.Elements(self)  # (fresh names for the slices' loops)
         # `t = a.T` (or np.transpose(a)), each name bound once: t's memory is a's
         self._tviews = {}

@@ -94,9 +94,27 @@ class Hoisting(ast.NodeTransformer):
 def record_result(n, env) -> None:
     """After statement `n` was rewritten: a name bound once (`v = np.einsum(...)`, now
     `v = eqsat_red0`; `e = np.exp(v - m)`) to a tensor whose shape `env` knows takes that shape, so later
-    statements' reductions and contractions can read it."""
-    if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and \
-            env.stores.get(n.targets[0].id, 0) == 1 and n.targets[0].id not in env.shapes:
-        got = env.value_shape(n.value)
-        if got is not None and not isinstance(got, str) and got[0] and got[1]:  # (SCALAR is a str)
-            env.shapes[n.targets[0].id] = ([copy.deepcopy(d) for d in got[0]], got[1])
+    statements' reductions and contractions can read it. A name bound again (in a loop:
+    `g = 0.25 * w[:, k + 1]`) takes it only where every binding of it is a plain assignment
+    of a value of that same shape (whichever binding a read sees, the shape is the same)."""
+    if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)):
+        return
+    name = n.targets[0].id
+    if env.stores.get(name, 0) < 1 or name in env.shapes:
+        return
+    got = env.value_shape(n.value)
+    if got is None or isinstance(got, str) or not got[0] or not got[1]:  # (SCALAR is a str)
+        return
+    if env.stores[name] > 1:
+        from .sections import same_dims  # (sections builds on this module)
+
+        values = [st.value for st in ast.walk(env.fdef) if isinstance(st, ast.Assign) and len(st.targets) == 1 and
+                  isinstance(st.targets[0], ast.Name) and st.targets[0].id == name]
+        if len(values) != env.stores[name]:
+            return  # (bound some other way too: a loop, a tuple, an augmented assignment)
+        for v in values:
+            other = env.value_shape(v)
+            if other is None or isinstance(other, str) or other[1] != got[1] or \
+                    not same_dims(other[0], got[0]):
+                return
+    env.shapes[name] = ([copy.deepcopy(d) for d in got[0]], got[1])

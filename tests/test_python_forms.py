@@ -478,6 +478,48 @@ def power_iter(A: f32["N", "N"], v0: f32["N"]) -> f32["N"]:
         assert rel_err(plan.run(*args, backend=backend), want) < 1e-4, backend
 
 
+
+def test_names_bound_again_in_a_loop_with_one_shape_are_read_as_that_shape(tmp_program):
+    """NPBench's vadv: `gcv` and `cs` bound before the loop and again in it, always to a
+    plane of the same shape, and stored into slices (`d[:, :, 0] = ...`): refused once,
+    with a message that blamed the slice store (a probe)."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def vadv(beta: f32, w: f32["I", "J", "K"], u: f32["I", "J", "K"]) -> f32["I", "J", "K"]:
+    d = np.zeros((I, J, K), np.float32)
+    gcv = 0.25 * w[:, :, 1]
+    cs = gcv * beta
+    d[:, :, 0] = u[:, :, 0] - cs * u[:, :, 1]
+    for k in range(1, K - 1):
+        gcv = 0.25 * w[:, :, k + 1]
+        cs = gcv * beta
+        d[:, :, k] = d[:, :, k - 1] * cs + u[:, :, k]
+    return d
+''')
+    dims = {"I": 4, "J": 3, "K": 6}
+    args = random_args(prog, dims, seed=3)
+    want = eqsat.reference(prog, *args)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for backend in ("numpy", "triton"):
+        assert rel_err(plan.run(*args, backend=backend), want) < 1e-5, backend
+
+
+def test_a_name_bound_again_in_a_loop_to_another_shape_is_still_refused(tmp_program):
+    """`g` is a column before the loop and a row in it: which shape a later slice store
+    reads depends on the binding, so no shape is taken and the store is refused."""
+    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: `d\[:, 0\]`"):
+        tmp_program(PRELUDE + '''
+@program
+def p(w: f32["I", "J"]) -> f32["I", "J"]:
+    d = np.zeros((I, J), np.float32)
+    g = w[:, 1] * 1.0
+    for k in range(1, J - 1):
+        g = w[1, :] * 2.0
+        d[0, :] = g
+    d[:, 0] = g
+    return d
+''')
+
 @pytest.mark.parametrize("r,c", [(1, 1), (2, 3), (5, 4)])
 @pytest.mark.parametrize("target", ["cpu", "h100"])
 def test_an_index_chosen_by_a_condition(tmp_program, r, c, target):
