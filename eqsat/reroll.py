@@ -86,7 +86,7 @@ def _unrolled(stmts, p, f: For, dims, views):
     if s < 2 or not f.body or _const(("sub", f.hi, f.lo), dims) % s:
         raise _No
     if len(f.body) == 1:
-        f = _terms_apart(f, dims)
+        f = _terms_apart(f, dims, views)
     if len(f.body) % s:
         raise _No
     m = len(f.body) // s
@@ -100,7 +100,7 @@ def _unrolled(stmts, p, f: For, dims, views):
     return stmts[:p] + [g] + stmts[p + 1:]
 
 
-def _terms_apart(f: For, dims) -> For:
+def _terms_apart(f: For, dims, views) -> For:
     """`for k in range(a, b, s): acc += E(k) + E(k + 1) + ... + E(k + s - 1)` (terms in any
     order) as s accumulations `acc += E(k + j)` in order of j, which `_unrolled` then rolls:
     the same terms summed, regrouped (a sum into an accumulator is a reduction, whose
@@ -111,8 +111,8 @@ def _terms_apart(f: For, dims) -> For:
             isinstance(acc, Store) and f.var in _ie_names_of(acc.idx):
         return f
     terms = _addends(acc.value)
-    if len(terms) != f.step:
-        return f
+    if len(terms) != f.step or _reads_accumulator(acc, views):
+        return f  # (a term reading the accumulator sees another value once they are apart)
     for base in terms:
         ordered, left = [], list(terms)
         for j in range(f.step):
@@ -131,6 +131,16 @@ def _terms_apart(f: For, dims) -> For:
                 g.body.append(one)
             return g
     return f
+
+
+def _reads_accumulator(acc, views) -> bool:
+    """Whether accumulation `acc`'s value reads the accumulator (a scalar's name; a store's
+    tensor, or any view, which may be it)."""
+    for x in _walk(acc.value):
+        if isinstance(x, Ref) and isinstance(acc, Assign) and x.name == acc.name or \
+                isinstance(x, Index) and isinstance(acc, Store) and (x.base == acc.buf or x.base in views):
+            return True
+    return False
 
 
 def _addends(e) -> list:
@@ -176,10 +186,8 @@ def _first_term(stmts, p, f: For, dims, views):
     if isinstance(acc, Store) and (acc.buf != init.buf or not _same(acc.idx, init.idx, dims)):
         raise _No
     _plain_var(f.body, f.var)
-    for x in _walk(acc.value):  # (a term reading the accumulator: no sum of terms)
-        if isinstance(x, Ref) and isinstance(acc, Assign) and x.name == acc.name or \
-                isinstance(x, Index) and isinstance(acc, Store) and (x.base == acc.buf or x.base in views):
-            raise _No
+    if _reads_accumulator(acc, views):  # (a term reading the accumulator: no sum of terms)
+        raise _No
     lo = _plus(f.lo, -1, dims)
     if not _same(init.value, _at(acc.value, f.var, lo), dims):
         raise _No

@@ -118,6 +118,11 @@ acc = 0.0
 for k in range(0, K, 2):
     acc += x[i, k] * w[k, j] + x[i, k] * w[k, j]
 '''),
+    "terms_reading_the_accumulator": _matmul('''
+acc = 0.0
+for k in range(0, K, 2):
+    acc += x[i, k] * w[k, j] + acc * 0.5 * x[i, k + 1] * w[k + 1, j]
+'''),
     "a_start_that_is_not_the_first_term": _matmul('''
 acc = x[i, 1] * w[1, j]
 for k in range(1, K):
