@@ -27,6 +27,8 @@ ignoring locations.
 from __future__ import annotations
 
 import copy
+from collections import Counter
+from dataclasses import dataclass
 
 from .ir import Assign, Bin, Const, Dim, Expr, For, If, Index, NotAffine, Ref, Stmt, Store, ie_affine, ie_names
 
@@ -37,18 +39,26 @@ class _No(Exception):
     """This rewrite does not apply."""
 
 
-def reroll(s, dims: dict, views=()):
+@dataclass(frozen=True)
+class _Ctx:
+    views: frozenset  # the names in the nest bound to views of tensors
+    mentions: Counter  # how often the nest names each scalar (assigned or read)
+
+
+def reroll(s, dims: dict, views=(), ctx: "_Ctx | None" = None):
     """A copy of statement `s` with its pieces put back together (see above); `s` itself
     where nothing changes. `views`: the names in `s` bound to views of tensors."""
+    if ctx is None:
+        ctx = _Ctx(frozenset(views), Counter(x.name for x in _walk([s]) if isinstance(x, (Assign, Ref))))
     if isinstance(s, For):
-        body = _block(s.body, dims, views)
+        body = _block(s.body, dims, ctx)
         if body is s.body:
             return s
         out = copy.copy(s)
         out.body = body
         return out
     if isinstance(s, If):
-        body, orelse = _block(s.body, dims, views), _block(s.orelse, dims, views)
+        body, orelse = _block(s.body, dims, ctx), _block(s.orelse, dims, ctx)
         if body is s.body and orelse is s.orelse:
             return s
         out = copy.copy(s)
@@ -57,47 +67,164 @@ def reroll(s, dims: dict, views=()):
     return s
 
 
-def _block(stmts: list, dims: dict, views) -> list:
-    out = [reroll(x, dims, views) for x in stmts]
+def _block(stmts: list, dims: dict, ctx) -> list:
+    out = [reroll(x, dims, ctx=ctx) for x in stmts]
     changed = any(a is not b for a, b in zip(out, stmts))
     while True:
-        step = _one_step(out, dims, views)
+        step = _one_step(out, dims, ctx)
         if step is None:
             return out if changed else stmts
         out, changed = step, True
 
 
-def _one_step(stmts: list, dims: dict, views) -> list | None:
+def _one_step(stmts: list, dims: dict, ctx) -> list | None:
     """`stmts` with one rewrite applied, or None where none applies."""
     for p, f in enumerate(stmts):
         if not isinstance(f, For):
             continue
         for rewrite in (_unrolled, _peeled_before, _peeled_after, _first_term, _adjacent):
             try:
-                return rewrite(stmts, p, f, dims, views)
+                return rewrite(stmts, p, f, dims, ctx)
             except (_No, NotAffine, KeyError):
                 continue
     return None
 
 
 # ------------------------------------------------------------------ the rewrites
-def _unrolled(stmts, p, f: For, dims, views):
+def _unrolled(stmts, p, f: For, dims, ctx):
     s = f.step
     if s < 2 or not f.body or _const(("sub", f.hi, f.lo), dims) % s:
         raise _No
     if len(f.body) == 1:
-        f = _terms_apart(f, dims, views)
-    if len(f.body) % s:
+        f = _terms_apart(f, dims, ctx.views)
+    body = f.body if _copies(f.body, f, dims) else _deinterleaved(f, dims, ctx)
+    if body is None or not _copies(body, f, dims):
         raise _No
-    m = len(f.body) // s
-    first = f.body[:m]
-    _plain_var(first, f.var)
-    for j in range(1, s):
-        if not _same(f.body[j * m:(j + 1) * m], _at(first, f.var, ("add", ("name", f.var), ("int", j))), dims):
-            raise _No
     g = copy.copy(f)
-    g.body, g.step = first, 1
+    g.body, g.step = body[:len(body) // s], 1
     return stmts[:p] + [g] + stmts[p + 1:]
+
+
+def _copies(body: list, f: For, dims) -> bool:
+    """Whether `body` is f.step copies of its first part at f.var, f.var + 1, ..."""
+    s = f.step
+    if len(body) % s:
+        return False
+    m = len(body) // s
+    first = body[:m]
+    try:
+        _plain_var(first, f.var)
+    except _No:
+        return False
+    return all(_same(body[j * m:(j + 1) * m], _at(first, f.var, ("add", ("name", f.var), ("int", j))), dims)
+               for j in range(1, s))
+
+
+def _deinterleaved(f: For, dims, ctx) -> list | None:
+    """A register-blocked body (`a0 = 0; a1 = 0; for k: a0 += E(j); a1 += E(j + 1);
+    y[i, j] = a0; y[i, j + 1] = a1` in a loop stepping by 2) as its copies one after the
+    other, each copy's scalars named as the first's: an inner loop of independent scalar
+    accumulations split into one loop each (each reads only its own accumulator), the
+    statements grouped into chains that share scalars, the chains placed one after the
+    other where no statement moved past another of a different chain touches a tensor the
+    other writes, and the chains' scalars renamed position by position (they are private
+    to the iteration: each chain sets them first, as the copy check then requires). Same
+    values for every tensor; the renamed scalars' own final values are not this form's
+    (the lowering then takes them from the nest as written). None where that fails."""
+    body: list = []
+    for x in f.body:
+        if isinstance(x, If):
+            return None
+        if isinstance(x, For) and len(x.body) > 1 and all(
+                isinstance(b, Assign) and b.aug and b.value.ty is None for b in x.body):
+            names = [b.name for b in x.body]
+            if len(set(names)) == len(names) and not any(
+                    isinstance(r, Ref) and r.name in names and r.name != b.name for b in x.body for r in _walk(b.value)):
+                for b in x.body:
+                    one = copy.copy(x)
+                    one.body = [b]
+                    body.append(one)
+                continue
+        body.append(x)
+    scalars = {x.name for x in _walk(body) if isinstance(x, Assign)}
+    if f.var in scalars:
+        return None
+    chain_of: list = []  # statement -> chain (union of statements sharing a scalar)
+    owner: dict = {}  # scalar -> chain
+    for x in body:
+        names = {y.name for y in _walk(x) if isinstance(y, (Assign, Ref))} & scalars
+        if not names:
+            return None  # (a statement of no chain: where it goes is not clear)
+        chains = {owner[n] for n in names if n in owner}
+        if len(chains) > 1:
+            return None
+        c = chains.pop() if chains else len(set(owner.values()))
+        for n in names:
+            owner[n] = c
+        chain_of.append(c)
+    if len(set(chain_of)) != f.step:
+        return None
+    order = sorted(range(len(body)), key=lambda k: (chain_of[k], k))
+    for a in range(len(body)):  # every pair the grouping swaps must commute on tensors
+        for b in range(a + 1, len(body)):
+            if chain_of[a] > chain_of[b] and _tensor_conflict(body[a], body[b]):
+                return None
+    grouped = [body[k] for k in order]
+    m = len(body) // f.step
+    if len(body) % f.step:
+        return None
+    inside = Counter(x.name for x in _walk(body) if isinstance(x, (Assign, Ref)))
+    if any(ctx.mentions[n] != inside[n] for n in scalars):
+        return None  # (a scalar named elsewhere in the nest: its value there would change)
+    for t in range(f.step):  # each chain sets its scalars before it reads them
+        seen: set = set()
+        for x in grouped[t * m:(t + 1) * m]:
+            reads = {y.name for y in _walk(x) if isinstance(y, Ref)} & scalars
+            if reads - seen or any(isinstance(y, Assign) and y.aug and y.name not in seen for y in _walk(x)):
+                return None
+            if isinstance(x, Assign):  # (set at the chain's top level: an inner loop may not run)
+                seen.add(x.name)
+    out = grouped[:m]
+    for t in range(1, f.step):
+        part = grouped[t * m:(t + 1) * m]
+        rename: dict = {}
+        for mine, first in zip(part, out[:m]):
+            for x, y in zip(_walk(mine), _walk(first)):
+                if isinstance(x, Assign) and isinstance(y, Assign) and x.name != y.name:
+                    if rename.setdefault(x.name, y.name) != y.name:
+                        return None
+        out += _renamed(part, rename)
+    return out
+
+
+def _tensor_conflict(a, b) -> bool:
+    """Whether statements `a` and `b` touch one tensor, one of them writing it."""
+    def touched(x):
+        reads = {y.base for y in _walk(x) if isinstance(y, Index)}
+        writes = {y.buf for y in _walk(x) if isinstance(y, Store)}
+        return reads, writes
+    ra, wa = touched(a)
+    rb, wb = touched(b)
+    return bool(wa & (rb | wb) or wb & ra)
+
+
+def _renamed(x, rename: dict):
+    """`x` with the scalars in `rename` renamed (new statements and expressions)."""
+    if not rename:
+        return x
+    if isinstance(x, list):
+        return [_renamed(e, rename) for e in x]
+    if isinstance(x, tuple) and not _is_ie(x):
+        return tuple(_renamed(e, rename) for e in x)
+    if isinstance(x, (Expr, Stmt)):
+        new = copy.copy(x)
+        for k, v in vars(x).items():
+            if k not in _SKIP:
+                setattr(new, k, _renamed(v, rename))
+        if isinstance(new, (Assign, Ref)) and new.name in rename:
+            new.name = rename[new.name]
+        return new
+    return x
 
 
 def _terms_apart(f: For, dims, views) -> For:
@@ -149,7 +276,7 @@ def _addends(e) -> list:
     return [e]
 
 
-def _peeled_before(stmts, p, f: For, dims, views):
+def _peeled_before(stmts, p, f: For, dims, ctx):
     m = len(f.body)
     if f.step != 1 or m == 0 or p < m or _const(("sub", f.hi, f.lo), dims) < 0:
         raise _No
@@ -161,7 +288,7 @@ def _peeled_before(stmts, p, f: For, dims, views):
     return stmts[:p - m] + [g] + stmts[p + 1:]
 
 
-def _peeled_after(stmts, p, f: For, dims, views):
+def _peeled_after(stmts, p, f: For, dims, ctx):
     m = len(f.body)
     if f.step != 1 or m == 0 or p + 1 + m > len(stmts) or _const(("sub", f.hi, f.lo), dims) < 0:
         raise _No
@@ -173,7 +300,7 @@ def _peeled_after(stmts, p, f: For, dims, views):
     return stmts[:p] + [g] + stmts[p + 1 + m:]
 
 
-def _first_term(stmts, p, f: For, dims, views):
+def _first_term(stmts, p, f: For, dims, ctx):
     """`acc = E(lo - 1)` then `for k in range(lo, hi): acc += E(k)`: acc from -0.0."""
     if f.step != 1 or len(f.body) != 1 or p < 1 or _const(("sub", f.hi, f.lo), dims) < 0:
         raise _No
@@ -186,7 +313,7 @@ def _first_term(stmts, p, f: For, dims, views):
     if isinstance(acc, Store) and (acc.buf != init.buf or not _same(acc.idx, init.idx, dims)):
         raise _No
     _plain_var(f.body, f.var)
-    if _reads_accumulator(acc, views):  # (a term reading the accumulator: no sum of terms)
+    if _reads_accumulator(acc, ctx.views):  # (a term reading the accumulator: no sum of terms)
         raise _No
     lo = _plus(f.lo, -1, dims)
     if not _same(init.value, _at(acc.value, f.var, lo), dims):
@@ -200,7 +327,7 @@ def _first_term(stmts, p, f: For, dims, views):
     return stmts[:p - 1] + [zero, g] + stmts[p + 1:]
 
 
-def _adjacent(stmts, p, f: For, dims, views):
+def _adjacent(stmts, p, f: For, dims, ctx):
     if p + 1 >= len(stmts) or not isinstance(stmts[p + 1], For):
         raise _No
     g = stmts[p + 1]

@@ -1,6 +1,7 @@
 """Loops written in pieces are one loop for the functional form (`eqsat/reroll.py`): a
 matmul whose k loop is split in two ranges, unrolled (as statements or as one sum), or peeled (its first term as the
-accumulator's start, its last after the loop), and an epilogue unrolled in j, are one
+accumulator's start, its last after the loop), a register-blocked j loop (two accumulators),
+and an epilogue unrolled in j, are one
 matmul kernel with its epilogue. Pieces that are not one loop (a gap, an overlap, copies
 that are not consecutive, a start that is not the first term, a term that reads the
 accumulator) stay as written. Every plan runs on both backends against `reference`."""
@@ -79,6 +80,21 @@ def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
             y[i, j] = relu(y[i, j] + b[j])
     return y
 ''',
+    "register_blocked_in_j": '''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(0, N, 2):
+            a0 = 0.0
+            a1 = 0.0
+            for k in range(K):
+                a0 += x[i, k] * w[k, j]
+                a1 += x[i, k] * w[k, j + 1]
+            y[i, j] = relu(a0 + b[j])
+            y[i, j + 1] = relu(a1 + b[j + 1])
+    return y
+''',
     "epilogue_unrolled_in_j": '''
 @program
 def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
@@ -93,6 +109,38 @@ def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
 }
 
 AS_WRITTEN = {
+    "register_blocked_with_a_scalar_read_after": '''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        a1 = 0.0
+        for j in range(0, N, 2):
+            a0 = 0.0
+            a1 = 0.0
+            for k in range(K):
+                a0 += x[i, k] * w[k, j]
+                a1 += x[i, k] * w[k, j + 1]
+            y[i, j] = relu(a0 + b[j])
+            y[i, j + 1] = relu(a1 + b[j + 1])
+        y[i, 0] = a1
+    return y
+''',
+    "register_blocked_carrying_a_sum_across_j": '''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        a1 = 0.0
+        for j in range(0, N, 2):
+            a0 = 0.0
+            for k in range(K):
+                a0 += x[i, k] * w[k, j]
+                a1 += x[i, k] * w[k, j + 1]
+            y[i, j] = relu(a0 + b[j])
+            y[i, j + 1] = relu(a1 + b[j + 1])
+    return y
+''',
     "a_gap_between_ranges": _matmul('''
 acc = 0.0
 for k in range(K // 2 - 1):
