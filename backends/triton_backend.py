@@ -456,6 +456,20 @@ def _interpreter_function(fn) -> bool:
     return type(fn).__name__ == "InterpretedFunction"
 
 
+def write_source(path: str, src: str) -> None:
+    """Write kernel source `src` to `path` (the file triton.jit reads a kernel's source
+    from) so that no reader ever sees it in part: written to a file of this thread's own,
+    then renamed over `path` (atomic). Threads building one plan's kernels at once wrote
+    the same path with `open(path, "w")`, which empties it first: a thread reading it then
+    found no source ("@jit functions should be defined in a Python file", by a probe)."""
+    import threading
+
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(src)
+    os.replace(tmp, path)
+
+
 def _cache_dir() -> str:
     import tempfile
 
@@ -506,8 +520,7 @@ def ptx(plan, kernel: int = 0, arch: int = 90, precision: str = "tf32") -> str:
     gk = kernels[kernel]
     src = source(plan, precision)
     path = os.path.join(_cache_dir(), f"eqsat_ptx_{abs(hash(src)) & 0xffffffff:x}.py")
-    with open(path, "w") as f:
-        f.write(src)
+    write_source(path, src)
     spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
     mod = importlib.util.module_from_spec(spec)
     saved = os.environ.get("TRITON_INTERPRET")

@@ -28,7 +28,7 @@ from eqsat.args import bind_args, to_numpy
 from eqsat.terms import unlist, walk
 
 from . import numpy_backend, tuning
-from .triton_backend import DOT16, DOT16_INTERPRETED, _cache_dir, _ensure_triton, _kernels, source
+from .triton_backend import DOT16, DOT16_INTERPRETED, _cache_dir, _ensure_triton, _kernels, source, write_source
 
 _STATE = threading.local()  # `launching`: inside a kernel launch (the interpreter's own copies)
 # Triton's interpreter patches `triton.language` for the kernel it runs, process-wide: two
@@ -57,8 +57,7 @@ class TritonCompiled:
         generated = _kernels(plan, self.precision, DOT16_INTERPRETED if interpret else DOT16)
         src = source(plan, kernels=generated)
         path = os.path.join(_cache_dir(), f"eqsat_{plan.program.name}_{abs(hash(src)) & 0xffffffff:x}.py")
-        with open(path, "w") as f:  # triton.jit reads its kernel's source from a file
-            f.write(src)
+        write_source(path, src)  # triton.jit reads its kernel's source from a file
         ns: dict = {}
         exec(compile(src, path, "exec"), ns)
         gen = {g.name: g for g in generated}

@@ -26,6 +26,12 @@ class ProgramError(EqsatError):
         self.loc = loc
         super().__init__(f"{loc}: {message}" if loc else message)
 
+    def __reduce__(self):
+        # (pickled as its two arguments: a worker process's error reaches the caller of
+        # `optimize_many`, a Ray or Dask task's its client; the default pickles `args`, the
+        # one formatted message, and fails to rebuild it)
+        return (type(self), (self.message, self.loc))
+
 
 class ArgumentError(EqsatError):
     """`run`/`reference`/`optimize` got arguments that do not fit the program."""

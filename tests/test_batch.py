@@ -11,15 +11,43 @@ def test_optimize_many_matches_sequential_calls():
     items = [(prog, mod.SHAPES) for mod, prog in cases]
     items.append((cases[0][1], {"nope": 3}))  # a bad item: its error comes back, the batch goes on
     items.append("not an item")  # a malformed one too
+    items.append((_out_of_bounds(), {"N": 8}))  # a program refused by optimize(): a ProgramError
     out = eqsat.optimize_many(items, workers=2, progress=False)
     assert len(out) == len(items)
-    assert isinstance(out[-2], eqsat.ArgumentError) and isinstance(out[-1], eqsat.ArgumentError)
+    assert isinstance(out[-3], eqsat.ArgumentError) and isinstance(out[-2], eqsat.ArgumentError)
+    # (a ProgramError did not survive pickling back from its worker: the pool broke and every
+    # slot held BrokenProcessPool, by a probe)
+    assert isinstance(out[-1], eqsat.ProgramError) and "outside 0..7" in str(out[-1]) and out[-1].loc.line > 0
     for (mod, prog), plan in zip(cases, out):
         assert isinstance(plan, eqsat.Plan), plan
         alone = eqsat.optimize(prog, mod.SHAPES)
         assert [(k.kind, k.epilogue) for k in plan.kernels] == [(k.kind, k.epilogue) for k in alone.kernels]
         args = random_args(prog, mod.SHAPES, 7)
         assert rel_err(plan.run(*args), mod.truth(*args)) < 1e-4
+
+
+
+def _out_of_bounds():
+    import importlib.util
+    import pathlib
+    import tempfile
+
+    path = pathlib.Path(tempfile.mkdtemp()) / "shifted.py"
+    path.write_text("from eqsat import *\n\n@program\ndef shifted(x: f32['N']) -> f32['N']:\n    y = empty((N,))\n"
+                    "    for i in range(N):\n        y[i] = x[i - 1] + x[i]\n    return y\n")
+    spec = importlib.util.spec_from_file_location("shifted_prog", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.shifted
+
+
+def test_a_program_error_survives_pickling():
+    import pickle
+
+    from eqsat.errors import Loc
+
+    e = pickle.loads(pickle.dumps(eqsat.ProgramError("bad", Loc("f.py", 3, 4))))
+    assert isinstance(e, eqsat.ProgramError) and e.loc == Loc("f.py", 3, 4) and str(e) == "f.py:3:4: bad"
 
 
 TIE = """
