@@ -455,7 +455,8 @@ class _Env(ast.NodeTransformer):
             return self._where_shape(e)
         if isinstance(e, ast.IfExp):  # (`a if c else b` of numbers: a number)
             return SCALAR if self.value_shape(e.body) is SCALAR and self.value_shape(e.orelse) is SCALAR else None
-        if isinstance(e, ast.Call) and self.is_transpose(e.func) and len(e.args) == 2 and not e.keywords and isinstance(e.args[1], ast.Tuple):
+        if isinstance(e, ast.Call) and self.is_transpose(e.func) and len(e.args) == 2 and not e.keywords and \
+                isinstance(e.args[1], ast.Tuple):
             a, perm = self.value_shape(e.args[0]), [_number(x) for x in e.args[1].elts]  # (`transpose(x, (0, 2, 1))`)
             if a is None or a is SCALAR or any(type(k) is not int for k in perm) or \
                     sorted(perm) != list(range(len(a[0]))):
@@ -1486,10 +1487,10 @@ class _Sums(_Hoisting):
 
 class _Operands(_Hoisting):
     """An element or a row of a tensor expression read (`(x @ w)[0]`, `relu(t)[i, j]`,
-    `x.T[j]`, of a transposed view its copy): the expression bound to a new name just before its statement, and that name
-    indexed. Python evaluates the whole expression there too; a tensor expression has no
-    effect but its value, so evaluating it under an `if`'s or an `a if c else b`'s condition
-    or not is the same (the guards are not needed)."""
+    `x.T[j]`): the expression (of a transposed view, its copy) bound to a new name just
+    before its statement, and that name indexed. Python evaluates the whole expression
+    there too; a tensor expression has no effect but its value, so evaluating it under an
+    `if`'s or an `a if c else b`'s condition or not is the same (the guards are not needed)."""
 
     def __init__(self, env):
         super().__init__()

@@ -306,6 +306,14 @@ def ie_names(e: IExpr) -> set:
     return out
 
 
+def idx_names(idx) -> set:
+    """The names an index tuple's expressions use."""
+    out: set = set()
+    for i in idx:
+        out |= ie_names(i)
+    return out
+
+
 def ie_eval(e: IExpr, env: dict) -> int:
     """Evaluate an index expression with every name bound to an int."""
     tag = e[0]

@@ -45,7 +45,7 @@ from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Select, Store,
     Transpose, ie_affine, ie_eval, ie_names, written,
 )
-from .ir import leaves as _leaves, max_min as _max_min
+from .ir import idx_names as _idx_names, leaves as _leaves, max_min as _max_min
 from .terms import Node
 from .hoist import hoist_invariant_reductions
 from .unroll import unrolled
@@ -1313,16 +1313,13 @@ class _NestRun:
         ctx = self.ctx()
         target = s.buf if isinstance(s, Store) else getattr(s, "name", None)
         if target in accs and accs[target] is s:
+            idx = None
             if isinstance(s, Store):
                 idx = [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx]
                 if len(idx) != len(self.low.shapes[s.buf]):
                     raise NotFunctional("a whole-tensor accumulation inside a reduction loop")
-                op, e, _ = ("sum", s.value, None) if s.aug else _max_min(s)  # (`y[i] = max(y[i], e)`)
-                body = self.low.scalar(e, ctx)
-            else:
-                idx = None
-                op, e, _ = ("sum", s.value, None) if s.aug else _max_min(s)
-                body = self.low.scalar(e, ctx)
+            op, e, _ = ("sum", s.value, None) if s.aug else _max_min(s)  # (`acc = max(acc, e)`, `y[i] = max(y[i], e)`)
+            body = self.low.scalar(e, ctx)
             contrib[target] = (s, op, [f for f, _, _ in red], _wrap(op, [(v, x) for _, v, x in red], body),
                                idx, list(bound))
             return
@@ -1384,8 +1381,8 @@ def _encloses(f: For, s) -> bool:
 def _is_acc(s) -> bool:
     """A sum (`+=`) or builtin max/min accumulation (into a scalar or an element): what a
     reduction loop may hold."""
-    return (isinstance(s, Store) and (s.aug and s.aug_op == "+" or _max_min(s) is not None)) or \
-        (isinstance(s, Assign) and s.value.ty is None and ((s.aug and s.aug_op == "+") or _max_min(s) is not None))
+    return (isinstance(s, Store) or isinstance(s, Assign) and s.value.ty is None) and \
+        (s.aug and s.aug_op == "+" or _max_min(s) is not None)
 
 
 def _carried(f: For, body) -> bool:
@@ -1489,15 +1486,6 @@ def _wrap(op, red, body):
     for v, ext in reversed(red):
         body = Node("Sc.red", op, v, ext, body)
     return body
-
-
-def _idx_names(idx) -> set:
-    from .ir import ie_names
-
-    out = set()
-    for i in idx:
-        out |= ie_names(i)
-    return out
 
 
 clock = time.perf_counter  # what the deadlines are read against

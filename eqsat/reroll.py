@@ -30,7 +30,7 @@ import copy
 from collections import Counter
 from dataclasses import dataclass
 
-from .ir import Assign, Bin, Const, Dim, Expr, For, If, Index, NotAffine, Ref, Stmt, Store, ie_affine, ie_names
+from .ir import Assign, Bin, Const, Dim, Expr, For, If, Index, NotAffine, Ref, Stmt, Store, idx_names, ie_affine
 
 _SKIP = ("loc", "node", "ty")  # fields that do not change what a statement computes
 
@@ -138,8 +138,8 @@ def _deinterleaved(f: For, dims, ctx) -> list | None:
         if isinstance(x, For) and len(x.body) > 1 and all(
                 isinstance(b, Assign) and b.aug and b.value.ty is None for b in x.body):
             names = [b.name for b in x.body]
-            if len(set(names)) == len(names) and not any(
-                    isinstance(r, Ref) and r.name in names and r.name != b.name for b in x.body for r in _walk(b.value)):
+            others = (r for b in x.body for r in _walk(b.value) if isinstance(r, Ref) and r.name != b.name)
+            if len(set(names)) == len(names) and not any(r.name in names for r in others):
                 for b in x.body:
                     one = copy.copy(x)
                     one.body = [b]
@@ -235,7 +235,7 @@ def _terms_apart(f: For, dims, views) -> For:
     acc = f.body[0]
     if not isinstance(acc, (Assign, Store)) or not acc.aug or acc.aug_op != "+" or getattr(acc, "guarded", False) or \
             isinstance(acc, Assign) and acc.value.ty is not None or \
-            isinstance(acc, Store) and f.var in _ie_names_of(acc.idx):
+            isinstance(acc, Store) and f.var in idx_names(acc.idx):
         return f
     terms = _addends(acc.value)
     if len(terms) != f.step or _reads_accumulator(acc, views):
@@ -318,7 +318,7 @@ def _first_term(stmts, p, f: For, dims, ctx):
     lo = _plus(f.lo, -1, dims)
     if not _same(init.value, _at(acc.value, f.var, lo), dims):
         raise _No
-    if f.var in _ie_names_of(acc.idx if isinstance(acc, Store) else ()):
+    if f.var in idx_names(acc.idx if isinstance(acc, Store) else ()):
         raise _No  # (the accumulator's place moves with k: no accumulator)
     zero = copy.copy(init)
     zero.value = Const(init.value.loc, -0.0, ty=None)
@@ -377,13 +377,6 @@ def _walk(x):
     elif isinstance(x, tuple):
         for y in x:
             yield from _walk(y)
-
-
-def _ie_names_of(idx) -> set:
-    out: set = set()
-    for i in idx:
-        out |= ie_names(i)
-    return out
 
 
 def _is_ie(x) -> bool:
