@@ -156,8 +156,9 @@ _LOCAL = threading.local()  # this thread's prepared e-graph (e-graphs cannot cr
 # on (about 0.5 KB an e-node: 30-100 KB a call on corpus programs, tens of MB on big
 # ones; with 8 threads a 200k-node budget let resident memory reach 1.3 GB), and frees it only when
 # that e-graph is dropped. So a prepared e-graph is replaced after this many calls, or
-# after this many e-nodes of work, whichever comes first: preparing one costs ~0.2 s,
-# ~6 ms a call spread over 32 calls, and resident memory stays flat (bench/soak_bench.py).
+# after this many e-nodes of work, whichever comes first: preparing one again costs
+# ~0.14 s (~4 ms a call spread over 32 calls), and resident memory stays flat
+# (bench/soak_bench.py).
 RENEW_CALLS = 32
 RENEW_NODES = 20_000
 
@@ -215,8 +216,13 @@ def session(families: list, support: Ruleset, limits: Limits):
         prep = st["prep"] = _Prepared()
     eg = prep.eg
     for key, sched in _schedules(families, support, limits):
-        if prep.ready.get(key) is not sched:  # register its rule sets on the empty base: nothing matches
-            eg._egraph.run_program(_command(eg, sched))
+        if prep.ready.get(key) is not sched:
+            # register its rule sets on the empty base (nothing matches). The back-off
+            # schedule is only converted: running it leaves its scheduler in the base,
+            # and every push then copies it (a push and a pop ~14 ms, against ~5 ms)
+            command = _command(eg, sched)
+            if key[0] != "rewrites":
+                eg._egraph.run_program(command)
             prep.ready[key] = sched
     eg.push()
     ok = False
