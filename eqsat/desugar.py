@@ -311,7 +311,7 @@ class _Env(ast.NodeTransformer):
         for p in params:
             if p.shape is not None:
                 declared[p.name] = ([ast.Name(id=d, ctx=ast.Load()) if isinstance(d, str) else ast.Constant(d)
-                                     for d in p.shape], p.dtype is lang.f32)
+                                     for d in p.shape], p.dtype in lang.FLOATS)
                 if not stores.get(p.name):
                     self.shapes[p.name] = declared[p.name]
         self._rebound_shapes(fdef, declared)
@@ -1289,7 +1289,7 @@ def _drop_parameter_copies(fdef, params: list, resolve, stores: dict) -> None:
     dropped; `b = a.copy()` where nothing after it reads `a`: `b = a`, a second name for
     its memory. Parameters are passed by value (a plan writes into its own copy of one, as
     `reference` does), so neither copy changes a result; `stores` is updated."""
-    f32 = {p.name for p in params if p.shape is not None and p.dtype is lang.f32}
+    f32 = {p.name for p in params if p.shape is not None and p.dtype in lang.FLOATS}
     own = set(stores) | {p.name for p in params}
     keep = []
     body = list(fdef.body)

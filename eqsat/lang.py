@@ -42,6 +42,9 @@ f32 = DType("f32", np.float32, 4)
 f16 = DType("f16", np.float16, 2)
 bf16 = DType("bf16", np.float32, 2)  # numpy has no bfloat16: its values are float32s rounded to it
 DTYPES = {"f32": f32, "f16": f16, "bf16": bf16}
+# the tensor dtypes the language computes in f32 (a narrower one's values are read into
+# f32, results rounded back to it): numpy's forms over tensors read the same for all three
+FLOATS = (f32, f16, bf16)
 
 
 def round_to(x, dtype: DType):

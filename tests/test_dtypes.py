@@ -54,6 +54,49 @@ def test_narrow_dtypes_against_a_float64_truth(tmp_program, name, dtype):
     assert ref.dtype == got.dtype
 
 
+
+NUMPY_FORMS = {
+    # numpy's reductions, scans and keepdims reads of narrow tensors: desugared as for f32
+    # (they were refused: "its operand's shape is not known here")
+    "row_sum": ("np.sum(x, axis=1)", '"N"'),
+    "softmax": ("np.exp(x - np.max(x, axis=1, keepdims=True)) / "
+                "np.sum(np.exp(x - np.max(x, axis=1, keepdims=True)), axis=1, keepdims=True)", '"N", "M"'),
+    "layernorm": ("(x - x.mean(axis=1, keepdims=True)) / "
+                  "np.sqrt(((x - x.mean(axis=1, keepdims=True)) ** 2).mean(axis=1, keepdims=True) + 1e-5)",
+                  '"N", "M"'),
+    "cumsum": ("np.cumsum(x, axis=1)", '"N", "M"'),
+    "mean_of_copy": ("x.copy().mean() + np.sum(x[1:, 2:])", None),
+}
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("name", sorted(NUMPY_FORMS))
+def test_numpy_reductions_of_narrow_tensors(tmp_program, name, dtype):
+    """A narrow tensor is read into f32 and numpy's forms over it are computed in f32 (f32
+    accumulation), the result rounded to its declared dtype: within the dtype's tolerance
+    of a float64 truth on both backends, and equal to the reference."""
+    expr, out = NUMPY_FORMS[name]
+    ret = f'{dtype}[{out}]' if out else dtype
+    prog = tmp_program(f"""
+import numpy as np
+
+@program
+def f(x: {dtype}["N", "M"]) -> {ret}:
+    return {expr}
+""")
+    shapes = {"N": 7, "M": 13}
+    x64 = np.random.default_rng(3).standard_normal((7, 13))
+    x = lang.round_to(x64, getattr(lang, dtype))
+    want = np.asarray(prog.fn(x.astype(np.float64)), dtype=np.float64)
+    plan = eqsat.optimize(prog, shapes)
+    arg = x.astype(np.float16) if dtype == "f16" else x.astype(np.float32)
+    ref = np.asarray(eqsat.reference(prog, arg), dtype=np.float64)
+    for backend in ("numpy", "triton"):
+        got = np.asarray(plan.run(arg, backend=backend), dtype=np.float64)
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        assert err < TOL[dtype], (backend, err)
+        np.testing.assert_allclose(got, ref, rtol=TOL[dtype], atol=TOL[dtype])
+
 def test_torch_tensors_keep_their_dtype_on_triton(tmp_program):
     torch = pytest.importorskip("torch")
     prog = tmp_program("""
