@@ -382,8 +382,13 @@ class _Env(ast.NodeTransformer):
             return obj
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
             mod = self.resolve(f.value.id)
-            if mod is np or mod is math:
-                return getattr(mod, f.attr, None)
+            if isinstance(mod, type(np)):  # (numpy's, math's, eqsat's: `eqsat.relu`)
+                obj = getattr(mod, f.attr, None)
+                try:
+                    hash(obj)
+                except TypeError:
+                    return None
+                return obj
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Attribute) and f.value.attr == "linalg" and \
                 self.callee(f.value) is np.linalg:  # (`np.linalg.norm`)
             return getattr(np.linalg, f.attr, None)
@@ -423,7 +428,8 @@ class _Env(ast.NodeTransformer):
             return SCALAR if type(e.value) in (int, float) else None
         if isinstance(e, ast.Name):
             known = e.id in self.scalars or e.id in self.loopvars or e.id in self.sizes
-            return SCALAR if known or type(self.resolve(e.id)) in (int, float) else None
+            return SCALAR if known or type(self.resolve(e.id)) in (int, float) or \
+                isinstance(self.resolve(e.id), np.floating) else None
         if isinstance(e, ast.Subscript) and not has_slice(e.slice) and \
                 not sections.is_mask(e.slice, self.masks):  # an element (not what a mask selects)
             got = self.shape(e.value)
@@ -485,8 +491,8 @@ class _Env(ast.NodeTransformer):
                 return got if got is not SCALAR else None
         if isinstance(e, ast.Call) and not e.keywords:
             canon = library_name(e.func.id) if isinstance(e.func, ast.Name) else _alias(self.callee(e.func))
-            if canon is None and isinstance(e.func, ast.Name):  # (`relu(x)`: the language's own)
-                obj = self.resolve(e.func.id)
+            if canon is None:  # (`relu(x)`, `eqsat.relu(x)`: the language's own)
+                obj = self.callee(e.func)
                 canon = next((k for k, f in {**lang.UNARY, **lang.BINARY}.items() if f is obj), None)
             if canon in lang.UNARY and len(e.args) == 1:
                 return self.value_shape(e.args[0])

@@ -98,6 +98,11 @@ class _Parser:
         if size:
             return (f"{out}: a size must be a dimension some parameter's annotation names, an `int` "
                     f"parameter, or a module-level integer")
+        g = self.globals.get(name)
+        if g is not None and not callable(g) and not isinstance(g, type(np)):
+            return (f"module-level name {name!r} is a {type(g).__module__}.{type(g).__qualname__}, not a constant "
+                    f"the program can read: a module-level constant is a Python int or float, or a numpy "
+                    f"floating scalar (`np.float32(0.5)`); pass a tensor as a parameter")
         return out
 
     def enclosing(self, name: str) -> bool:
@@ -136,9 +141,13 @@ class _Parser:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
                 self.resolve_global(node.value.id) is np and node.attr in ("zeros", "empty"):
             return node.attr
-        if not isinstance(node, ast.Name):
+        if isinstance(node, ast.Name):
+            obj = self.resolve_global(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id not in self.sym and isinstance(self.resolve_global(node.value.id), type(np)):
+            obj = getattr(self.resolve_global(node.value.id), node.attr, None)  # `eqsat.relu`: the module's
+        else:
             return None
-        obj = self.resolve_global(node.id)
         if obj is builtins.max:
             return "max"
         if obj is builtins.min:
@@ -826,7 +835,7 @@ class _Parser:
             raise self.err(e, f"{e.id!r} is read before it is assigned: the function assigns it, so Python "
                               f"reads it as a local, not as the module's constant (UnboundLocalError)")
         self.constants[e.id] = g
-        return g
+        return float(g) if isinstance(g, np.floating) else g
 
     def iexpr(self, e) -> tuple:
         if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
@@ -1106,7 +1115,9 @@ _AUG = {**_AUG_SHOWN, ast.Sub: "+"}  # as the term combines it (`-=` adds the ne
 
 
 def _constant(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A module-level number the program reads as a constant: an int or a float, or a numpy
+    floating scalar (`ALPHA = np.float32(0.25)`: read as the number it holds)."""
+    return isinstance(v, (int, float, np.floating)) and not isinstance(v, bool)
 
 
 def _const_int(t):

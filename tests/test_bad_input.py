@@ -395,6 +395,30 @@ def test_undefined_name():
     expect_program_error(build, "undefined", "undefined name", "undefined_thing", at="undefined_thing")
 
 
+
+BAD_INT_CONSTANT = np.int64(3)  # module-level names of other kinds than the language's constants
+BAD_TABLE_CONSTANT = np.ones(3)
+
+
+def test_a_module_level_numpy_integer_says_what_it_is():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            return x * BAD_INT_CONSTANT  # ERR:int-constant
+
+    expect_program_error(build, "int-constant", "module-level name 'BAD_INT_CONSTANT' is a numpy.int64",
+                         "numpy floating scalar", at="BAD_INT_CONSTANT")
+
+
+def test_a_module_level_array_says_to_pass_it_as_a_parameter():
+    def build():
+        @program
+        def p(x: f32["M"]) -> f32["M"]:
+            return x * BAD_TABLE_CONSTANT[0]  # ERR:table-constant
+
+    expect_program_error(build, "table-constant", "module-level name 'BAD_TABLE_CONSTANT' is a numpy.ndarray",
+                         "as a parameter", at="BAD_TABLE_CONSTANT")
+
 def test_loop_variable_read_after_its_loop():
     def build():
         @program

@@ -1028,3 +1028,29 @@ def p(a: f32["N", "N"]) -> f32["N", "N"]:
     plan = eqsat.optimize(prog, dims, target="cpu")
     for backend in ("numpy", "triton"):
         assert rel_err(plan.run(*args, backend=backend), want) < 1e-6, backend
+
+
+def test_numpy_scalar_constants_and_the_language_spelled_with_its_module(tmp_program):
+    """A module constant bound to a numpy floating scalar (`np.float32(0.25)`) reads as the
+    number it holds, and `eqsat.relu(...)` / `eq.gelu(...)` (the language's functions through
+    the module, or an alias of it) as `relu(...)`: both were refused. Fused as the bare
+    spellings are, and equal to numpy."""
+    prog = tmp_program(PRELUDE + '''
+import eqsat
+import eqsat as eq
+SCALE = np.float32(0.25)
+SHIFT = np.float64(1.5)
+
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> tuple[f32["M", "N"], f32["M"]]:
+    y = eqsat.relu(x @ w * SCALE + b)
+    return y, np.sum(eq.sigmoid(x), axis=1) + SHIFT
+''')
+    dims = {"M": 5, "K": 4, "N": 7}
+    x, w, b = random_args(prog, dims, seed=5)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    want = (np.maximum(x @ w * np.float32(0.25) + b, 0), np.sum(1 / (1 + np.exp(-x)), axis=1) + 1.5)
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(x, w, b, backend=backend), want), backend
+    assert close(eqsat.reference(prog, x, w, b), want)
+    assert any(k.kind == "matmul" and "relu" in str(k) for k in plan.kernels), plan
