@@ -278,7 +278,7 @@ def _predicated(s: If, dims, shapes, path):
 def _predicated_locals(s: If, dims, shapes, path):
     """`_predicated`, and the names localized at this level or inside it: (statements,
     names) or None."""
-    s, mine = _localized(s, path)
+    s, mine, merges = _localized(s, path)
     below: frozenset = frozenset()  # (the locals of the levels inside this one)
     stmts = []  # (statement, holds) or (statement, None) for an unconditional one
     for branch, holds in ((s.body, True), (s.orelse, False)):
@@ -310,7 +310,8 @@ def _predicated_locals(s: If, dims, shapes, path):
     # last writes what it reads (or a loop writes it: its later iterations would see it),
     # the condition is evaluated once, into a temporary, first
     reads = _names(s.cond)
-    if (any(written(x) & reads for x, _ in stmts[:-1])
+    before_last = stmts if merges else stmts[:-1]  # (the merges evaluate it after every statement)
+    if (any(written(x) & reads for x, _ in before_last)
             or any(isinstance(x, For) and written(x) & reads for x, _ in stmts)):
         tmp = f"{_PREFIX}{next(_TEMPS)}"
         head = [Assign(s.loc, tmp, Select(s.loc, copy.deepcopy(s.cond), Const(s.loc, 1.0), Const(s.loc, 0.0)))]
@@ -326,6 +327,8 @@ def _predicated_locals(s: If, dims, shapes, path):
             out.append(loop)
         else:
             out.append(_guard(x, cond, holds))
+    for x, then, other in merges:
+        out.append(Assign(s.loc, x, Select(s.loc, copy.deepcopy(cond), Ref(s.loc, then), Ref(s.loc, other))))
     return out, mine | below
 
 
@@ -342,24 +345,45 @@ def _localized(s: If, path) -> tuple:
     outside = _mentions(path[0], skip=inside) if path else set()
     outside |= _names(s.cond)
     mapping = {}
+    kills = []
     for branch in (s.body, s.orelse):
-        killed, seen = set(), set()
+        killed, seen = _killed(branch), set()
         for b in branch:
-            if (isinstance(b, Assign) and not b.aug and b.value.ty is None and b.name not in seen
-                    and b.name not in _names(b.value) and not b.name.startswith(_PREFIX)):
-                killed.add(b.name)
             seen |= _mentions(b)
+        kills.append(killed)
+        killed = {k for k in killed if not k.startswith(_PREFIX)}
         for name in killed - outside:
             mapping[name] = mapping.get(name) or f"{_PREFIX}{name}_{next(_TEMPS)}"
         for name in seen - killed:
             mapping.pop(name, None)  # another branch reads it before setting it
             outside.add(name)
-    if not mapping:
-        return s, frozenset()
+    # set first in both branches and read after the `if` (or renamed by an enclosing level,
+    # whose reads are not in view): each branch sets a temporary of its own, computed
+    # unguarded, and one unguarded statement after both selects between them, so the value
+    # on entry is never read (guarded in place, `o = t if c else o` read `o` before any
+    # assignment where both branches set it: `if t > 0: o = t else: o = 0.0`)
+    both = (kills[0] & kills[1]) - set(mapping) - _names(s.cond)
+    merges = [(x, f"{_PREFIX}{x}_{next(_TEMPS)}", f"{_PREFIX}{x}_{next(_TEMPS)}") for x in sorted(both)]
+    if not mapping and not merges:
+        return s, frozenset(), []
     new = copy.copy(s)
-    new.body = [_rename(b, mapping) for b in s.body]
-    new.orelse = [_rename(b, mapping) for b in s.orelse]
-    return new, frozenset(mapping.values())
+    new.body = [_rename(b, {**mapping, **{x: t for x, t, _ in merges}}) for b in s.body]
+    new.orelse = [_rename(b, {**mapping, **{x: e for x, _, e in merges}}) for b in s.orelse]
+    return new, frozenset(mapping.values()) | {t for _, *ts in merges for t in ts}, merges
+
+
+def _killed(branch: list) -> set:
+    """The scalars a branch sets before anything else there mentions them: its first
+    mention a plain assignment at its top level, of a value that does not read it."""
+    killed, seen = set(), set()
+    for b in branch:
+        if (isinstance(b, Assign) and not b.aug and b.value.ty is None and b.name not in seen
+                and b.name not in _names(b.value) and not _is_hoisted(b)):
+            killed.add(b.name)
+        elif isinstance(b, If) and b.orelse:  # (an `elif` chain: set first on every way through it)
+            killed |= (_killed(b.body) & _killed(b.orelse)) - seen - _names(b.cond)
+        seen |= _mentions(b)
+    return killed
 
 
 def _mentions(x, skip=frozenset()) -> set:

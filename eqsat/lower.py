@@ -183,7 +183,10 @@ class _Lowerer:
         return tuple(out)
 
     def new_var(self, base: str, extent: int) -> Node:
-        v = T.var(f"{base}{next(self.fresh)}")
+        # `_` between the base and the counter: the digits after the last `_` are the counter,
+        # so two names never meet (a loop variable `z1` and the counter's 5 made `z15`, the
+        # name of another binder of another extent: egglog refused the merge of their extents)
+        v = T.var(f"{base}_{next(self.fresh)}")
         self.var_extent[v] = extent
         return v
 

@@ -93,6 +93,61 @@ def p(x: f32["M", "N"]) -> tuple[f32["M"], f32["M"]]:
         lo[i] = n
     return hi, lo
 ''', ["reduction", "reduction"]),
+    # a name set first on both branches and read after the `if` (a probe's, 2026-11-27: it
+    # stayed a loop, "'o' may be read before it is assigned")
+    "set_on_both_branches": ('''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            t = 0.0
+            for k in range(K):
+                t += a[i, k] * b[k, j]
+            if t > 0.0:
+                o = t
+            else:
+                o = 0.0
+            y[i, j] = o
+    return y
+''', ["matmul"]),
+    # the same through an elif chain and a nested if, read inside a branch after it is set,
+    # and a name the condition reads set on both branches
+    "set_on_every_way": ('''
+@program
+def p(x: f32["M", "N"], w: f32["N"]) -> tuple[f32["M", "N"], f32["M", "N"], f32["M", "N"]]:
+    y = empty((M, N))
+    z = empty((M, N))
+    u = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            t = x[i, j]
+            if t > 0.5:
+                o = t * 2.0
+            elif t > 0.0:
+                if t > 0.25:
+                    o = 1.0
+                else:
+                    o = t
+            else:
+                o = -1.0
+            y[i, j] = o
+            if t > w[j]:
+                q = t - w[j]
+                q = q * q
+                z[i, j] = q
+            else:
+                q = 3.0
+                z[i, j] = q - t
+            z[i, j] += q
+            a = x[i, j]
+            if a > w[j]:
+                a = a * 2.0
+            else:
+                a = w[j] + 1.0
+            u[i, j] = a
+    return y, z, u
+''', ["pointwise", "pointwise", "pointwise"]),
     # a clamp by if/elif (the condition reads what a branch writes: hoisted once)
     "clamped_sum": ('''
 @program

@@ -746,6 +746,32 @@ def p(x: f32["N"]) -> f32["N"]:
         b[0] += 1.0
     return b
 ''', {"N": 3}),
+    # a probe's (B, 2026-11-27): the lowering named a binder after a loop variable and a
+    # counter (`z1` and 5: `z15`), the name the counter also gave a binder `z` with 15, of
+    # another extent: egglog panicked on the merge of their extents ("Illegal merge
+    # attempted for function eqsat_sorts_extent; some rule is unsound")
+    "binder_names_met": ('''
+import numpy as np
+
+@program
+def g(x: f32['M', 'K'], w1: f32['K', 'H'], w2: f32['N', 'H']):
+    prod = np.zeros((M, H), dtype=np.float32)
+    for y1 in range(H):
+        for z1 in range(K):
+            for x1 in range(M):
+                prod[x1, y1] = x[x1, z1] * w1[z1, y1] + prod[x1, y1]
+    h = prod.copy()
+    w2t = empty((H, N))
+    for r in range(H):
+        for c in range(N):
+            w2t[r, c] = w2[c, r]
+    y = np.zeros((M, N), dtype=np.float32)
+    for z1 in range(H):
+        for x1 in range(M):
+            for y1 in range(N):
+                y[x1, y1] += h[x1, z1] * w2t[z1, y1]
+    return y
+''', {"H": 12, "K": 17, "M": 19, "N": 18}),
     # a triangular loop widened to its hull assigns `w2` under the bound's condition: the
     # predicated form reads w2 before any assignment
     "predicated_first_assignment": ('''
