@@ -157,7 +157,12 @@ class NestFlow:
         self.leaves.append(leaf)
         self.by_stmt[id(s)] = leaf
         for key, name, idx in _reads(s):
-            self.reads[(id(s), key)] = Read(len(self.reads), leaf, name, idx)
+            # one read per node: a node the statement holds at several places (numpy's
+            # maximum reads its operand in the NaN tests and in the max) is one read; made
+            # again it took the number of the next statement's read, and the two reads'
+            # exact writers were merged (a false loop-carried dependence)
+            if (id(s), key) not in self.reads:
+                self.reads[(id(s), key)] = Read(len(self.reads), leaf, name, idx)
 
     def _lvars(self, leaf) -> list:
         return [f"L{d}" for d in range(len(leaf.path))]

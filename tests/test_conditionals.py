@@ -148,6 +148,26 @@ def p(x: f32["M", "N"], w: f32["N"]) -> tuple[f32["M", "N"], f32["M", "N"], f32[
             u[i, j] = a
     return y, z, u
 ''', ["pointwise", "pointwise", "pointwise"]),
+    # numpy's maximum and minimum of a scalar set again (its operand read in the NaN tests and
+    # the max: one node at three places, which the dataflow counted as three reads and
+    # numbered the next statement's read like the last: "a loop-carried dependence")
+    "numpy_clamp_of_a_scalar": ('''
+import numpy as np
+
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            s = 0.0
+            for k in range(K):
+                s += a[i, k] * b[k, j]
+            z = s
+            z = np.maximum(z, 0.0)
+            z = np.minimum(z, 6.0)
+            y[i, j] = z
+    return y
+''', ["matmul"]),
     # a clamp by if/elif (the condition reads what a branch writes: hoisted once)
     "clamped_sum": ('''
 @program
