@@ -4,8 +4,9 @@ compute exactly the same:
 
 - `A[i][j]` is `A[i, j]`, read or written: a leading index is a view, and an element of
   the view is that element of `A`; `x[i, :]` is `x[i]` and `x[:]` (read) is `x`;
-- `X.shape[k]`, `len(X)` and `X.shape` are the extents `X` is declared with (a tensor
-  parameter's annotation, or the shape a buffer is allocated with, bound once);
+- `X.shape[k]`, `len(X)` and `X.shape` are the extents `X` is declared with, `X.size`
+  their product (a tensor parameter's annotation, or the shape a buffer is allocated
+  with, bound once);
   `np.zeros_like(X)` and `np.empty_like(X)` of a float32 `X` allocate that shape;
 - `np.sqrt`, `np.exp`, `np.log`, `np.tanh`, `np.abs`, `np.maximum`, `np.minimum` (the
   functions the language's are) are the language's functions; so are `math.sqrt`,
@@ -14,14 +15,15 @@ compute exactly the same:
   `np.matmul(a, b)` is `a @ b`, and so is `np.dot(a, b)` where neither has more than two
   axes (the front end checks);
 - `float(e)` of an integer expression (loop variables, sizes, integer constants) is
-  `e * 1.0`, the same float; `np.float32(c)` of a number is that number rounded to float32
+  `e * 1.0`, the same float, and `float(e)` of a number of the program is `e`;
+  `np.float32(c)` of a number is that number rounded to float32
   (a Python float from there: README, Python numbers); `np.inf`, `np.nan`, `np.pi`,
   `np.e`, `math.inf`, ... and `float("inf")` are those numbers;
 - a negative constant index counts from the end of its axis (`x[-1]` is `x[N - 1]`);
 - `np.add`, `np.subtract`, `np.multiply`, `np.divide`, `np.power`, `np.mod` (`np.remainder`),
   `np.floor_divide` are `+ - * / ** % //`; `np.linalg.norm(x)` (with `axis=`, `keepdims=`)
   is `sqrt(np.sum(x * x))`;
-  `np.square(x)` is `x * x`, `np.clip(a, lo, hi)` is `minimum(maximum(a, lo), hi)` (as
+  `np.square(x)` is `x * x`, `np.clip(a, lo, hi)` is `minimum(maximum(a, lo), hi)` (a bound None: that side unbounded; as
   numpy defines it) and `np.where(c, a, b)` is `a if c else b` (of numbers: nothing is
   skipped that could fail; of tensors, marked `eqsat_where`, read element by element by
   `eqsat/sections.py`, numpy's broadcast of the three); `np.logical_and(a, b)`,
@@ -71,7 +73,7 @@ from . import aliases, lang, sections, slice_bounds
 from .builders import Builders
 from .hoisting import Hoisting as _Hoisting
 from .names import LIB, SCALAR
-from .reductions import METHODS, REDUCTIONS, Reductions
+from .reductions import METHODS, REDUCTIONS, Reductions, _product
 
 # library functions that are the language's, by their object
 ALIASES = {np.transpose: "transpose", np.sqrt: "sqrt", np.exp: "exp", np.log: "log", np.tanh: "tanh", np.abs: "abs", np.fabs: "abs",
@@ -1042,9 +1044,11 @@ class _Env(ast.NodeTransformer):
             if (mod, n.attr) in _NUMBERS and isinstance(getattr(mod, n.attr, None), float):
                 return ast.copy_location(ast.Constant(getattr(mod, n.attr)), n)
         self.generic_visit(n)
-        got = self.value_shape(n.value) if n.attr == "shape" and isinstance(n.ctx, ast.Load) else None
+        got = self.value_shape(n.value) if n.attr in ("shape", "size") and isinstance(n.ctx, ast.Load) else None
         if got is not None and got is not SCALAR:
             dims = got[0]
+            if n.attr == "size":  # (`x.size`: the product of its extents)
+                return ast.copy_location(_product([copy.deepcopy(d) for d in dims]) if dims else ast.Constant(1), n)
             return ast.copy_location(ast.Tuple(elts=[copy.deepcopy(d) for d in dims], ctx=ast.Load()), n)
         return n
 
@@ -1148,9 +1152,12 @@ class _Env(ast.NodeTransformer):
                 n.func = ast.copy_location(ast.Attribute(value=n.func.value, attr="sum", ctx=ast.Load()), n.func)
             return n
         if obj is np.clip and len(n.args) == 3 and not n.keywords:  # numpy's: minimum(maximum(a, lo), hi)
-            inner = ast.Call(func=ast.Name(id=LIB + "maximum", ctx=ast.Load()), args=n.args[:2], keywords=[])
-            return ast.copy_location(ast.Call(func=ast.Name(id=LIB + "minimum", ctx=ast.Load()),
-                                              args=[inner, n.args[2]], keywords=[]), n)
+            out, lo, hi = n.args
+            if not _is_none(lo):  # (a bound None: no bound on that side)
+                out = ast.Call(func=ast.Name(id=LIB + "maximum", ctx=ast.Load()), args=[out, lo], keywords=[])
+            if not _is_none(hi):
+                out = ast.Call(func=ast.Name(id=LIB + "minimum", ctx=ast.Load()), args=[out, hi], keywords=[])
+            return ast.copy_location(out, n)
         if obj in (np.logical_and, np.logical_or) and len(n.args) == 2 and not n.keywords:
             # (a condition: `and`/`or` of the truths, element by element where they are masks;
             # as a value it is refused, as a comparison is)
@@ -1204,7 +1211,13 @@ class _Env(ast.NodeTransformer):
             return mm
         if obj is builtins.float and len(n.args) == 1 and self.is_int(n.args[0]):
             return ast.copy_location(ast.BinOp(left=n.args[0], op=ast.Mult(), right=ast.Constant(1.0)), n)
+        if obj is builtins.float and len(n.args) == 1 and not n.keywords and self.value_shape(n.args[0]) is SCALAR:
+            return n.args[0]  # (`float(x[i])`, `float(s)`: a number of the program is already one)
         return n
+
+
+def _is_none(e) -> bool:
+    return isinstance(e, ast.Constant) and e.value is None
 
 
 _BINOPS = {np.add: ast.Add, np.subtract: ast.Sub, np.multiply: ast.Mult, np.divide: ast.Div, np.mod: ast.Mod,

@@ -1054,3 +1054,27 @@ def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> tuple[f32["M", "N"], f
         assert close(plan.run(x, w, b, backend=backend), want), backend
     assert close(eqsat.reference(prog, x, w, b), want)
     assert any(k.kind == "matmul" and "relu" in str(k) for k in plan.kernels), plan
+
+
+def test_clip_with_one_bound_float_of_a_number_and_size(tmp_program):
+    """`np.clip(e, lo, None)` / `np.clip(e, None, hi)` clip one side, `float(x[i])` and
+    `float(s)` of the program's numbers are those numbers, `x.size` the product of x's
+    extents (each was refused); against numpy on both backends."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"], x: f32["M", "N"]) -> tuple[f32["M", "N"], f32["M", "N"], f32["M"], f32]:
+    y = empty((M,))
+    for i in range(M):
+        s = 0.0
+        for j in range(N):
+            s += float(x[i, j]) * 2.0
+        y[i] = float(s)
+    return np.clip(a @ b, 0.0, None), np.clip(a @ b, None, 0.5), y, np.sum(x) / x.size + x[1:].size
+''')
+    dims = {"M": 5, "K": 4, "N": 7}
+    a, b, x = random_args(prog, dims, seed=6)
+    want = (np.maximum(a @ b, 0), np.minimum(a @ b, 0.5), (x * 2.0).sum(axis=1), x.sum() / x.size + x[1:].size)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(a, b, x, backend=backend), want), backend
+    assert close(eqsat.reference(prog, a, b, x), want)
