@@ -15,7 +15,7 @@ import inspect
 
 import numpy as np
 
-from . import aliases, desugar, lang, pingpong, reductions
+from . import aliases, counters, desugar, lang, pingpong, reductions
 from .args import SIZE_COMPARISONS
 from .errors import Loc, ProgramError
 from .ir import (
@@ -185,6 +185,8 @@ class _Parser:
             raise self.err(x, f"`{getattr(x, 'eqsat_source', None) or ast.unparse(x)}`: {x.eqsat_why}")
         # loops that swap which buffers two names denote: unrolled by two
         pingpong.unroll(fdef, lambda name, stmt: self.buffer_shape(params, name, stmt))
+        # integer counters stepped in loops (`idx += 1`) as their closed forms (eqsat/counters.py)
+        counters.substitute(fdef, sizes, lambda nm: nm not in self.sym and _int_constant(self.resolve_global(nm)))
         # integer locals naming an index (`ih = 2 * oh + kh - 1`) substituted into their uses
         aliases.substitute(fdef, sizes, lambda nm: nm not in self.sym and _int_constant(self.resolve_global(nm)))
         self.memory = aliases.Memory(fdef, lambda call: self.fn_name(call.func) == "transpose")
@@ -804,7 +806,9 @@ class _Parser:
             if nm not in self.loopvars and self.sym.get(nm, ("",))[0] != "dim":
                 hint = ("; a scalar local is a value, not an index, unless it is assigned once, to +, - and * "
                         "of loop variables, sizes and integers, and used only after that in its block (ii = i + "
-                        "di - 1, then x[ii]); otherwise write its expression in the index itself"
+                        "di - 1, then x[ii]), or a counter set once and stepped by a constant (k += 1) only "
+                        "in `for` loops over ranges that no other loop variable bounds; otherwise write its "
+                        "expression in the index itself"
                         if self.sym.get(nm, ("",))[0] == "slocal" else "")
                 raise self.err(e, f"index uses {nm!r}, which is neither a loop variable nor a dimension{hint}")
         def fail(msg):
