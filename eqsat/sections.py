@@ -395,18 +395,31 @@ class Elements:
         return self.element(e, use, pre, dims)
 
     def product(self, e, use: list, pre: list):
-        """Element `use` of `a @ b` (one or two axes each): an accumulator over the shared axis."""
+        """Element `use` of `a @ b` (one or two axes each, or batch axes before the last two:
+        the same on both operands, or on one only, as the front end reads `@`): an
+        accumulator over the shared axis."""
         a, b = self.env.value_shape(e.left), self.env.value_shape(e.right)
-        if a is None or b is None or a is SCALAR or b is SCALAR or not 1 <= len(a[0]) <= 2 or \
-                not 1 <= len(b[0]) <= 2 or not same_dims([a[0][-1]], [b[0][0]]):
+        if a is None or b is None or a is SCALAR or b is SCALAR or not a[0] or not b[0]:
             raise NotElementwise
-        ra = len(a[0]) - 1
         k = self.fresh("k")
-        acc = self.fresh("dot")
         kv = ast.Name(id=k, ctx=ast.Load())
+        if len(a[0]) > 2 or len(b[0]) > 2:  # (batch axes: `(B, M, K) @ (K, N)`)
+            ba, bb = a[0][:-2], b[0][:-2]
+            if len(a[0]) < 2 or len(b[0]) < 2 or (ba and bb and (len(ba) != len(bb) or not same_dims(ba, bb))) or \
+                    not same_dims([a[0][-1]], [b[0][-2]]):
+                raise NotElementwise
+            batch, (i, j) = list(use[:len(ba or bb)]), use[len(ba or bb):]
+            x_use = (copy.deepcopy(batch) if ba else []) + [i, kv]
+            y_use = (copy.deepcopy(batch) if bb else []) + [kv, j]
+        else:
+            if not same_dims([a[0][-1]], [b[0][0]]):
+                raise NotElementwise
+            ra = len(a[0]) - 1
+            x_use, y_use = list(use[:ra]) + [kv], [kv] + list(use[ra:])
+        acc = self.fresh("dot")
         inner: list = []
-        x = self.element(e.left, list(use[:ra]) + [kv], inner, a[0])
-        y = self.element(e.right, [kv] + list(use[ra:]), inner, b[0])
+        x = self.element(e.left, x_use, inner, a[0])
+        y = self.element(e.right, y_use, inner, b[0])
         step = ast.AugAssign(target=ast.Name(id=acc, ctx=ast.Store()), op=ast.Add(),
                              value=ast.BinOp(left=x, op=ast.Mult(), right=y))
         loop = ast.For(target=ast.Name(id=k, ctx=ast.Store()),

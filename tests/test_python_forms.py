@@ -224,6 +224,13 @@ def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> tuple[f32["M", "N"], f
 def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["N"]:
     return relu(x @ w + b)[M - 1]
 ''', ["matmul"]),
+    # np.where over products with batch axes (on both operands, on one only): element by
+    # element, the products' accumulators (refused: "comparisons are between scalars")
+    "where_of_batched_products": ('''
+@program
+def p(x: f32["B", "M", "K"], w: f32["B", "K", "N"], v: f32["M", "K"]) -> tuple[f32["B", "M", "N"], f32["B", "M", "N"]]:
+    return np.where(x @ w > 0.5, x @ w, -1.0), np.where(np.matmul(v, w) < 0, 0.0, v @ w)
+''', ["matmul", "matmul"]),
 }
 
 
@@ -231,7 +238,7 @@ def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["N"]:
 def test_python_form(tmp_program, name):
     src, kinds = FORMS[name]
     prog = tmp_program(PRELUDE + src)
-    dims = {d: n for d, n in {"N": 7, "M": 5, "K": 4}.items() if d in prog.dims}
+    dims = {d: n for d, n in {"N": 7, "M": 5, "K": 4, "B": 3}.items() if d in prog.dims}
     args = random_args(prog, dims, seed=4)
     want = eqsat.reference(prog, *args)
     plan = eqsat.optimize(prog, dims, target="cpu")
