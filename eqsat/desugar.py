@@ -264,6 +264,15 @@ def clamped(tree) -> None:
     ast.fix_missing_locations(tree)
 
 
+def _rank(shape) -> int | None:
+    return None if shape is None or shape is SCALAR else len(shape[0])
+
+
+def _perm_len(call: ast.Call) -> int:
+    perm = call.args[1] if len(call.args) == 2 else next(k.value for k in call.keywords if k.arg == "axes")
+    return len(perm.elts)
+
+
 def _reverses_axes(call: ast.Call) -> bool:
     """`transpose(a)`, or `transpose(a, perm)` (`axes=perm`) with perm the axes reversed, as
     constants (`(1, 0)`): the view `a.T` is."""
@@ -1117,6 +1126,8 @@ class _Env(ast.NodeTransformer):
                 perm = list(range(len(got[0])))
                 a, b = a % len(perm), b % len(perm)
                 perm[a], perm[b] = perm[b], perm[a]
+                if perm == list(range(len(perm)))[::-1]:  # (every axis reversed: the view x.T)
+                    return ast.copy_location(ast.Attribute(value=n.args[0], attr="T", ctx=ast.Load()), n)
                 out = ast.Call(func=ast.Name(id=LIB + "transpose", ctx=ast.Load()), args=[
                     n.args[0], ast.Tuple(elts=[ast.Constant(p) for p in perm], ctx=ast.Load())], keywords=[])
                 return ast.copy_location(out, n)
@@ -1169,7 +1180,9 @@ class _Env(ast.NodeTransformer):
             out = ast.copy_location(ast.IfExp(test=n.args[0], body=n.args[1], orelse=n.args[2]), n)
             out.eqsat_where, out.eqsat_source = True, ast.unparse(n)  # (the source, for an error)
             return out
-        if obj is np.transpose and len(n.args) == 1 and not n.keywords:
+        if obj in (np.transpose, lang.transpose) and n.args and _reverses_axes(n) and \
+                (len(n.args) == 1 and not n.keywords or _rank(self.value_shape(n.args[0])) == _perm_len(n)):
+            # (`np.transpose(x)`, `transpose(x, (1, 0))`: every axis reversed, the view x.T)
             return ast.copy_location(ast.Attribute(value=n.args[0], attr="T", ctx=ast.Load()), n)
         copied = n.args[0] if obj is np.copy and len(n.args) == 1 else \
             n.func.value if isinstance(n.func, ast.Attribute) and n.func.attr == "copy" and not n.args else None

@@ -231,6 +231,19 @@ def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["N"]:
 def p(x: f32["B", "M", "K"], w: f32["B", "K", "N"], v: f32["M", "K"]) -> tuple[f32["B", "M", "N"], f32["B", "M", "N"]]:
     return np.where(x @ w > 0.5, x @ w, -1.0), np.where(np.matmul(v, w) < 0, 0.0, v @ w)
 ''', ["matmul", "matmul"]),
+    # a transpose of every axis spelled as a call (`transpose(a, (1, 0))`, `np.swapaxes(a, 0,
+    # 1)`) is the view a.T, also where a column is stored (was refused: "this slice is not
+    # supported here")
+    "transpose_calls_in_column_stores": ('''
+@program
+def p(a: f32["K", "M"], b: f32["K", "N"]) -> tuple[f32["M", "N"], f32["M", "N"]]:
+    o = np.zeros((M, N))
+    q = np.zeros((M, N))
+    for n in range(N):
+        o[:, n] = transpose(a, (1, 0)) @ b[:, n]
+        q[:, n] = np.swapaxes(a, 0, 1) @ b[:, n] + 1.0
+    return o, q
+''', None),
 }
 
 
