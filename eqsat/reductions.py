@@ -119,7 +119,10 @@ class Reductions(Hoisting):
         if got is None or got is SCALAR or not got[1]:
             return n
         lead = []  # (a row `x[i]`: its elements are x[i, ...])
-        elem_of = self._elements_of(x, got[0]) if sections.contains_section(x, self.env) else None
+        elem_of = self._elements_of(x, got[0]) if sections.contains_section(x, self.env) or \
+            (self.guards and not isinstance(x, (ast.Name, ast.Subscript))) else None
+        # (an expression under a condition, `np.sum(a[i] * b[j]) if c else 0.0`, read element by
+        # element: a tensor computed under the condition would be bound on one branch only)
         if elem_of is not None:
             pass  # (a slice expression, read element by element)
         elif isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name) and not _d.has_slice(x.slice):

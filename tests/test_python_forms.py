@@ -244,6 +244,18 @@ def p(a: f32["K", "M"], b: f32["K", "N"]) -> tuple[f32["M", "N"], f32["M", "N"]]
         q[:, n] = np.swapaxes(a, 0, 1) @ b[:, n] + 1.0
     return o, q
 ''', None),
+    # numpy's sum of a product of rows in both parts of a conditional expression (the one in
+    # the branch is evaluated under the condition: read element by element, not computed
+    # into a tensor bound on one branch; it was refused)
+    "row_dot_in_a_conditional": ('''
+@program
+def p(A: f32["M", "K"], B: f32["N", "K"]) -> f32["M", "N"]:
+    y = zeros((M, N))
+    for r in range(M):
+        for c in range(N):
+            y[r, c] = np.sum(A[r, :] * B[c, :]) if np.sum(A[r, :] * B[c, :]) > 0.0 else 0.0
+    return y
+''', ["matmul"]),
 }
 
 
