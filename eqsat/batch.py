@@ -28,7 +28,14 @@ def optimize_many(items, *, workers: int | None = None, executor: Executor | Non
     """
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ArgumentError(f"optimize_many: workers must be a whole number of processes, at least 1, got {workers!r}")
-    items = list(items)
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise ArgumentError(f"optimize_many: executor must be a concurrent.futures.Executor (something with "
+                            f"submit()), got {executor!r}")
+    try:
+        items = list(items)
+    except TypeError:
+        raise ArgumentError(f"optimize_many: items must be a list of (program, shapes) pairs or dicts, got "
+                            f"{type(items).__name__}") from None
     results: list = [None] * len(items)
     jobs = []
     for i, item in enumerate(items):
@@ -66,30 +73,56 @@ def optimize_many(items, *, workers: int | None = None, executor: Executor | Non
 def _job(i, item, options):
     if isinstance(item, dict):
         kw = {**options, **{k: v for k, v in item.items() if k not in ("program", "shapes")}}
-        return i, item.get("program"), item.get("shapes"), kw
-    if isinstance(item, (tuple, list)) and len(item) == 2:
-        return i, item[0], item[1], dict(options)
-    raise ArgumentError(f"optimize_many: item {i} must be (program, shapes) or a dict, got {type(item).__name__}")
+        out = i, item.get("program"), item.get("shapes"), kw
+    elif isinstance(item, (tuple, list)) and len(item) == 2:
+        out = i, item[0], item[1], dict(options)
+    else:
+        raise ArgumentError(f"optimize_many: item {i} must be (program, shapes) or a dict, got {type(item).__name__}")
+    fn = getattr(out[1], "fn", None)
+    if "<locals>" in getattr(fn, "__qualname__", ""):
+        # a worker finds a program by its module and name: one defined inside a function is
+        # nowhere there, and failing to load it would end the worker and break the pool
+        raise ArgumentError(f"optimize_many: item {i}'s program {fn.__name__!r} is defined inside a function; a "
+                            f"worker process finds a program by its module and name, so define it at the top "
+                            f"level of a module (or call optimize() for it)")
+    return out
+
+
+# what a Plan carries beyond its terms, sent back as it is (plain data)
+_META = ("extract_seconds", "extract_method", "ilp", "extraction", "egraph_nodes", "optimize_seconds", "phases",
+         "egraph_view", "provenance", "assumes", "cost")  # (cost: an assuming plan's includes its check)
 
 
 def _optimize_one(prog, shapes, kw):
     """In the worker: optimize, and return what a Plan is rebuilt from."""
     from .api import optimize
 
-    plan = optimize(prog, shapes, **kw)
-    meta = {k: getattr(plan, k, None) for k in ("extract_seconds", "extract_method", "ilp", "extraction", "egraph_nodes",
-                                                  "optimize_seconds")}
-    return plan.roots, plan.report, plan.rules, plan.target, meta, plan.lowered.kept_for_time
+    return _portable(optimize(prog, shapes, **kw))
 
 
-def _rebuild(prog, shapes, kw, data):
+def _portable(plan) -> dict:
+    """What `_rebuild` makes the same Plan from: its terms and report, its plain data, the
+    exact plan it falls back to (a plan that assumes finite arguments), and its
+    alternatives' terms (`candidates=k`)."""
+    return {"roots": plan.roots, "report": plan.report, "rules": plan.rules, "target": plan.target,
+            "kept": plan.lowered.kept_for_time, "meta": {k: getattr(plan, k, None) for k in _META},
+            "fallback": None if plan.fallback is None else _portable(plan.fallback),
+            "alternatives": [a.roots for a in plan.alternatives]}
+
+
+def _rebuild(prog, shapes, kw, data, lowered=None):
     from .api import Plan
     from .lower import lower
 
-    roots, report, rules, target, meta, kept = data
     # lowered again as the worker did: its nests kept as written for time stay so (the
     # roots name nests by their number)
-    plan = Plan(prog, dict(shapes), target, lower(prog, dict(shapes), keep=kept), roots, report, rules)
-    for k, v in meta.items():
+    if lowered is None or lowered.kept_for_time != data["kept"]:
+        lowered = lower(prog, dict(shapes), keep=data["kept"])
+    plan = Plan(prog, dict(shapes), data["target"], lowered, data["roots"], data["report"], data["rules"])
+    for k, v in data["meta"].items():
         setattr(plan, k, v)
+    plan.alternatives = [Plan(prog, dict(shapes), data["target"], lowered, r, data["report"], data["rules"],
+                              plan.costing) for r in data["alternatives"]]
+    if data["fallback"] is not None:
+        plan.fallback = _rebuild(prog, shapes, kw, data["fallback"], lowered)
     return plan

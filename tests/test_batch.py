@@ -2,7 +2,10 @@
 error in its slot (issue 13)."""
 from __future__ import annotations
 
+import numpy as np
+
 import eqsat
+from eqsat import f32, program  # noqa: F401 - (read by a program's annotations)
 from conftest import corpus_paths, load_case, random_args, rel_err
 
 
@@ -72,6 +75,8 @@ import importlib.util, sys
 spec = importlib.util.spec_from_file_location("tie", sys.argv[1])
 mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)
+import numpy as np
+
 import eqsat
 print(eqsat.optimize(mod.tie, {"M": 3, "K": 5, "N": 1, "B": 1}, target="cpu").roots)
 """
@@ -108,3 +113,50 @@ def test_workers_must_be_a_positive_count():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(eqsat.ArgumentError, match="workers"):
             eqsat.optimize_many([(prog, mod.SHAPES)], workers=bad)
+
+
+def test_a_plan_from_the_pool_keeps_its_assumption_and_its_fallback():
+    """A plan that assumes finite arguments came back from a worker without `assumes` and
+    without its exact fallback (rebuilt from its terms alone): an infinity in an element the
+    program never multiplies gave NaN (a probe). Rebuilt whole now, alternatives included."""
+    from pathlib import Path
+
+    mod, prog = load_case(Path(__file__).parent / "polybench" / "trmm.py")
+    shapes = {"M": 24, "N": 30}
+    alone = eqsat.optimize(prog, shapes, target="cpu", candidates=3)
+    (plan,) = eqsat.optimize_many([(prog, shapes)], workers=1, target="cpu", candidates=3, progress=False)
+    assert alone.assumes is not None and plan.assumes == alone.assumes
+    assert plan.fallback is not None and plan.cost == alone.cost
+    assert len(plan.alternatives) == len(alone.alternatives)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((24, 24)).astype(np.float32)
+    b = rng.standard_normal((24, 30)).astype(np.float32)
+    b[0, 3] = np.inf  # read only where the triangle's mask leaves it out
+    want = eqsat.reference(prog, np.float32(1.5), a, b)
+    got = plan.run(np.float32(1.5), a, b)
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    assert np.allclose(got[finite], want[finite], rtol=1e-4, atol=1e-4)
+
+
+def test_a_program_defined_inside_a_function_is_that_items_error(tmp_path):
+    """A worker cannot load a program defined in a function: it was unpickled in the worker,
+    which died, and every slot of the batch held BrokenProcessPool (a probe)."""
+    @program
+    def local(x: f32["N"]) -> f32["N"]:
+        return x * 2.0
+
+    good, _ = load_case(corpus_paths()[0])[::-1]
+    out = eqsat.optimize_many([(local, {"N": 4}), (good, load_case(corpus_paths()[0])[0].SHAPES)],
+                              workers=1, progress=False)
+    assert isinstance(out[0], eqsat.ArgumentError) and "defined inside a function" in str(out[0])
+    assert isinstance(out[1], eqsat.Plan)
+
+
+def test_a_bad_executor_or_items_is_an_argument_error():
+    for call in (lambda: eqsat.optimize_many([], executor="ray"), lambda: eqsat.optimize_many(None)):
+        try:
+            call()
+        except eqsat.ArgumentError:
+            continue
+        raise AssertionError("expected ArgumentError")
