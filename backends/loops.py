@@ -393,7 +393,7 @@ def _source(plan, nest):
             lines.append(f"{d} = {int(v)}")
     lib_names = {}  # canonical library name -> the name the user's code calls it by
     consts = {}  # module constants the nest reads
-    g = prog.fn.__globals__
+    g = {**prog.fn.__globals__, **prog.constants}  # (the constants as optimize() read them)
     for name in sorted(used - set(params) - set(plan.dims)):
         obj = g.get(name)
         canon = desugar.library_name(name) or next((k for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS,
@@ -402,7 +402,8 @@ def _source(plan, nest):
         if canon is not None:
             lib_names[canon] = name
             lines.append(f"{name} = None  # bound to the compiled {canon} on load")
-        elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        elif isinstance(obj, (int, float, np.floating)) and not isinstance(obj, bool):
+            obj = float(obj) if isinstance(obj, np.floating) else obj  # (np.float32(0.25): the number it holds)
             lines.append(f"{name} = {obj!r}")
             consts[name] = obj
     live = live_outputs(plan, nest)

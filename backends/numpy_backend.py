@@ -337,6 +337,7 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
         return fns[key]
     nest = plan.lowered.nests[nid]
     base = dict(plan.program.fn.__globals__)
+    base.update(plan.program.constants)  # (module constants as optimize() read them: the plan's snapshot)
     base.update(desugar.BINDINGS)  # (`eqsat_lib_exp` for the program's `np.exp`)
     base.update(plan.dims)
     n_tensors = len(nest.tensor_inputs)

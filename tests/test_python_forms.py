@@ -1110,3 +1110,31 @@ def p(a: f32["M", "K"], b: f32["K", "N"], x: f32["M", "N"]) -> tuple[f32["M", "N
     for backend in ("numpy", "triton"):
         assert close(plan.run(a, b, x, backend=backend), want), backend
     assert close(eqsat.reference(prog, a, b, x), want)
+
+
+def test_a_plan_computes_with_the_constants_optimize_read(tmp_program):
+    """A module constant changed after optimize(): the plan's kernels were built with the old
+    value and its kept nest compiled at the first run with the new one, so one result used
+    each (a probe). A plan is a snapshot: every part uses the value optimize() read."""
+    prog = tmp_program('''
+SCALE = 2.0
+
+@program
+def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
+    y = empty((N,))
+    z = empty((N,))
+    for i in range(N):
+        y[i] = x[i] * SCALE
+    for i in range(N):
+        z[i] = x[(i + 1) % N] * SCALE
+    return y, z
+''')
+    x = np.arange(1, 5, dtype=np.float32)
+    plan = eqsat.optimize(prog, {"N": 4})
+    prog.fn.__globals__["SCALE"] = 7.0
+    for backend in ("numpy", "triton"):
+        y, z = plan.run(x, backend=backend)
+        assert np.array_equal(y, x * 2.0) and np.array_equal(z, np.roll(x, -1) * 2.0), (backend, y, z)
+    again = eqsat.optimize(prog, {"N": 4})  # optimize() reads the module as it is now
+    y, z = again.run(x)
+    assert np.array_equal(y, x * 7.0) and np.array_equal(z, np.roll(x, -1) * 7.0)
