@@ -82,9 +82,15 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     # terms of a long chain of layers are deep; Python 3.11 recursion does not use the C
     # stack for Python-to-Python calls, so a higher limit is safe
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 50_000))
-    if target not in TARGETS:
+    if not isinstance(target, str) or target not in TARGETS:
         raise ArgumentError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     check_dims(prog, shapes)
+    if rules is not None and not isinstance(rules, (str, os.PathLike, Ruleset, list, tuple)):
+        try:  # (an iterator is read once here: the calls below each list the rules again)
+            rules = list(rules)
+        except TypeError:
+            raise ArgumentError(f"rules must be None, a family name, a rule file's path, a module, an egglog "
+                                f"Ruleset, or a list of those; got {type(rules).__name__}") from None
     if extract not in ("auto", "greedy", "ilp"):
         raise ArgumentError(f"extract must be 'auto', 'greedy' or 'ilp', got {extract!r}")
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
@@ -130,6 +136,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     else:
         lowered = _lowered
     t = lap("lower", t)
+    egraph.check_not_forked()  # (before the lock: a fork copies it held by the thread that had it)
     with EGGLOG_LOCK:  # egglog's declarations are process state: one thread at a time in it
         t = lap("wait for egglog", t)
         families = resolve_rules(rules)                            # which rewrites may run
@@ -445,13 +452,18 @@ class Plan:
                 elif n.op == "Sc.red":
                     self.var_extent[n.args[1]] = n.args[2]
 
+    def __reduce__(self):
+        raise EqsatError("a Plan holds compiled code and does not pickle: keep what re-creates it (the program, "
+                         "shapes, target and rules; `eqsat optimize ... --save`) and optimize again, or use "
+                         "optimize_many, which sends plans back from its workers")
+
     # ------------------------------------------------------------------ running
     def run(self, *args, backend: str = "numpy"):
         """Run the plan on these arguments (numpy arrays, torch tensors, anything array-like;
         parameters are passed by value). backend "numpy" (BLAS and numba on this CPU) or
         "triton" (the generated kernels; results in the caller's kind: torch in, torch out
         on the same device). Each backend's runner is built on the first call."""
-        call = self.__dict__.get("_calls", _NONE).get(backend)
+        call = self.__dict__.get("_calls", _NONE).get(backend) if isinstance(backend, str) else None
         if call is None:  # the first call on this backend: build its runner, keep its entry
             runner = self.compiled(backend)
             call = self.__dict__.setdefault("_calls", {}).setdefault(backend, getattr(runner, "entry", runner))
@@ -491,6 +503,8 @@ class Plan:
         `self.tuning` ranks them by model and by measurement). Elsewhere this plan's."""
         from eqsat.backends import registry
 
+        if not isinstance(backend, str):  # (a list, ...: not a backend's name)
+            raise ArgumentError(f"backend must be a backend's name ({', '.join(registry.names())}), got {backend!r}")
         runners = self.__dict__.setdefault("_runners", {})
         c = runners.get(backend)
         if c is None:

@@ -55,6 +55,28 @@ def split_target(text: str) -> tuple[str, str | None]:
     return text, None
 
 
+def _seed(text: str) -> int:
+    """`--seed`: a whole number numpy can seed with (0 or more)."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number, 0 or more, got {text!r}")
+    return v
+
+
+def _tolerance(text: str) -> float:
+    """`--tolerance`: a relative error, a positive number."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return v
+
+
 def _check_file(path: str, what: str = "program file") -> None:
     if not os.path.exists(path):
         raise CliError(f"{path}: no such file")
@@ -674,8 +696,8 @@ def parser() -> argparse.ArgumentParser:
                     help="the backend that runs the check (numpy; triton runs Triton's interpreter without a GPU)")
     op.add_argument("--no-check", action="store_true",
                     help="do not run the plan (reference runs the program as plain Python: slow for large loops)")
-    op.add_argument("--seed", type=int, default=0, help="seed of the random inputs (0)")
-    op.add_argument("--tolerance", type=float, help="relative error allowed (1e-4 numpy, 5e-3 triton)")
+    op.add_argument("--seed", type=_seed, default=0, help="seed of the random inputs (0)")
+    op.add_argument("--tolerance", type=_tolerance, help="relative error allowed (1e-4 numpy, 5e-3 triton)")
     op.add_argument("--view", metavar="OUT.html", help="write the viewer page")
     op.add_argument("--emit", choices=["triton", "ptx"],
                     help="print the Triton kernels, or their PTX (sm_90; sm_80 for --target a100)")

@@ -6,6 +6,7 @@ import gc
 import itertools
 import json
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from egglog import EGraph, Ruleset, back_off, bindings, run
 from egglog.egraph import to_runtime_expr
 
 from . import sorts as S
+from .errors import EqsatError
 from .limits import Limits, resident_mb
 from .terms import Node
 
@@ -152,6 +154,25 @@ def shape_text(shape) -> str:
 
 _LOCAL = threading.local()  # this thread's prepared e-graph (e-graphs cannot cross threads)
 
+_EGGLOG_PID: list = [None]  # the process that made an e-graph: egglog's state is its own
+
+
+def _using_egglog() -> None:
+    if _EGGLOG_PID[0] is None:
+        _EGGLOG_PID[0] = os.getpid()
+
+
+def check_not_forked() -> None:
+    """Refuse to go on in a process forked from one that had used egglog: its engine's
+    threads do not survive a fork, and its first call there never returned (a probe: a
+    `multiprocessing` pool of the default start method on Linux, after the parent had
+    optimized)."""
+    if _EGGLOG_PID[0] is not None and _EGGLOG_PID[0] != os.getpid():
+        raise EqsatError("this process was forked from one that had already used eqsat's engine (egglog), "
+                         "whose threads do not survive a fork: its calls would never return. Start worker "
+                         "processes with multiprocessing's 'spawn' or 'forkserver' method "
+                         "(multiprocessing.get_context('spawn')), or use eqsat.optimize_many, which does")
+
 # egglog keeps part of each pushed-and-popped call's work in the e-graph it was pushed
 # on (about 0.5 KB an e-node: 30-100 KB a call on corpus programs, tens of MB on big
 # ones; with 8 threads a 200k-node budget let resident memory reach 1.3 GB), and frees it only when
@@ -169,6 +190,7 @@ class _Prepared:
     cleared on that thread)."""
 
     def __init__(self):
+        _using_egglog()
         self.eg = EGraph()
         _declare(self.eg)
         self.ready: dict = {}  # key -> the schedule registered under it (keys hold ids)
@@ -247,6 +269,7 @@ def build(lowered, opaque_shapes: dict, eg: EGraph | None = None) -> tuple[EGrap
     """Put the lowered program into `eg` (prepared by `session`), or into a new e-graph."""
     shared, inputs = _shared_and_inputs([*lowered.roots, *(x for pair in lowered.unions for x in pair), *opaque_shapes])
     if eg is None:
+        _using_egglog()
         eg = EGraph()
         b = Builder(eg, shared)
     else:

@@ -216,7 +216,11 @@ class Program:
         missing = object()
         for name, v in self.constants.items():
             now = g.get(name, missing)
-            if now is not v and now != v:
+            try:
+                same = now is v or bool(now == v)
+            except (TypeError, ValueError):  # (rebound to an array: parsed again, it is refused there)
+                same = False
+            if not same:
                 from .frontend import program
 
                 return program(self.fn)

@@ -12,8 +12,25 @@ from .errors import ArgumentError
 
 
 def _env(name: str, default, cast):
+    """The environment variable's value (a whole number where `cast` is int: `1e5` is 100000),
+    else the default; a value that is no number is an ArgumentError naming the variable."""
     v = os.environ.get(name)
-    return cast(v) if v not in (None, "") else default
+    if v in (None, ""):
+        return default
+    try:
+        x = float(v)
+        if cast is int:
+            if not x.is_integer():
+                raise ValueError
+            return int(x)
+        return x
+    except (ValueError, OverflowError):
+        raise ArgumentError(f"environment variable {name} must be {'a whole number' if cast is int else 'a number'}, "
+                            f"got {v!r}") from None
+
+
+# the largest count egglog takes (its counters are 64-bit signed)
+MAX_COUNT = 2**62
 
 
 @dataclass(frozen=True)
@@ -58,12 +75,17 @@ class Limits:
         for f in fields(self):
             v = getattr(self, f.name)
             whole = f.type in ("int", int)
+            if type(v).__module__ == "numpy" and hasattr(v, "item") and not isinstance(v, bool):
+                v = v.item()  # (np.int64(100), np.float32(2.5): the number they hold)
+                object.__setattr__(self, f.name, v)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or (whole and not isinstance(v, int)):
                 raise ArgumentError(f"Limits.{f.name} must be {'an integer' if whole else 'a number'}, got {v!r}")
             if math.isnan(v) or v <= 0:
                 raise ArgumentError(f"Limits.{f.name} must be positive, got {v!r}")
             if math.isinf(v) and f.name not in unbounded:
                 raise ArgumentError(f"Limits.{f.name} must be finite, got {v!r}")
+            if whole and v > MAX_COUNT:
+                raise ArgumentError(f"Limits.{f.name} must be at most 2**62, got {v!r}")
 
 
 # A loop nest's analysis still running at this fraction of `Limits.seconds` is abandoned

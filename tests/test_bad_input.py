@@ -1765,3 +1765,66 @@ def test_an_early_return_under_the_truth_of_a_tensor_is_refused():
             return x
 
     expect_program_error(build, "truth", "a condition must be a comparison", at="x")
+
+
+def test_arguments_of_the_wrong_kind_are_argument_errors(tmp_path):
+    """A probe's list (each was a TypeError from inside): a target or backend that is no
+    name, rules that are no sources; rules given as an iterator are read once, not lost;
+    a Plan says it does not pickle and what to do instead."""
+    import pickle
+
+    prog = _simple_program(tmp_path)
+    shapes = {"M": 4}
+    expect_argument_error(lambda: eqsat.optimize(prog, shapes, target=["cpu"]), "unknown target")
+    expect_argument_error(lambda: eqsat.optimize(prog, shapes, rules=3), "rules must be")
+    assert eqsat.optimize(prog, shapes, rules=iter(["inline", "algebra"])).rules == ["inline", "algebra"]
+    plan = eqsat.optimize(prog, shapes)
+    expect_argument_error(lambda: plan.run(np.ones(4, np.float32), backend=["numpy"]), "backend must be")
+    with pytest.raises(eqsat.EqsatError, match="does not pickle"):
+        pickle.dumps(plan)
+
+
+def _simple_program(tmp_path):
+    path = tmp_path / "simple_prog.py"
+    path.write_text("from eqsat import *\n\n@program\ndef p(x: f32['M']) -> f32['M']:\n    return x * 2.0\n")
+    spec = importlib.util.spec_from_file_location(f"simple_prog_{uuid.uuid4().hex}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.p
+
+
+def _optimize_in_child(queue):
+    prog = _simple_program_at(queue.get())
+    try:
+        eqsat.optimize(prog, {"M": 4})
+        queue.put("returned")
+    except eqsat.EqsatError as e:
+        queue.put(f"EqsatError: {e}")
+
+
+def _simple_program_at(path):
+    spec = importlib.util.spec_from_file_location(f"simple_prog_{uuid.uuid4().hex}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.p
+
+
+def test_a_process_forked_after_the_engine_ran_says_so_instead_of_hanging(tmp_path):
+    """egglog's threads do not survive a fork: optimize() in a child forked after the parent
+    had optimized never returned (a probe, with multiprocessing's default start method on
+    Linux). It raises at once, saying which start method to use."""
+    import multiprocessing
+
+    prog = _simple_program(tmp_path)
+    eqsat.optimize(prog, {"M": 4})  # the engine has run in this process
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    queue.put(str(tmp_path / "simple_prog.py"))
+    child = ctx.Process(target=_optimize_in_child, args=(queue,))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("optimize() in the forked child did not return")
+    got = queue.get(timeout=5)
+    assert got.startswith("EqsatError") and "spawn" in got, got

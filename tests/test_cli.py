@@ -392,3 +392,12 @@ def test_rulecheck_examine_keeps_check_working(tmp_path):
     rep = rulecheck.examine(str(path), family, list(FAMILIES) + [str(path)], list(FAMILIES), ruleset=rs)
     assert rep.sound and rep.rules and all(name.startswith("commute.py.") for name in rep.rules)
     assert len(rep.stats) == len(rulecheck._probes()) and all(s.growth for s in rep.stats)
+
+
+def test_a_negative_seed_or_a_tolerance_that_is_no_positive_number_is_a_usage_error(run_cli, files):
+    """`--seed -5` was an internal error (exit 3) and `--tolerance nan` a MISMATCH (a probe)."""
+    path = files("one.py", ONE)
+    for flag, value in (("--seed", "-5"), ("--tolerance", "nan"), ("--tolerance", "-1")):
+        rc, out, err = run_cli("optimize", path, flag, value)
+        assert rc == 2, (flag, value, rc, err)
+        short_error(err, flag, lines=3)

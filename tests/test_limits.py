@@ -16,7 +16,7 @@ from eqsat.errors import ArgumentError
     ({"seconds": math.nan}, "seconds"), ({"seconds": -1.0}, "seconds"), ({"seconds": 0}, "seconds"),
     ({"nodes": 0}, "nodes"), ({"nodes": 2.5}, "nodes"), ({"iterations": math.inf}, "iterations"),
     ({"memory_mb": math.nan}, "memory_mb"), ({"memory_mb": "1 GB"}, "memory_mb"), ({"match_limit": -3}, "match_limit"),
-    ({"seconds": True}, "seconds"),
+    ({"seconds": True}, "seconds"), ({"match_limit": 2**63}, "match_limit"), ({"nodes": 2**70}, "nodes"),
 ])
 def test_bad_limits_are_refused_naming_the_field(kw, field):
     with pytest.raises(ArgumentError, match=f"Limits.{field}"):
@@ -26,6 +26,29 @@ def test_bad_limits_are_refused_naming_the_field(kw, field):
 def test_unbounded_time_and_memory_are_allowed():
     lim = eqsat.Limits(seconds=math.inf, memory_mb=math.inf)
     assert lim.seconds == math.inf and lim.memory_mb == math.inf
+
+
+def test_numpy_numbers_huge_seconds_and_environment_values(monkeypatch, tmp_program):
+    """numpy numbers are the numbers they hold; a time limit of 1e13 s (meant as no bound)
+    optimizes (isl's operation quota took it as a 64-bit overflow: TypeError); environment
+    values that are no number name their variable (a ValueError from int() did not)."""
+    import numpy as np
+
+    lim = eqsat.Limits(nodes=np.int64(1000), seconds=np.float32(2.5))
+    assert lim.nodes == 1000 and type(lim.nodes) is int and lim.seconds == 2.5
+    prog = tmp_program("""
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
+    return relu(x @ w)
+""")
+    assert eqsat.optimize(prog, {"M": 4, "K": 3, "N": 5}, limits=eqsat.Limits(seconds=1e13)).kernels[0].kind == "matmul"
+    monkeypatch.setenv("EQSAT_NODES", "1e5")
+    assert eqsat.Limits().nodes == 100_000
+    for name, value in (("EQSAT_NODES", "abc"), ("EQSAT_NODES", "2.5"), ("EQSAT_MEMORY_MB", "x")):
+        monkeypatch.setenv(name, value)
+        with pytest.raises(ArgumentError, match=name):
+            eqsat.Limits()
+        monkeypatch.delenv(name)
 
 
 def test_optimize_gives_back_the_garbage_collector_settings(tmp_program, monkeypatch):
