@@ -49,6 +49,7 @@ from .ir import idx_names as _idx_names, leaves as _leaves, max_min as _max_min
 from .terms import Node
 from .hoist import hoist_invariant_reductions
 from .unroll import unrolled
+from .peel import absorb_first
 from .reroll import reroll
 from .unsplit import merge_split_reductions, unsplit
 from .work import nest_work
@@ -152,6 +153,7 @@ class _Lowerer:
         self.env: dict[str, Node] = {}
         self.shapes: dict[str, tuple] = {}  # tensor name -> concrete shape
         self.unions: list = []
+        self.functional: dict = {}  # a kept nest's output tensor -> its functional form (a union above)
         self.nests: dict = {}
         self.fresh = count()
         self.var_extent: dict = {}
@@ -622,6 +624,7 @@ class _Lowerer:
                 self.env[n] = o
                 if got is not None:
                     self.unions.append((o, got))
+                    self.functional[o] = got
 
     def _scalar_output(self, t: Node) -> bool:
         """Whether scalar term `t` reads a scalar a kept nest writes (`Sc.load` of its output
@@ -1285,15 +1288,20 @@ class _NestRun:
             self.checks.append((s, key, init_src, red))
             if name in self.low.shapes:
                 init = _load(init_term if init_term is not None else self.low.env[name], idx)
-                total = T.binop("Sc.add", init, term) if op == "sum" else Node(f"Sc.{op}", init, term)
+                total = self._started(init, term) if op == "sum" else Node(f"Sc.{op}", init, term)
                 self.define(s, name, idx, [], total, loops=outer + bound_loops)
                 src = self.cur[name][1]
                 self.cur[name] = (self.cur[name][0], Source(s, name, tuple(x for x in src.free if x in outer),
                                                             init_src))
             else:
                 init = init_term if init_term is not None else self.low.env[name]
-                total = T.binop("Sc.add", init, term) if op == "sum" else Node(f"Sc.{op}", init, term)
+                total = self._started(init, term) if op == "sum" else Node(f"Sc.{op}", init, term)
                 self.scal[name] = (total, Source(s, name, tuple(outer), init_src))
+
+    def _started(self, init: Node, term: Node) -> Node:
+        """`init + term`, one sum where init is the sum's own first term (`eqsat/peel.py`)."""
+        whole = absorb_first(init, term, lambda n: self.low.new_var("k", n), self.low.functional)
+        return whole if whole is not None else T.binop("Sc.add", init, term)
 
     def _reduce(self, s, red: list, accs, contrib, bound=()):
         if isinstance(s, For):

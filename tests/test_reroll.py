@@ -213,3 +213,67 @@ def test_loops_in_pieces_are_one_matmul(tmp_program, name, target):
 def test_pieces_that_are_not_one_loop_stay_as_written(tmp_program, name):
     plan = _check(tmp_program, AS_WRITTEN[name], "h100")
     assert "matmul" not in [k.kind for k in plan.kernels] or len(plan.kernels) > 1, plan
+
+
+# the first term as the start of a sum written in another nest, or as a scalar's start
+# (`eqsat/peel.py`, on the terms: the start may be an earlier nest's tensor)
+STARTED_ELSEWHERE = {
+    "first_term_nest": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            c[i, j] = w[0, j] * x[i, 0]
+    for i in range(M):
+        for j in range(N):
+            for k in range(1, K):
+                c[i, j] += x[i, k] * w[k, j]
+    return c
+''', True),
+    "first_term_vector": ('''
+@program
+def p(x: f32["M", "K"], v: f32["K"]) -> f32["M"]:
+    y = empty((M,))
+    for i in range(M):
+        s = x[i, 0] * v[0]
+        for k in range(1, K):
+            s += x[i, k] * v[k]
+        y[i] = s
+    return y
+''', True),
+    # not the first term: another column, a scaled one, the term before a later start
+    "another_column": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            c[i, j] = x[i, 1] * w[0, j]
+    for i in range(M):
+        for j in range(N):
+            for k in range(1, K):
+                c[i, j] += x[i, k] * w[k, j]
+    return c
+''', False),
+    "scaled_first_term": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            c[i, j] = x[i, 0] * w[0, j] * 2.0
+    for i in range(M):
+        for j in range(N):
+            for k in range(1, K):
+                c[i, j] += x[i, k] * w[k, j]
+    return c
+''', False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STARTED_ELSEWHERE))
+def test_a_sum_started_at_its_first_term_elsewhere(tmp_program, name):
+    src, one = STARTED_ELSEWHERE[name]
+    plan = _check(tmp_program, src, "h100")
+    assert ([k.kind for k in plan.kernels] == ["matmul"]) == one, plan
