@@ -11,7 +11,9 @@ expression of sizes, integer constants and the variables of loops around that bi
 and otherwise only steps it (`c += s`, `c -= s`, `c = c + s`; s an integer expression of
 sizes and constants), each step reached from the binding's block through `for ... in
 range(lo, hi)` loops only (no `if`, no other step size, no `break` or `continue` in them),
-and every mention of it comes after the binding in that block. Then at any read, `c` is
+and every mention of it comes after the binding in that block, and some read of it is an
+index or a loop bound (read as values only, it stays a scalar the nest computes). Then at
+any read, `c` is
 `e0 + sum over steps U of s_U * (how many times U ran before the read)`, and that count
 is affine in the loop variables: for the loops the read shares with U, the completed
 iterations of each times U's runs per iteration of it, plus U's runs in the current
@@ -136,7 +138,6 @@ def _owner_stmts(fdef) -> dict:
 def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
     paths = _paths(fdef)
     owner = _owner_stmts(fdef)
-    stmts = {id(s): s for s in ast.walk(fdef) if isinstance(s, ast.stmt)}
     inits, steps, reads = [], [], []
     for n in ast.walk(fdef):
         if isinstance(n, ast.stmt) and _step_of(n, name) is not None:
@@ -157,6 +158,8 @@ def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
             return False
     if len(inits) != 1 or not steps or any(s is None for s in map(owner.get, map(id, reads))):
         return False
+    if not any(id(r) in _index_positions(fdef) for r in reads):
+        return False  # (read as a value only: a scalar the nest computes, as before; no assertion needed)
     init = inits[0]
     ipath = paths[id(init)]
     block, i0 = ipath[-1]
@@ -196,6 +199,7 @@ def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
                 return False
         plans.append((sign, size, loops, rel))
     values = []
+    counted = []  # the loops whose trip counts the closed forms multiply by
     for r in reads:
         s = owner[id(r)]
         rel = after_init(s)
@@ -203,17 +207,16 @@ def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
             return False
         value = copy.deepcopy(init.value)
         for sign, size, loops, urel in plans:
-            count = _count(urel, rel, loops, stmts)
+            count = _count(urel, rel, loops, counted)
             if count is None:
                 return False
             if count is not _ZERO:
                 term = ast.BinOp(left=copy.deepcopy(size), op=ast.Mult(), right=count)
                 value = ast.BinOp(left=value, op=ast.Add() if sign > 0 else ast.Sub(), right=term)
         values.append(value)
-    for sign, size, loops, urel in plans:
-        for f, lo, hi in loops:
-            if not _never_negative(lo, hi, sizes, is_int_constant):
-                asserts.append((f, lo, hi))
+    for f, lo, hi in counted:
+        if not _never_negative(lo, hi, sizes, is_int_constant):
+            asserts.append((f, lo, hi))
     # rewrite: reads, then the binding and steps dropped
     for r, v in zip(reads, values):
         _replace(fdef, r, v)
@@ -244,6 +247,18 @@ def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
 _ZERO = ast.Constant(0)
 
 
+def _index_positions(fdef) -> set:
+    """ids of the Name nodes read where a value cannot stand: inside a subscript's index or
+    a `range(...)`'s arguments."""
+    out = set()
+    for n in ast.walk(fdef):
+        parts = [n.slice] if isinstance(n, ast.Subscript) else \
+            n.args if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "range" else []
+        for p in parts:
+            out |= {id(x) for x in ast.walk(p) if isinstance(x, ast.Name)}
+    return out
+
+
 def _step_target_load(s):
     """The Name a `c = c + s` step reads (not a read of the counter's value)."""
     if isinstance(s, ast.Assign) and isinstance(s.value, ast.BinOp):
@@ -251,9 +266,10 @@ def _step_target_load(s):
     return None
 
 
-def _count(urel, prel, loops, stmts):
+def _count(urel, prel, loops, counted: list):
     """How many times the step at relative path `urel` has run before the statement at
-    `prel` (both from the binding's block): an AST expression, `_ZERO`, or None."""
+    `prel` (both from the binding's block): an AST expression, `_ZERO`, or None. The loops
+    whose trip counts it multiplies by are added to `counted`."""
     terms = []
     d = 0
     while True:
@@ -264,6 +280,7 @@ def _count(urel, prel, loops, stmts):
         if uk != pk:
             if uk < pk:
                 terms.append(_trips(inner))
+                counted.extend(inner)
             break
         if d == len(urel) - 1:
             return None  # (the read is inside the step itself)
@@ -274,6 +291,7 @@ def _count(urel, prel, loops, stmts):
             return None  # (the read is in the loop's else: not reached through the body)
         n = ast.BinOp(left=ast.Name(id=f.target.id, ctx=ast.Load()), op=ast.Sub(), right=copy.deepcopy(lo))
         terms.append(ast.BinOp(left=n, op=ast.Mult(), right=_trips(loops[d + 1:])))
+        counted.extend(loops[d + 1:])
         d += 1
     if not terms:
         return _ZERO

@@ -11,7 +11,8 @@ statements; this is on the terms, so the start may come from an earlier nest's t
 The summand is compared with the start up to the order of + and * operands and with every
 index in one affine form. Floating point: the one sum adds the first term first, as the
 loops did, but from 0.0 (a sum's start): the same value but for the sign of a zero where
-every term is -0.0, which the loops' `-0.0 + (0.0 + ...)` also makes 0.0.
+every term is -0.0 (the loops give -0.0, the sum 0.0; a matmul kernel's accumulator starts
+at 0.0 too). README, "floating point", says so.
 """
 from __future__ import annotations
 

@@ -82,7 +82,19 @@ def p(x: f32["N", "M"]) -> f32:
             s += x[i, j]
             c += 1
     return s / c
-''', {"N": 4, "M": 5}, ["reduction", "pointwise"]),
+''', {"N": 4, "M": 5}, None),
+    # an index read after the loops (the count of all their iterations)
+    "index_after": ('''
+@program
+def p(x: f32["N", "M"]) -> f32["NM"]:
+    y = zeros((NM,))
+    c = 0
+    for i in range(N):
+        for j in range(M):
+            c += 1
+    y[c - 1] = x[N - 1, M - 1]
+    return y
+''', {"N": 3, "M": 4, "NM": 12}, ["pointwise"]),
 }
 
 
@@ -107,19 +119,34 @@ def test_a_loop_that_may_run_no_iteration_is_asserted_on_the_sizes(tmp_program):
     N - 1 = -1: the counter adds an assertion on the sizes, checked when they are known."""
     prog = tmp_program('''
 @program
-def p(x: f32["N"]) -> f32:
+def p(x: f32["N"], z: f32["M"]) -> f32["M"]:
+    y = z * 1.0
     c = 0
-    s = 0.0
     for i in range(1, N):
-        s += x[i]
         c += 1
-    return s / (c + 1)
+    y[c] = x[0]
+    return y
 ''')
     for n in (1, 4):
-        x = np.arange(n, dtype=np.float32)
-        assert np.isclose(eqsat.optimize(prog, {"N": n}).run(x), eqsat.reference(prog, x))
+        x, z = np.arange(n, dtype=np.float32) + 1, np.zeros(5, np.float32)
+        assert np.array_equal(eqsat.optimize(prog, {"N": n, "M": 5}).run(x, z), eqsat.reference(prog, x, z))
     with pytest.raises(eqsat.ArgumentError, match="counter 'c' counts the iterations of `for i in range"):
-        eqsat.optimize(prog, {"N": 0})
+        eqsat.optimize(prog, {"N": 0, "M": 5})
+
+
+def test_a_counter_read_as_a_value_only_stays_a_value(tmp_program):
+    """Read only as a value, a counter is not replaced (nor asserted on): a loop that runs
+    no iteration leaves it as Python does (a probe: `range(M - 2)` at M = 1 was refused)."""
+    prog = tmp_program('''
+@program
+def p(x: f32["M"]) -> f32:
+    c = 0
+    for j in range(M - 2):
+        c += 1
+    return x[0] * c
+''')
+    x = np.full(1, 3.0, np.float32)
+    assert eqsat.optimize(prog, {"M": 1}).run(x) == eqsat.reference(prog, x) == 0.0
 
 
 def test_a_counter_in_a_triangle_is_refused_with_what_a_counter_is(tmp_program):
