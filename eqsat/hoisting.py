@@ -21,8 +21,12 @@ class Hoisting(ast.NodeTransformer):
 
     def visit_IfExp(self, n):
         """`a if c else b`: Python evaluates `a` only where c holds, `b` where it fails, so
-        what they hoist runs under that condition (a sum over `x[i - 1]` guarded by i > 0)."""
+        what they hoist runs under that condition (a sum over `x[i - 1]` guarded by i > 0).
+        `np.where(c, a, b)` of tensors (this form, marked) computes a and b whole first."""
         n.test = self.visit(n.test)
+        if getattr(n, "eqsat_where", False):  # (np.where computes both of its values, everywhere)
+            n.body, n.orelse = self.visit(n.body), self.visit(n.orelse)
+            return n
         n.body = self.guarded(n.test, n.body)
         n.orelse = self.guarded(ast.UnaryOp(op=ast.Not(), operand=n.test), n.orelse)
         return n

@@ -256,6 +256,13 @@ def p(A: f32["M", "K"], B: f32["N", "K"]) -> f32["M", "N"]:
             y[r, c] = np.sum(A[r, :] * B[c, :]) if np.sum(A[r, :] * B[c, :]) > 0.0 else 0.0
     return y
 ''', ["matmul"]),
+    # np.where computes both values whole: an einsum in them is no einsum under a condition
+    # (it was refused: "comparisons are between scalars")
+    "where_of_einsums": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
+    return np.where(np.einsum("ik,kj->ij", x, w) > 0, np.einsum("ik,kj", x, w), 0.0)
+''', ["matmul"]),
 }
 
 
