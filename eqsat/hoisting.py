@@ -24,12 +24,25 @@ class Hoisting(ast.NodeTransformer):
         what they hoist runs under that condition (a sum over `x[i - 1]` guarded by i > 0).
         `np.where(c, a, b)` of tensors (this form, marked) computes a and b whole first."""
         n.test = self.visit(n.test)
-        if getattr(n, "eqsat_where", False):  # (np.where computes both of its values, everywhere)
+        if getattr(n, "eqsat_where", False) and self._over_tensors(n):
+            # (np.where of tensors computes both of its values whole, everywhere; of numbers
+            # in a loop, guarded as a conditional expression: its values may read where the
+            # condition keeps them from, `np.where(i > 0, x[i - 1], 0.0)`, which numpy
+            # wraps around and eqsat refuses)
             n.body, n.orelse = self.visit(n.body), self.visit(n.orelse)
             return n
         n.body = self.guarded(n.test, n.body)
         n.orelse = self.guarded(ast.UnaryOp(op=ast.Not(), operand=n.test), n.orelse)
         return n
+
+    def _over_tensors(self, n) -> bool:
+        env = getattr(self, "env", None)
+        if env is None:
+            return False
+        from .names import SCALAR
+
+        got = env.condition_shape(n.test)
+        return got is not None and got is not SCALAR
 
     def visit_BoolOp(self, n):
         """`a and b` evaluates b only where a holds; `a or b` where it fails."""

@@ -263,6 +263,15 @@ def p(A: f32["M", "K"], B: f32["N", "K"]) -> f32["M", "N"]:
 def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
     return np.where(np.einsum("ik,kj->ij", x, w) > 0, np.einsum("ik,kj", x, w), 0.0)
 ''', ["matmul"]),
+    # np.where of numbers in a loop stays guarded: its value reads x[i - 1] only where i > 0
+    "where_of_numbers_guards_its_values": ('''
+@program
+def p(x: f32["N", "M"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = np.where(i > 0, np.sum(x[i - 1, :]), 0.0)
+    return y
+''', None),
 }
 
 
