@@ -31,6 +31,8 @@ def absorb_first(start: Node, total: Node, new_var, functional=None) -> Node | N
     if start.op == "Sc.load" and start.args[0].op == "Ten.opaque" and functional and start.args[0] in functional:
         start = Node("Sc.load", functional[start.args[0]], start.args[1])
     first = _element(start)
+    if first is None or first.op != body.op:  # (the summand at -1 has the summand's own root)
+        return None
     at = _shifted(body, v, None, -1)
     if first is None or at is None or not _same(_canonical(first), _canonical(at)):
         return None
@@ -48,7 +50,7 @@ def _element(t: Node) -> Node | None:
         if len(dims) != len(idx):
             return None
         env = {var: ix for (var, _), ix in zip(dims, idx)}
-        return T.rebuild(comp.args[1], lambda x: env.get(x.args[0]) if x.op == "Ix.v" else None)
+        return _rebuild(comp.args[1], lambda x: env.get(x.args[0]) if x.op == "Ix.v" else None)
     return None if t.sort != "Sc" else t
 
 
@@ -111,7 +113,7 @@ def _shifted(body: Node, v: Node, w: Node | None, delta: int) -> Node | None:
             ok[0] = False  # (v bound again inside: binders are unique, so never; but never rename under it)
         return None
 
-    out = T.rebuild(body, replace)
+    out = _rebuild(body, replace)
     return out if ok[0] else None
 
 
@@ -123,7 +125,25 @@ def _canonical(t: Node) -> Node:
             return None if got is None else _build(*got)
         return None
 
-    return T.rebuild(t, replace)
+    return _rebuild(t, replace)
+
+
+def _rebuild(n: Node, replace) -> Node:
+    """`T.rebuild` that does not enter tensors: a load's tensor is a whole earlier
+    computation (a chain's every layer before), which no index of this sum's summand is in."""
+    memo: dict = {}
+
+    def go(x):
+        got = memo.get(x)
+        if got is None:
+            new = replace(x)
+            if new is None:
+                new = x if x.sort == "Ten" else \
+                    Node(x.op, *[go(a) if isinstance(a, Node) else a for a in x.args])
+            got = memo[x] = new
+        return got
+
+    return go(n)
 
 
 def _same(a: Node, b: Node, budget: list | None = None) -> bool:
