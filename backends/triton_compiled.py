@@ -175,7 +175,7 @@ class TritonCompiled:
         torch = self.torch
         want = self._torch_dtype(dtype)
         if not isinstance(v, torch.Tensor):
-            v = torch.from_numpy(np.asarray(v, dtype=np.float32, order="C"))  # keeps 0-d
+            v = torch.from_numpy(_writable(np.asarray(v, dtype=np.float32, order="C")))  # keeps 0-d
         if v.dtype not in (torch.float32, torch.float16, torch.bfloat16, want):
             v = v.to(torch.float32)  # ints, float64: to f32 first (as bind_args does), then rounded
         return v.to(device=self.device, dtype=want)
@@ -193,7 +193,7 @@ class TritonCompiled:
         torch = self.torch
         if isinstance(v, torch.Tensor):
             return v.to(device=self.device, dtype=torch.float32)
-        return torch.from_numpy(np.asarray(v, dtype=np.float32, order="C")).to(self.device)  # keeps 0-d
+        return torch.from_numpy(_writable(np.asarray(v, dtype=np.float32, order="C"))).to(self.device)  # keeps 0-d
 
     def _to_host(self, t):
         """A float32 numpy array (the host computes in f32; an f16 input read there widens)."""
@@ -250,3 +250,9 @@ def _stand_in(t):
     """A zero-stride numpy array of a device tensor's shape: what the argument checks read
     of it, without copying it to the host."""
     return np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), shape=tuple(t.shape), strides=(0,) * t.dim())
+
+
+def _writable(a: np.ndarray) -> np.ndarray:
+    """`a`, or a copy where it is read-only (torch.from_numpy warns of a read-only array,
+    which a run never writes: parameters are passed by value)."""
+    return a if a.flags.writeable else a.copy()

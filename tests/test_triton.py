@@ -795,3 +795,22 @@ def p(a: f32["N"], b: f32["N"]) -> f32["N"]:
     assert os.environ.get("TRITON_INTERPRET") == "1"
     ptx = triton_backend.ptx(plan, 0, arch=90)
     assert ".target sm_90" in ptx and "ld.global" in ptx
+
+
+def test_a_read_only_array_runs_without_torchs_warning(tmp_program):
+    """torch.from_numpy warned of every read-only argument (a probe); its copy is taken now."""
+    import warnings
+
+    import numpy as np
+
+    prog = tmp_program("""
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    return x * 2.0
+""")
+    x = np.arange(4, dtype=np.float32)
+    x.flags.writeable = False
+    plan = eqsat.optimize(prog, {"N": 4})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.array_equal(plan.run(x, backend="triton"), x * 2.0)
