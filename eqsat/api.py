@@ -390,16 +390,21 @@ def _family(name: str, mod) -> tuple:
 
 
 def _load_rule_file(path: str):
+    """A user's rule file as a module; an ArgumentError naming the file where it is no
+    Python file, does not load, or defines no `ruleset` (bad input, not an unsound rule)."""
     name = "eqsat_user_rules_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ArgumentError(f"{path}: a rule file is a Python file (.py) defining `ruleset`")
     mod = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(mod)
     except Exception as e:  # a user's file: report where, not a deep traceback
-        raise EqsatError(f"{path}: cannot load rule file: {type(e).__name__}: {e}") from e
+        raise ArgumentError(f"{path}: cannot load rule file: {type(e).__name__}: {e}") from e
     rs = getattr(mod, "ruleset", None)
     if not isinstance(rs, Ruleset):
-        raise EqsatError(f"{path}: a rule file must define `ruleset` (an egglog @ruleset)")
+        raise ArgumentError(f"{path}: a rule file must define `ruleset` (an egglog @ruleset), got "
+                            f"{type(rs).__name__ if rs is not None else 'none'}")
     return mod
 
 

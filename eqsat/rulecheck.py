@@ -132,7 +132,10 @@ def check(user_sources: list, builtin: list) -> None:
     from .limits import Limits
     from .reference import reference
 
+    from .api import resolve_rules
+
     for label, source in user_sources:
+        resolve_rules([source])  # (a file that does not load is bad input, said as such: ArgumentError)
         key = _key(source, label)
         if key in _CHECKED:
             if _CHECKED[key] is not None:

@@ -1828,3 +1828,19 @@ def test_a_process_forked_after_the_engine_ran_says_so_instead_of_hanging(tmp_pa
         pytest.fail("optimize() in the forked child did not return")
     got = queue.get(timeout=5)
     assert got.startswith("EqsatError") and "spawn" in got, got
+
+
+@pytest.mark.parametrize("name, text, phrase", [
+    ("empty.py", "", "must define `ruleset`"), ("syntax.py", "def (\n", "SyntaxError"),
+    ("three.py", "ruleset = 3\n", "got int"), ("rules.txt", "x", "a Python file (.py)"),
+])
+def test_a_rule_file_that_does_not_load_is_bad_input_not_an_unsound_rule(tmp_path, name, text, phrase):
+    """A rule file with a syntax error, no `ruleset`, or no Python at all was reported as an
+    unsound rule (a probe program 'failed with it'): it is an ArgumentError naming the file."""
+    path = tmp_path / name
+    path.write_text(text)
+    prog = _simple_program(tmp_path)
+    e = expect_argument_error(lambda: eqsat.optimize(prog, {"M": 4}, rules=["algebra", str(path)]), phrase)
+    from eqsat.rulecheck import UnsoundRule
+
+    assert str(path) in str(e) and not isinstance(e, UnsoundRule)
