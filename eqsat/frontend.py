@@ -15,7 +15,7 @@ import inspect
 
 import numpy as np
 
-from . import aliases, counters, desugar, lang, pingpong, reductions
+from . import aliases, counters, desugar, lang, loopnames, pingpong, reductions
 from .args import SIZE_COMPARISONS
 from .errors import Loc, ProgramError
 from .ir import (
@@ -176,6 +176,8 @@ class _Parser:
         for x in ast.walk(fdef):  # (before eqsat's own rewrites bind such names)
             if isinstance(x, ast.Name) and x.id.startswith("eqsat_"):
                 raise self.err(x, f"{x.id!r}: names starting with 'eqsat_' are reserved for eqsat's temporaries")
+        # a top-level loop reusing a name the function binds otherwise, dead after it: renamed
+        loopnames.rename_reused(fdef)
         # Python's other spellings of the language's forms (`A[i][j]`, `x.shape[0]`, `np.exp`)
         sizes = {nm for nm, (kind, _) in self.sym.items() if kind == "dim"} | set(out_dims)
         desugar.rewrite(fdef, params, sizes, self.resolve_global)

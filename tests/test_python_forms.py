@@ -1154,3 +1154,45 @@ def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
     again = eqsat.optimize(prog, {"N": 4})  # optimize() reads the module as it is now
     y, z = again.run(x)
     assert np.array_equal(y, x * 7.0) and np.array_equal(z, np.roll(x, -1) * 7.0)
+
+
+def test_a_loop_reusing_a_dead_name_is_that_loops_variable(tmp_program):
+    """`y1 = np.maximum(h, 0)` ... `for y1 in range(N)` (nested too, and a second loop over
+    the same name): Python rebinds y1 to the loop's integers; nothing reads it after, so it
+    is the loop's variable (`eqsat/loopnames.py`; it was refused, 'shadows another name')."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], v: f32["N", "N"]) -> f32["M", "N"]:
+    y1 = np.maximum(x, 0.0)
+    h = y1
+    y = empty((M, N))
+    for x1 in range(M):
+        for y1 in range(N):
+            acc = 0.0
+            for z1 in range(K):
+                acc += h[x1, z1] * w[z1, y1]
+            y[x1, y1] = acc
+    for y1 in range(N):
+        for x1 in range(M):
+            y[x1, y1] += v[y1, y1]
+    return y
+''')
+    dims = {"M": 5, "K": 4, "N": 3}
+    args = random_args(prog, dims, seed=2)
+    plan = eqsat.optimize(prog, dims)
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
+    assert "matmul" in [k.kind for k in plan.kernels], plan
+
+
+def test_a_loop_variable_read_after_its_loop_under_a_reused_name_stays_refused(tmp_program):
+    with pytest.raises(eqsat.ProgramError, match="shadows another name"):
+        tmp_program(PRELUDE + '''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    t = x * 2.0
+    y = empty((N,))
+    for t in range(N):
+        y[t] = x[t]
+    return y * t
+''')
