@@ -313,6 +313,27 @@ class _Parser:
                     out.append(d)
         return out
 
+    def return_dim(self, fdef, d) -> tuple:
+        """A returned tensor's declared extent as an index expression: a name, a
+        non-negative int, or an integer expression of sizes (`"H - K + 1"`, `"N // 2"`),
+        checked against the returned extent when the sizes are known."""
+        if _valid_dim(d):
+            return ("name", d) if isinstance(d, str) else ("int", d)
+        if isinstance(d, str):
+            try:
+                e = ast.parse(d.strip(), mode="eval").body
+            except SyntaxError:
+                e = None
+            if e is not None:
+                try:
+                    t = self.iexpr(e)
+                except ProgramError:
+                    t = None
+                if t is not None and all(self.sym.get(nm, ("",))[0] == "dim" for nm in ie_names(t)):
+                    return t
+        raise self.err(fdef, f"dims of the returned tensor must be names, non-negative ints or integer "
+                             f"expressions of sizes (\"H - K + 1\"), got {d!r}")
+
     def annotation(self, node, t):
         """An annotation's value; with `from __future__ import annotations` it is a string."""
         if isinstance(t, str):
@@ -338,11 +359,7 @@ class _Parser:
                     raise self.err(ret, f"returns a tensor of shape {_shape_str(r.ty)} but the annotation "
                                         "declares a scalar")
             elif isinstance(w, lang.TensorType):
-                for d in w.dims:
-                    if not _valid_dim(d):
-                        raise self.err(fdef, f"dims of the returned tensor must be names or non-negative ints, "
-                                             f"got {d!r}")
-                ty = tuple(("name", d) if isinstance(d, str) else ("int", d) for d in w.dims)
+                ty = tuple(self.return_dim(fdef, d) for d in w.dims)
                 if r.ty is None or len(r.ty) != len(ty):
                     raise self.err(ret, f"returns {_shape_str(r.ty)} but the annotation declares {_shape_str(ty)}")
                 for axis, (got, declared) in enumerate(zip(r.ty, ty)):

@@ -612,3 +612,33 @@ def f(x, y):
     assert flips.shared("u") == {"u", "t"}
     plain = aliases.Memory(fdef)  # (no call is a view: np.flip's result is new memory)
     assert plain.shared("s") == {"s", "v"} and not plain.written("s")
+
+
+def test_a_return_annotation_may_be_an_expression_of_sizes(tmp_program):
+    """`-> f32["H - K + 1"]` (a valid convolution, Needleman-Wunsch's `N + 1`) was refused:
+    "dims of the returned tensor must be names or non-negative ints" (a probe). An integer
+    expression of sizes is checked against the returned extent when the sizes are known."""
+    import numpy as np
+
+    prog = tmp_program('''
+@program
+def conv(x: f32["H"], w: f32["K"]) -> f32["H - K + 1"]:
+    y = empty((H - K + 1,))
+    for i in range(H - K + 1):
+        s = 0.0
+        for k in range(K):
+            s += x[i + k] * w[k]
+        y[i] = s
+    return y
+''')
+    x, w = np.arange(9, dtype=np.float32), np.array([1.0, -2.0, 0.5], np.float32)
+    plan = eqsat.optimize(prog, {"H": 9, "K": 3})
+    assert np.allclose(plan.run(x, w), np.convolve(x, w[::-1], mode="valid"))
+    wrong = tmp_program('''
+@program
+def p(x: f32["N"]) -> f32["N + 2"]:
+    y = zeros((N + 1,))
+    return y
+''')
+    with pytest.raises(eqsat.ProgramError, match="annotation declares 5"):
+        eqsat.optimize(wrong, {"N": 3})
