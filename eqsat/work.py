@@ -32,7 +32,7 @@ def nest_work(s, dims, iters=1) -> dict:
             out += lib(c)
         return out
 
-    def go(s, iters, env):
+    def go(s, iters, env, loop=None):
         if isinstance(s, For):
             # iterations at the midpoint of the enclosing loops (exact for rectangular nests)
             lo, hi = ie_eval(s.lo, {**dims, **env}), ie_eval(s.hi, {**dims, **env})
@@ -44,14 +44,20 @@ def nest_work(s, dims, iters=1) -> dict:
             n = max(0.0, (hi - lo) / s.step)
             inner = {**env, s.var: lo + s.step * (n - 1) / 2 if n else lo}
             for b in body:
-                go(b, iters * n, inner)
+                go(b, iters * n, inner, (s, lo, hi, n))
             return
-        if isinstance(s, If):  # the condition, and both branches as an upper bound
+        if isinstance(s, If):
+            # the condition; a branch on the enclosing loop's variable against bounds (a band,
+            # `if j >= i - 2 and j <= i + 3`) for the iterations it takes, any other as an
+            # upper bound (both branches every iteration)
             ops, nodes, _ = counts(s.cond)
             w["ops"] += iters * ops
             w["nodes"] += iters * nodes
-            for b in s.body + s.orelse:
-                go(b, iters, env)
+            taken = _taken(s.cond, loop, {**dims, **env})
+            for b in s.body:
+                go(b, iters if taken is None else iters * taken, env)
+            for b in s.orelse:
+                go(b, iters if taken is None else iters * (1.0 - taken), env)
             return
         if isinstance(s, Alloc):
             size = 1
@@ -112,3 +118,37 @@ def _value(e, env: dict):
             return None
         return -vs[0] if e.fn == "neg" else max(vs) if e.fn == "max" else min(vs)
     return None
+
+
+def _taken(cond, loop, env):
+    """The fraction of the enclosing loop's iterations (at the midpoint of the loops around
+    it) on which `cond`, comparisons of that loop's variable with expressions of sizes and
+    outer variables joined by `and`, holds; None for any other condition."""
+    if loop is None:
+        return None
+    f, lo, hi, n = loop
+    if n <= 0 or f.step != 1:
+        return None
+    tests = cond.args if isinstance(cond, BoolOp) and cond.op == "and" else (cond,)
+    a, b = lo, hi  # the iterations kept: a <= v < b
+    for t in tests:
+        if not isinstance(t, Compare) or t.op not in ("<", "<=", ">", ">="):
+            return None
+        if isinstance(t.a, Dim) and t.a.name == f.var:
+            op, other = t.op, t.b
+        elif isinstance(t.b, Dim) and t.b.name == f.var:
+            op, other = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[t.op], t.a
+        else:
+            return None
+        v = _value(other, env)
+        if v is None:
+            return None
+        if op == ">=":
+            a = max(a, v)
+        elif op == ">":
+            a = max(a, math.floor(v) + 1)
+        elif op == "<":
+            b = min(b, v)
+        else:
+            b = min(b, math.floor(v) + 1)
+    return max(0.0, min(b, hi) - max(a, lo)) / n

@@ -483,3 +483,18 @@ def p(A: f32["N", "N"], x: f32["N"]) -> f32["N"]:
     assert [k.kind for k in plan.kernels if k.kind != "pointwise"] == ["loop"], plan
     args = random_args(prog, {"N": n}, seed=1)
     assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
+
+
+def test_a_branch_on_the_loop_variable_is_priced_for_the_iterations_it_takes():
+    """`if j >= i - 2 and j <= i + 3` in a loop over j: the work model counted its body on
+    every iteration (an upper bound); a band on the loop's variable takes 6 of N."""
+    from eqsat.ir import Bin, BoolOp, Compare, Const, Dim, For, If, Index, Store
+    from eqsat.work import nest_work
+
+    n = 1000
+    body = Store(None, "y", (("name", "i"),), Index(None, "a", (("name", "i"), ("name", "j"))), aug=True)
+    near = [Compare(None, ">=", Dim(None, "j"), Bin(None, "-", Dim(None, "i"), Const(None, 2.0))),
+            Compare(None, "<=", Dim(None, "j"), Bin(None, "+", Dim(None, "i"), Const(None, 3.0)))]
+    inner = For(None, "j", ("int", 0), ("name", "N"), [If(None, BoolOp(None, "and", tuple(near)), [body], [])])
+    w = nest_work(For(None, "i", ("int", 0), ("name", "N"), [inner]), {"N": n})
+    assert w["bytes"] <= 4 * 2 * 6 * n * 1.01, w  # (the store and its load, on 6 iterations of each row)
