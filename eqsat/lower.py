@@ -436,18 +436,10 @@ class _Lowerer:
             coef, const = ie_affine(ie, self.dims, loc)
         except NotAffine as why:
             raise NotFunctional(str(why)) from None
-        parts = []
-        for name, c in sorted(coef.items()):
+        for name in sorted(coef):
             if name not in loopvars:
                 raise ProgramError(f"{name!r} is not a loop variable in scope", loc)
-            x = loopvars[name]
-            parts.append(x if c == 1 else Node("Ix.scale", x, c))
-        if const or not parts:
-            parts.append(T.ilit(const))
-        out = parts[0]
-        for p in parts[1:]:
-            out = Node("Ix.add", out, p)
-        return out
+        return T.ix_affine([(loopvars[name], c) for name, c in sorted(coef.items())], const)
 
     def scalar(self, e, ctx: "_Ctx") -> Node:
         if isinstance(e, Const):

@@ -78,16 +78,7 @@ def _affine(x: Node):
 
 
 def _build(coef: dict, const: int) -> Node:
-    parts = []
-    for var in sorted(coef, key=T.show_var):
-        c = coef[var]
-        parts.append(Node("Ix.v", var) if c == 1 else Node("Ix.scale", Node("Ix.v", var), c))
-    if const or not parts:
-        parts.append(T.ilit(const))
-    out = parts[0]
-    for p in parts[1:]:
-        out = Node("Ix.add", out, p)
-    return out
+    return T.ix_affine([(Node("Ix.v", var), coef[var]) for var in sorted(coef, key=T.show_var)], const)
 
 
 def _shifted(body: Node, v: Node, w: Node | None, delta: int) -> Node | None:

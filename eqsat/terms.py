@@ -85,6 +85,18 @@ def ilit(n: int) -> Node:
     return Node("Ix.lit", int(n))
 
 
+def ix_affine(terms, const: int) -> Node:
+    """The index `sum of c * x over (x, c) in terms, plus const` (x an Ix term), in the order
+    given, the constant last (and alone where there is no term)."""
+    parts = [x if c == 1 else Node("Ix.scale", x, c) for x, c in terms]
+    if const or not parts:
+        parts.append(ilit(const))
+    out = parts[0]
+    for p in parts[1:]:
+        out = Node("Ix.add", out, p)
+    return out
+
+
 def cons_list(sort: str, items) -> Node:
     """A `sort.cons` list of items (Ixs, Tens, Scs)."""
     out = Node(f"{sort}.nil")
