@@ -10,7 +10,7 @@ A name `c` is a counter when the function binds it once plainly (`c = e0`, e0 an
 expression of sizes, integer constants and the variables of loops around that binding)
 and otherwise only steps it (`c += s`, `c -= s`, `c = c + s`; s an integer expression of
 sizes and constants), each step reached from the binding's block through `for ... in
-range(lo, hi)` loops only (no `if`, no other step size, no `break` or `continue` in them),
+range(lo, hi)` loops only (step 1 or -1; no `if`, no `break` or `continue` in them),
 and every mention of it comes after the binding in that block, and some read of it is an
 index or a loop bound (read as values only, it stays a scalar the nest computes). Then at
 any read, `c` is
@@ -83,14 +83,30 @@ def _int_expr(e, names: set, is_int_constant) -> bool:
 
 
 def _range_bounds(f: ast.For):
-    """(lo, hi) of `for v in range(hi)` / `range(lo, hi)` (step 1), else None."""
+    """(a, b, down) of a loop over `range(hi)`, `range(lo, hi)`, `range(lo, hi, 1)` (a = lo,
+    b = hi) or `range(start, stop, -1)` (a = stop, b = start, down): it runs b - a times, its
+    n-th iteration (from 0) at v = a + n, or v = b - n going down; else None."""
     it = f.iter
     if not (isinstance(f.target, ast.Name) and isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
-            and it.func.id == "range" and not it.keywords and 1 <= len(it.args) <= 2) or f.orelse:
+            and it.func.id == "range" and not it.keywords and 1 <= len(it.args) <= 3) or f.orelse:
         return None
     if len(it.args) == 1:
-        return ast.Constant(0), it.args[0]
-    return it.args[0], it.args[1]
+        return ast.Constant(0), it.args[0], False
+    step = _constant_int(it.args[2]) if len(it.args) == 3 else 1
+    if step == 1:
+        return it.args[0], it.args[1], False
+    if step == -1:
+        return it.args[1], it.args[0], True
+    return None
+
+
+def _constant_int(e):
+    if isinstance(e, ast.Constant) and type(e.value) is int:
+        return e.value
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) and \
+            type(e.operand.value) is int:
+        return -e.operand.value
+    return None
 
 
 def _blocks(node):
@@ -175,7 +191,7 @@ def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
             return None
         return p[len(ipath) - 1:]
     asserts = []
-    plans = []  # per step: (sign, size, [(loop, lo, hi)] along its path, its relative path)
+    plans = []  # per step: (sign, size, [(loop, a, b, down)] along its path, its relative path)
     for u in steps:
         rel = after_init(u)
         if rel is None:
@@ -189,10 +205,10 @@ def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
             bounds = _range_bounds(f) if isinstance(f, ast.For) else None
             if bounds is None or any(isinstance(x, (ast.Break, ast.Continue, ast.Return)) for x in ast.walk(f)):
                 return False
-            lo, hi = bounds
+            lo, hi, down = bounds
             if not (_int_expr(lo, sizes, is_int_constant) and _int_expr(hi, sizes, is_int_constant)):
                 return False  # (a bound reading another loop's variable: not affine)
-            loops.append((f, lo, hi))
+            loops.append((f, lo, hi, down))
         # each loop of the path must hold the next: For bodies only (not an if, not an else)
         for (b, k), (nb, _) in zip(rel[:-1], rel[1:]):
             if nb is not b[k].body:
@@ -214,7 +230,7 @@ def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
                 term = ast.BinOp(left=copy.deepcopy(size), op=ast.Mult(), right=count)
                 value = ast.BinOp(left=value, op=ast.Add() if sign > 0 else ast.Sub(), right=term)
         values.append(value)
-    for f, lo, hi in counted:
+    for f, lo, hi, _ in counted:
         if not _never_negative(lo, hi, sizes, is_int_constant):
             asserts.append((f, lo, hi))
     # rewrite: reads, then the binding and steps dropped
@@ -284,12 +300,14 @@ def _count(urel, prel, loops, counted: list):
             break
         if d == len(urel) - 1:
             return None  # (the read is inside the step itself)
-        f, lo, _ = loops[d]
+        f, lo, hi, down = loops[d]
         if d + 1 >= len(prel):  # (the read is the loop's own header: before its iterations)
             break
         if prel[d + 1][0] is not f.body:
             return None  # (the read is in the loop's else: not reached through the body)
-        n = ast.BinOp(left=ast.Name(id=f.target.id, ctx=ast.Load()), op=ast.Sub(), right=copy.deepcopy(lo))
+        v = ast.Name(id=f.target.id, ctx=ast.Load())
+        n = ast.BinOp(left=copy.deepcopy(hi), op=ast.Sub(), right=v) if down else \
+            ast.BinOp(left=v, op=ast.Sub(), right=copy.deepcopy(lo))
         terms.append(ast.BinOp(left=n, op=ast.Mult(), right=_trips(loops[d + 1:])))
         counted.extend(loops[d + 1:])
         d += 1
@@ -304,7 +322,7 @@ def _count(urel, prel, loops, counted: list):
 def _trips(loops):
     """The product of the loops' trip counts (1 for none)."""
     out = ast.Constant(1)
-    for f, lo, hi in loops:
+    for f, lo, hi, _ in loops:
         out = ast.BinOp(left=out, op=ast.Mult(),
                         right=ast.BinOp(left=copy.deepcopy(hi), op=ast.Sub(), right=copy.deepcopy(lo)))
     return out

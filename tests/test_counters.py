@@ -83,6 +83,25 @@ def p(x: f32["N", "M"]) -> f32:
             c += 1
     return s / c
 ''', {"N": 4, "M": 5}, None),
+    # counted in loops that run downward (`range(N - 1, -1, -1)`: n-th iteration at N - 1 - n)
+    "downward": ('''
+@program
+def p(x: f32["N", "M"]) -> tuple[f32["NM"], f32["NM"]]:
+    y = zeros((NM,))
+    z = zeros((NM,))
+    c = 0
+    for i in range(N - 1, -1, -1):
+        for j in range(M):
+            y[c] = x[i, j]
+            c += 1
+    d = 0
+    for i in range(N):
+        for j in range(M - 1, -1, -1):
+            z[d] = x[i, j] * 2.0
+            d += 1
+    z[d - 1] += 1.0
+    return y, z
+''', {"N": 3, "M": 4, "NM": 12}, None),
     # an index read after the loops (the count of all their iterations)
     "index_after": ('''
 @program
