@@ -13,18 +13,19 @@ sizes and constants), each step reached from the binding's block through `for ..
 range(lo, hi)` loops only (step 1 or -1; no `if`, no `break` or `continue` in them),
 and every mention of it comes after the binding in that block, and some read of it is an
 index or a loop bound (read as values only, it stays a scalar the nest computes). Then at
-any read, `c` is
-`e0 + sum over steps U of s_U * (how many times U ran before the read)`, and that count
+any read, `c` is `e0 + sum over steps U of s_U * (how many times U ran before the read)`,
+and that count
 is affine in the loop variables: for the loops the read shares with U, the completed
 iterations of each times U's runs per iteration of it, plus U's runs in the current
 iteration if U comes first in the innermost shared body. The reads are replaced by that
 expression and the binding and steps are dropped, so the index is affine and the nest is
 analysed as any other (`eqsat/dataflow.py`).
 
-The count multiplies by a loop's trip count `hi - lo`; Python's `range` runs no iteration
-where that is negative, the formula would count backwards. Where a trip count is not
-non-negative for every size (`range(1, N)`), an `assert hi - lo >= 0` on the sizes is
-added at the top of the function, checked when the sizes are known, naming the counter.
+The count multiplies by a loop's trip count (`hi - lo`; `start - stop` going down);
+Python's `range` runs no iteration where that is negative, the formula would count
+backwards. Where a trip count the closed forms use is not non-negative for every size
+(`range(1, N)`), an assertion on the sizes is added at the top of the function, checked
+when the sizes are known, naming the counter.
 Loops whose bounds read other loops' variables (a triangle: a count that is not affine)
 and counters read where the count is not known (after the block, in a `while`) are left
 as they are: the front end then refuses the index as before.
