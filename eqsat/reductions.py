@@ -73,6 +73,8 @@ class Reductions(Hoisting):
         whole cannot carry (a softmax per head in a loop over heads stayed a loop kernel).
         Only where the statements read nothing of `m` (`m = np.max(m, ...)` keeps its
         temporary) and `m` is named nowhere else as a temporary."""
+        if len(n.targets) == 1 and isinstance(n.targets[0], ast.Subscript) and isinstance(n.value, ast.Name):
+            return self._stored_directly(n)
         if len(n.targets) != 1 or not isinstance(n.targets[0], ast.Name) or not isinstance(n.value, ast.Name):
             return None
         name, temp = n.targets[0].id, n.value.id
@@ -83,6 +85,53 @@ class Reductions(Hoisting):
             return None
         self.pending = [_d._Renamed({temp: name}).visit(st) for st in self.pending]
         self.env.shapes[name] = self.env.shapes[temp]
+        return ast.copy_location(ast.Pass(), n)
+
+    def _stored_directly(self, n):
+        """`out[:, i, j, :] = np.max(x[...], axis=(1, 2))` in a loop (a max pool): where the
+        loops this pass placed only store each element of their temporary once (max, min:
+        no accumulation into it) and read only tensors nothing in the function writes, they
+        store into the target's elements instead, and the temporary and its copy go (each
+        iteration allocated a buffer and copied it: 5x numba's time, a probe)."""
+        target, temp = n.targets[0], n.value.id
+        if not temp.startswith("eqsat_red") or temp not in self.env.shapes or not self.pending:
+            return None
+        sec = sections.parse(target, self.env)
+        dims = self.env.shapes[temp][0]
+        if sec is None or any(a[0] == "new" for a in sec.axes) or len(sec.dims) != len(dims) or \
+                not sections.same_dims(sec.dims, dims):
+            return None
+        written = {x.value.id for x in ast.walk(self.env.fdef) if isinstance(x, ast.Subscript) and
+                   isinstance(x.ctx, ast.Store) and isinstance(x.value, ast.Name)} | set(self.env.stores)
+        alloc, stores = None, []
+        for st in self.pending:
+            for x in ast.walk(st):
+                if isinstance(x, ast.Name) and x.id == temp:
+                    continue
+                if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load) and x.id in self.env.shapes and \
+                        x.id in written:
+                    return None  # (a tensor the function writes: it may be the target's memory)
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and \
+                    st.targets[0].id == temp:
+                if alloc is not None:
+                    return None
+                alloc = st
+        for st in self.pending:
+            for x in ast.walk(st):
+                if isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name) and x.value.id == temp:
+                    if not isinstance(x.ctx, ast.Store) or len(_d.index_elts(x.slice)) != len(dims):
+                        return None
+                    stores.append(x)
+                elif isinstance(x, ast.AugAssign) and isinstance(x.target, ast.Subscript) and \
+                        isinstance(x.target.value, ast.Name) and x.target.value.id == temp:
+                    return None  # (an accumulation reads the temporary's zeros)
+        names = [x for st in self.pending for x in ast.walk(st) if isinstance(x, ast.Name) and x.id == temp]
+        if alloc is None or len(names) != len(stores) + 1:
+            return None  # (the temporary read somewhere, or not allocated here)
+        for x in stores:
+            new = sec.at(list(_d.index_elts(x.slice)), ast.Store())
+            x.value, x.slice = new.value, new.slice
+        self.pending = [st for st in self.pending if st is not alloc]
         return ast.copy_location(ast.Pass(), n)
 
     def visit_Call(self, n):

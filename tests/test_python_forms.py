@@ -1196,3 +1196,32 @@ def p(x: f32["N"]) -> f32["N"]:
         y[t] = x[t]
     return y * t
 ''')
+
+
+def test_a_window_max_stored_into_a_slice_fills_the_slice(tmp_program):
+    """`out[:, i, j, :] = np.max(x[:, 2*i:2*i+2, 2*j:2*j+2, :], axis=(1, 2))` (a max pool
+    written with numpy): its loops store the target's elements, with no buffer allocated and
+    copied in every iteration (a probe: 5x numba); NaN as numpy's max gives it."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["NB", "H", "W", "C"]) -> f32["NB", "HH", "WW", "C"]:
+    out = np.empty((NB, H // 2, W // 2, C), dtype=np.float32)
+    for i in range(H // 2):
+        for j in range(W // 2):
+            out[:, i, j, :] = np.max(x[:, 2 * i:2 * i + 2, 2 * j:2 * j + 2, :], axis=(1, 2))
+    return out
+''')
+    dims = {"NB": 2, "H": 6, "W": 4, "C": 3, "HH": 3, "WW": 2}
+    (x,) = random_args(prog, dims, seed=8)
+    x[1, 2, 3, 0] = np.nan
+    want = x.reshape(2, 3, 2, 2, 2, 3).max(axis=(2, 4))
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for backend in ("numpy", "triton"):
+        got = plan.run(x, backend=backend)
+        assert np.array_equal(np.isnan(got), np.isnan(want)) and np.allclose(got[~np.isnan(want)], want[~np.isnan(want)])
+    from eqsat.backends import loops
+
+    for k in plan.kernels:
+        if k.kind == "loop":
+            src = loops._source(plan, plan.lowered.nests[k.nest])[0]
+            assert "eqsat_lib_zeros" not in src and "eqsat_red0 =" not in src, src
