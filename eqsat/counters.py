@@ -35,6 +35,8 @@ from __future__ import annotations
 import ast
 import copy
 
+from .desugar import _number
+
 
 def substitute(fdef: ast.FunctionDef, sizes: set, is_int_constant) -> list:
     """Replace every counter of `fdef` (module doc) in place; returns their names.
@@ -102,16 +104,13 @@ def _range_bounds(f: ast.For):
 
 
 def _constant_int(e):
-    if isinstance(e, ast.Constant) and type(e.value) is int:
-        return e.value
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) and \
-            type(e.operand.value) is int:
-        return -e.operand.value
-    return None
+    """The value of an integer literal (`3`, `-1`), else None."""
+    v = _number(e)
+    return v if type(v) is int else None
 
 
 def _blocks(node):
-    """The statement lists a statement holds, with their owner: [(owner, list)]."""
+    """The statement lists a statement holds (its body, else and finally)."""
     out = []
     for field in ("body", "orelse", "finalbody"):
         b = getattr(node, field, None)
@@ -175,7 +174,8 @@ def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
             return False
     if len(inits) != 1 or not steps or any(s is None for s in map(owner.get, map(id, reads))):
         return False
-    if not any(id(r) in _index_positions(fdef) for r in reads):
+    positions = _index_positions(fdef)
+    if not any(id(r) in positions for r in reads):
         return False  # (read as a value only: a scalar the nest computes, as before; no assertion needed)
     init = inits[0]
     ipath = paths[id(init)]
@@ -235,8 +235,13 @@ def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
         if not _never_negative(lo, hi, sizes, is_int_constant):
             asserts.append((f, lo, hi))
     # rewrite: reads, then the binding and steps dropped
+    places = _places(fdef)
     for r, v in zip(reads, values):
-        _replace(fdef, r, v)
+        parent, field, k = places[id(r)]
+        if k is None:
+            setattr(parent, field, ast.copy_location(v, r))
+        else:
+            getattr(parent, field)[k] = ast.copy_location(v, r)
     for s in [init, *steps]:
         p = paths[id(s)]
         b, _ = p[-1]
@@ -332,13 +337,7 @@ def _trips(loops):
 def _never_negative(lo, hi, sizes, is_int_constant) -> bool:
     """hi - lo >= 0 for every non-negative value of the sizes: hi a sum of sizes (each with
     a non-negative integer factor) plus a constant at least lo, a constant."""
-    def const(e):
-        if isinstance(e, ast.Constant) and type(e.value) is int:
-            return e.value
-        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
-            c = const(e.operand)
-            return None if c is None else -c
-        return None
+    const = _constant_int
 
     def split(e):  # (the constant part of a sum of non-negative size terms) or None
         c = const(e)
@@ -364,15 +363,16 @@ def _never_negative(lo, hi, sizes, is_int_constant) -> bool:
     return lo_c is not None and hi_c is not None and hi_c >= lo_c
 
 
-def _replace(fdef, old: ast.Name, new) -> None:
-    """Replace the Name node `old` in the tree by expression `new`."""
+def _places(fdef) -> dict:
+    """id(node) -> (its parent, the field holding it, its position in that field's list or
+    None): where a node is replaced."""
+    out = {}
     for parent in ast.walk(fdef):
         for field, value in ast.iter_fields(parent):
-            if value is old:
-                setattr(parent, field, ast.copy_location(new, old))
-                return
-            if isinstance(value, list):
+            if isinstance(value, ast.AST):
+                out[id(value)] = (parent, field, None)
+            elif isinstance(value, list):
                 for k, x in enumerate(value):
-                    if x is old:
-                        value[k] = ast.copy_location(new, old)
-                        return
+                    if isinstance(x, ast.AST):
+                        out[id(x)] = (parent, field, k)
+    return out

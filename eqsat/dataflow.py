@@ -100,7 +100,7 @@ def operation_quota(ops: float | None):
         return
     ctx = context()
     before = ctx.get_max_operations()
-    ctx.set_max_operations(max(1, min(int(min(ops, 2.0**62)), 2**62)))  # (0 would mean no bound; isl's is 64-bit)
+    ctx.set_max_operations(max(1, int(min(ops, 2.0**62))))  # (0 would mean no bound; isl's is 64-bit)
     ctx.reset_operations()
     try:
         yield

@@ -268,15 +268,15 @@ def _rank(shape) -> int | None:
     return None if shape is None or shape is SCALAR else len(shape[0])
 
 
-def _perm_len(call: ast.Call) -> int:
-    perm = call.args[1] if len(call.args) == 2 else next(k.value for k in call.keywords if k.arg == "axes")
-    return len(perm.elts)
+def _perm(call: ast.Call):
+    """The permutation a transpose call gives (`transpose(a, p)`, `axes=p`), else None."""
+    return call.args[1] if len(call.args) == 2 else next((k.value for k in call.keywords if k.arg == "axes"), None)
 
 
 def _reverses_axes(call: ast.Call) -> bool:
     """`transpose(a)`, or `transpose(a, perm)` (`axes=perm`) with perm the axes reversed, as
     constants (`(1, 0)`): the view `a.T` is."""
-    perm = call.args[1] if len(call.args) == 2 else next((k.value for k in call.keywords if k.arg == "axes"), None)
+    perm = _perm(call)
     if len(call.args) not in (1, 2) or len(call.args) + len(call.keywords) > 2 or \
             any(k.arg != "axes" for k in call.keywords):
         return False
@@ -439,8 +439,8 @@ class _Env(ast.NodeTransformer):
             return SCALAR if type(e.value) in (int, float) else None
         if isinstance(e, ast.Name):
             known = e.id in self.scalars or e.id in self.loopvars or e.id in self.sizes
-            return SCALAR if known or type(self.resolve(e.id)) in (int, float) or \
-                isinstance(self.resolve(e.id), np.floating) else None
+            v = self.resolve(e.id)
+            return SCALAR if known or type(v) in (int, float) or isinstance(v, np.floating) else None
         if isinstance(e, ast.Subscript) and not has_slice(e.slice) and \
                 not sections.is_mask(e.slice, self.masks):  # an element (not what a mask selects)
             got = self.shape(e.value)
@@ -1181,7 +1181,7 @@ class _Env(ast.NodeTransformer):
             out.eqsat_where, out.eqsat_source = True, ast.unparse(n)  # (the source, for an error)
             return out
         if obj in (np.transpose, lang.transpose) and n.args and _reverses_axes(n) and \
-                (len(n.args) == 1 and not n.keywords or _rank(self.value_shape(n.args[0])) == _perm_len(n)):
+                (_perm(n) is None or _rank(self.value_shape(n.args[0])) == len(_perm(n).elts)):
             # (`np.transpose(x)`, `transpose(x, (1, 0))`: every axis reversed, the view x.T)
             return ast.copy_location(ast.Attribute(value=n.args[0], attr="T", ctx=ast.Load()), n)
         copied = n.args[0] if obj is np.copy and len(n.args) == 1 else \
@@ -1247,8 +1247,6 @@ def _number(e):
     if isinstance(e, ast.Constant) and type(e.value) in (int, float):
         return e.value
     return None
-
-
 
 
 def _same(a, b):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from .names import LIB
+from .names import LIB, SCALAR
 
 
 class Hoisting(ast.NodeTransformer):
@@ -39,8 +39,6 @@ class Hoisting(ast.NodeTransformer):
         env = getattr(self, "env", None)
         if env is None:
             return False
-        from .names import SCALAR
-
         got = env.condition_shape(n.test)
         return got is not None and got is not SCALAR
 

@@ -12,15 +12,12 @@ import ast
 
 
 def rename_reused(fdef: ast.FunctionDef) -> list:
-    """Rename, in place, the variables of top-level loops that reuse a name bound otherwise;
-    returns the names renamed."""
+    """Rename, in place, the variables of loops that reuse a name bound otherwise and dead
+    after them (module doc); returns the names renamed."""
     params = {a.arg for a in fdef.args.args}
     bound = set(params)
-    loop_targets = set()
     for n in ast.walk(fdef):
-        if isinstance(n, ast.For):
-            loop_targets |= {x.id for x in ast.walk(n.target) if isinstance(x, ast.Name)}
-        elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
                 bound |= {x.id for x in ast.walk(t) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
     taken = {x.id for x in ast.walk(fdef) if isinstance(x, ast.Name)} | params

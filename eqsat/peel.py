@@ -34,7 +34,7 @@ def absorb_first(start: Node, total: Node, new_var, functional=None) -> Node | N
     if first is None or first.op != body.op:  # (the summand at -1 has the summand's own root)
         return None
     at = _shifted(body, v, None, -1)
-    if first is None or at is None or not _same(_canonical(first), _canonical(at)):
+    if at is None or not _same(_canonical(first), _canonical(at)):
         return None
     w = new_var(n + 1)
     shifted = _shifted(body, v, w, -1)  # body at v = w - 1

@@ -128,19 +128,17 @@ def check(user_sources: list, builtin: list) -> None:
     `optimize(rules=...)` accepts them) to the `builtin` family names breaks a probe."""
     if os.environ.get("EQSAT_CHECK_RULES", "1") == "0":
         return
-    from .api import optimize
+    from .api import optimize, resolve_rules
     from .limits import Limits
     from .reference import reference
 
-    from .api import resolve_rules
-
     for label, source in user_sources:
-        resolve_rules([source])  # (a file that does not load is bad input, said as such: ArgumentError)
         key = _key(source, label)
         if key in _CHECKED:
             if _CHECKED[key] is not None:
                 raise _CHECKED[key]
             continue
+        resolve_rules([source])  # (a file that does not load is bad input, said as such: ArgumentError)
         err = None
         matched: dict = {}
         rng = np.random.default_rng(0)

@@ -88,17 +88,7 @@ def _clamp(f: For, env: dict):
     if len(f.body) != 1 or not isinstance(f.body[0], If) or f.body[0].orelse or \
             not getattr(f.body[0].node, "eqsat_clamp", False):
         return None
-    cond = f.body[0].cond
-    tests = cond.args if isinstance(cond, BoolOp) and cond.op == "and" else (cond,)
-    lo, hi = -math.inf, math.inf
-    for t in tests:
-        if not (isinstance(t, Compare) and isinstance(t.a, Dim) and t.a.name == f.var and t.op in (">=", "<")):
-            return None
-        v = _value(t.b, env)
-        if v is None:
-            return None
-        lo, hi = (max(lo, v), hi) if t.op == ">=" else (lo, min(hi, v))
-    return lo, hi
+    return _kept(f.body[0].cond, f.var, env)
 
 
 def _value(e, env: dict):
@@ -129,14 +119,22 @@ def _taken(cond, loop, env):
     f, lo, hi, n = loop
     if n <= 0 or f.step != 1:
         return None
+    kept = _kept(cond, f.var, env)
+    return None if kept is None else max(0.0, min(kept[1], hi) - max(kept[0], lo)) / n
+
+
+def _kept(cond, var: str, env):
+    """(a, b): the integer values of `var` with a <= var < b for which `cond` holds, where it
+    is comparisons of `var` with expressions of sizes and outer variables joined by `and`
+    (a, b infinite where no comparison bounds that side); else None."""
     tests = cond.args if isinstance(cond, BoolOp) and cond.op == "and" else (cond,)
-    a, b = lo, hi  # the iterations kept: a <= v < b
+    a, b = -math.inf, math.inf
     for t in tests:
         if not isinstance(t, Compare) or t.op not in ("<", "<=", ">", ">="):
             return None
-        if isinstance(t.a, Dim) and t.a.name == f.var:
+        if isinstance(t.a, Dim) and t.a.name == var:
             op, other = t.op, t.b
-        elif isinstance(t.b, Dim) and t.b.name == f.var:
+        elif isinstance(t.b, Dim) and t.b.name == var:
             op, other = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[t.op], t.a
         else:
             return None
@@ -151,4 +149,4 @@ def _taken(cond, loop, env):
             b = min(b, v)
         else:
             b = min(b, math.floor(v) + 1)
-    return max(0.0, min(b, hi) - max(a, lo)) / n
+    return a, b
