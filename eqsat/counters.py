@@ -10,7 +10,7 @@ A name `c` is a counter when the function binds it once plainly (`c = e0`, e0 an
 expression of sizes, integer constants and the variables of loops around that binding)
 and otherwise only steps it (`c += s`, `c -= s`, `c = c + s`; s an integer expression of
 sizes and constants), each step reached from the binding's block through `for ... in
-range(lo, hi)` loops only (step 1 or -1; no `if`, no `break` or `continue` in them),
+range(lo, hi, step)` loops only (any constant step; no `if`, no `break` or `continue` in them),
 and every mention of it comes after the binding in that block, and some read of it is an
 index or a loop bound (read as values only, it stays a scalar the nest computes). Then at
 any read, `c` is `e0 + sum over steps U of s_U * (how many times U ran before the read)`,
@@ -21,7 +21,8 @@ iteration if U comes first in the innermost shared body. The reads are replaced 
 expression and the binding and steps are dropped, so the index is affine and the nest is
 analysed as any other (`eqsat/dataflow.py`).
 
-The count multiplies by a loop's trip count (`hi - lo`; `start - stop` going down);
+The count multiplies by a loop's trip count (`hi - lo`; `start - stop` going down;
+ceil((hi - lo) / step) for a step other than 1, with `//`, as the index then is);
 Python's `range` runs no iteration where that is negative, the formula would count
 backwards. Where a trip count the closed forms use is not non-negative for every size
 (`range(1, N)`), an assertion on the sizes is added at the top of the function, checked
@@ -82,25 +83,28 @@ def _int_expr(e, names: set, is_int_constant) -> bool:
         return _int_expr(e.operand, names, is_int_constant)
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
         return _int_expr(e.left, names, is_int_constant) and _int_expr(e.right, names, is_int_constant)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.FloorDiv):  # by a positive constant (`N // 2`)
+        d = _constant_int(e.right)
+        return d is not None and d > 0 and _int_expr(e.left, names, is_int_constant)
     return False
 
 
 def _range_bounds(f: ast.For):
-    """(a, b, down) of a loop over `range(hi)`, `range(lo, hi)`, `range(lo, hi, 1)` (a = lo,
-    b = hi) or `range(start, stop, -1)` (a = stop, b = start, down): it runs b - a times, its
-    n-th iteration (from 0) at v = a + n, or v = b - n going down; else None."""
+    """(a, b, step) of a loop over `range(hi)`, `range(lo, hi)` or `range(lo, hi, step)`,
+    step a nonzero integer constant: (lo, hi, step) going up, (stop, start, step) for
+    `range(start, stop, step)` going down, so that it runs no iteration unless b > a, and
+    otherwise ceil((b - a) / |step|) times (`_trips`), its n-th iteration (from 0) at
+    a + step * n going up, at b + step * n going down (`_done`); else None."""
     it = f.iter
     if not (isinstance(f.target, ast.Name) and isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
             and it.func.id == "range" and not it.keywords and 1 <= len(it.args) <= 3) or f.orelse:
         return None
     if len(it.args) == 1:
-        return ast.Constant(0), it.args[0], False
+        return ast.Constant(0), it.args[0], 1
     step = _constant_int(it.args[2]) if len(it.args) == 3 else 1
-    if step == 1:
-        return it.args[0], it.args[1], False
-    if step == -1:
-        return it.args[1], it.args[0], True
-    return None
+    if not step:
+        return None
+    return (it.args[0], it.args[1], step) if step > 0 else (it.args[1], it.args[0], step)
 
 
 def _constant_int(e):
@@ -192,7 +196,7 @@ def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
             return None
         return p[len(ipath) - 1:]
     asserts = []
-    plans = []  # per step: (sign, size, [(loop, a, b, down)] along its path, its relative path)
+    plans = []  # per step: (sign, size, [(loop, a, b, step)] along its path, its relative path)
     for u in steps:
         rel = after_init(u)
         if rel is None:
@@ -206,10 +210,10 @@ def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
             bounds = _range_bounds(f) if isinstance(f, ast.For) else None
             if bounds is None or any(isinstance(x, (ast.Break, ast.Continue, ast.Return)) for x in ast.walk(f)):
                 return False
-            lo, hi, down = bounds
+            lo, hi, stride = bounds
             if not (_int_expr(lo, sizes, is_int_constant) and _int_expr(hi, sizes, is_int_constant)):
                 return False  # (a bound reading another loop's variable: not affine)
-            loops.append((f, lo, hi, down))
+            loops.append((f, lo, hi, stride))
         # each loop of the path must hold the next: For bodies only (not an if, not an else)
         for (b, k), (nb, _) in zip(rel[:-1], rel[1:]):
             if nb is not b[k].body:
@@ -306,15 +310,12 @@ def _count(urel, prel, loops, counted: list):
             break
         if d == len(urel) - 1:
             return None  # (the read is inside the step itself)
-        f, lo, hi, down = loops[d]
+        f = loops[d][0]
         if d + 1 >= len(prel):  # (the read is the loop's own header: before its iterations)
             break
         if prel[d + 1][0] is not f.body:
             return None  # (the read is in the loop's else: not reached through the body)
-        v = ast.Name(id=f.target.id, ctx=ast.Load())
-        n = ast.BinOp(left=copy.deepcopy(hi), op=ast.Sub(), right=v) if down else \
-            ast.BinOp(left=v, op=ast.Sub(), right=copy.deepcopy(lo))
-        terms.append(ast.BinOp(left=n, op=ast.Mult(), right=_trips(loops[d + 1:])))
+        terms.append(ast.BinOp(left=_done(loops[d]), op=ast.Mult(), right=_trips(loops[d + 1:])))
         counted.extend(loops[d + 1:])
         d += 1
     if not terms:
@@ -326,12 +327,28 @@ def _count(urel, prel, loops, counted: list):
 
 
 def _trips(loops):
-    """The product of the loops' trip counts (1 for none)."""
+    """The product of the loops' trip counts (1 for none): b - a, or (b - a + |step| - 1) //
+    |step| (`_range_bounds`; right where b >= a, which is asserted where not known)."""
     out = ast.Constant(1)
-    for f, lo, hi, _ in loops:
-        out = ast.BinOp(left=out, op=ast.Mult(),
-                        right=ast.BinOp(left=copy.deepcopy(hi), op=ast.Sub(), right=copy.deepcopy(lo)))
+    for f, lo, hi, step in loops:
+        n = ast.BinOp(left=copy.deepcopy(hi), op=ast.Sub(), right=copy.deepcopy(lo))
+        if abs(step) != 1:
+            n = ast.BinOp(left=ast.BinOp(left=n, op=ast.Add(), right=ast.Constant(abs(step) - 1)),
+                          op=ast.FloorDiv(), right=ast.Constant(abs(step)))
+        out = ast.BinOp(left=out, op=ast.Mult(), right=n)
     return out
+
+
+def _done(loop):
+    """The iterations of `loop` completed before its current one: (v - a) / step going up,
+    (b - v) / |step| going down (exact: v is a + step * n or b + step * n)."""
+    f, lo, hi, step = loop
+    v = ast.Name(id=f.target.id, ctx=ast.Load())
+    n = ast.BinOp(left=v, op=ast.Sub(), right=copy.deepcopy(lo)) if step > 0 else \
+        ast.BinOp(left=copy.deepcopy(hi), op=ast.Sub(), right=v)
+    if abs(step) == 1:
+        return n
+    return ast.BinOp(left=n, op=ast.FloorDiv(), right=ast.Constant(abs(step)))
 
 
 def _never_negative(lo, hi, sizes, is_int_constant) -> bool:

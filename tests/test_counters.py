@@ -102,6 +102,35 @@ def p(x: f32["N", "M"]) -> tuple[f32["NM"], f32["NM"]]:
     z[d - 1] += 1.0
     return y, z
 ''', {"N": 3, "M": 4, "NM": 12}, None),
+    # counted in loops of any constant step: range(0, N, 2) (ceil(N / 2) iterations),
+    # range(N // 2), range(N - 1, 0, -3), and a step of 3 inside a row loop
+    "strided": ('''
+@program
+def p(x: f32["N"], y: f32["M", "N"]) -> tuple[f32["H"], f32["H"], f32["Q"], f32["R"]]:
+    a = empty((H,))
+    k = 0
+    for i in range(0, N, 2):
+        a[k] = x[i] + x[i + 1]
+        k += 1
+    b = zeros((H,))
+    c = 0
+    for i in range(N // 2):
+        b[c] = x[2 * i] * 2.0
+        c += 1
+    d = zeros((Q,))
+    m = 0
+    for i in range(N - 1, 0, -3):
+        d[m] = x[i] - x[i - 1]
+        m += 1
+    e = zeros((R,))
+    n = 1
+    for r in range(M):
+        for j in range(0, N, 3):
+            e[n] = y[r, j]
+            n += 1
+        n += 2
+    return a, b, d, e
+''', {"N": 10, "M": 3, "H": 5, "Q": 4, "R": 22}, None),
     # an index read after the loops (the count of all their iterations)
     "index_after": ('''
 @program
