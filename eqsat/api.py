@@ -15,7 +15,7 @@ import numpy as np
 
 from egglog import Ruleset
 
-from . import alpha, assume, egraph, explain
+from . import alpha, assume, egraph, explain, relevance
 from .args import check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
@@ -140,14 +140,17 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     with EGGLOG_LOCK:  # egglog's declarations are process state: one thread at a time in it
         t = lap("wait for egglog", t)
         families = resolve_rules(rules)                            # which rewrites may run
-        support = _support(families)
-        rewrites = [r for _, r, _ in families]
+        # the inline family's sure work done first (eqsat/prefuse.py): elementwise
+        # producers read once fused into their readers, so a chain is one computation
+        start = prefuse(lowered) if any(n == "inline" for n, _, _ in families) else lowered
+        opaque = _opaque_shapes(lowered)
+        running = _matchable(families, start, opaque)              # rule sets that can match it
+        support = _support(running)
+        rewrites = [r for _, r, _ in running if r is not None]
+        t = lap("lower", t)
         with egraph.session(rewrites, support, limits) as eg:     # this thread's prepared e-graph
             t = lap("prepared e-graph", t)
-            # the inline family's sure work done first (eqsat/prefuse.py): elementwise
-            # producers read once fused into their readers, so a chain is one computation
-            start = prefuse(lowered) if any(n == "inline" for n, _, _ in families) else lowered
-            egraph.build(start, _opaque_shapes(lowered), eg)        # every output a root
+            egraph.build(start, opaque, eg)                          # every output a root
             t1 = t = lap("build", t)
             try:
                 report = egraph.saturate(eg, rewrites, support, limits, _rule_table(families), start=t0)
@@ -158,6 +161,8 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
                 raise EqsatError(f"saturation stopped: {e}; some rule is unsound (rule sources in use: "
                                  f"{names})") from None
             report.build_seconds = t1 - t0
+            report.not_run = [label for (n, r, f), (_, r2, f2) in zip(families, running)
+                              for label, x, x2 in ((n, r, r2), (f"{n}.facts", f, f2)) if x is not None and x2 is None]
             if lowered.kept_for_time:
                 report.stop_reason += (f"; {len(lowered.kept_for_time)} of {len(lowered.nests)} loop nests kept "
                                        f"as written for time (not analysed, or the analysis abandoned: lifting "
@@ -305,6 +310,20 @@ def _rule_table(families):
         table = _TABLES[key] = RuleTable(named + [("analysis", analysis.ruleset)], CONSTRUCTORS)
         table.keep = [r for _, r, _ in families]  # keeps the ids in the key from being reused
     return table
+
+
+def _matchable(families, start, opaque: dict) -> list:
+    """`families` as (name, rewrites, facts) with each rule set that no rule can match in
+    these terms' saturation replaced by None (`eqsat/relevance.py`): it never runs."""
+    if not relevance.ENABLED:
+        return families
+    from .rules import analysis, sanity
+
+    sets = [analysis.ruleset, sanity.ruleset] + [x for _, r, f in families for x in (r, f) if x is not None]
+    terms = [*start.roots, *(x for pair in start.unions for x in pair), *opaque]
+    on = dict(zip(map(id, sets), relevance.live(sets, relevance.start_tables(terms))))
+    return [(n, r if r is not None and on[id(r)] else None, f if f is not None and on[id(f)] else None)
+            for n, r, f in families]
 
 
 _SUPPORT: dict = {}  # fact rule sets of a family selection -> their union, built once

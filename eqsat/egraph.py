@@ -36,6 +36,9 @@ class SaturationReport:
     # "back-off" (the family step's; see PLAIN_BELOW)
     rounds: list = field(default_factory=list)
     rule_matches: dict = field(default_factory=dict)  # rule name -> matches over the whole run
+    # the rule sets in use not run at all, since no rule of theirs can match the program
+    # (`eqsat/relevance.py`): family names, "<family>.facts" for a family's fact rules
+    not_run: list = field(default_factory=list)
 
     def record(self, seconds: float, matches: dict, scheduler: str) -> None:
         self.rounds.append({"round": self.iterations, "nodes": self.nodes, "seconds": seconds,

@@ -197,8 +197,11 @@ def _rules_line(plan, op: str, what: str) -> list:
     if not builders:
         return [f"no rule in use builds {op} ({what}); rule sources: {', '.join(plan.rules) or 'none'}{off}"]
     if not ran:
+        idle = sorted({i.family for i in table.info.values() if op in i.heads} & set(plan.report.not_run))
+        why = (f"; not run: no rule of {', '.join(idle)} can match the ops this program has or its rules "
+               f"make (eqsat/relevance.py)") if idle else ""
         return [f"the rules {what} never fired: {', '.join(builders[:4])}"
-                + (f" (+{len(builders) - 4} more)" if len(builders) > 4 else "") + off]
+                + (f" (+{len(builders) - 4} more)" if len(builders) > 4 else "") + why + off]
     return [f"rules {what} fired ({', '.join(f'{b} x{fired[b]}' for b in ran[:4])}), but not on this form: "
             f"their preconditions (the rule files' docstrings) did not hold there"]
 

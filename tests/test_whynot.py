@@ -56,6 +56,16 @@ def test_missing_families_are_named_when_no_matmul_exists(lbr):
     assert "never fired" in text and "epilogue" in text and "anti_inline" in text, text
 
 
+def test_a_family_that_cannot_match_says_it_was_not_run():
+    """A pointwise program has no product to make a matmul of: the matmul family's rule set is
+    not run at all (eqsat/relevance.py), and the answer says so."""
+    mod, prog = load_case(next(p for p in corpus_paths() if p.stem == "pointwise_only"))
+    plan = eqsat.optimize(prog, mod.SHAPES)
+    assert "matmul" in plan.report.not_run and "inline" not in plan.report.not_run
+    text = str(plan.why_not("matmul"))
+    assert "never fired" in text and "not run: no rule of matmul can match" in text, text
+
+
 def test_kept_nests_give_their_reason():
     """seidel-2d is a recurrence: no pointwise form exists, and the answer says why its
     nest stays as written (the dataflow's reason, naming the array and axis)."""
