@@ -425,7 +425,7 @@ def _source(plan, nest):
     outs = "".join(f"{o if o in live or not (par or o.startswith('eqsat_')) else _zero(plan, o)}, "
                    for o in nest.outputs if o not in in_place(nest))
     tree = marked if par else copy.deepcopy(node)
-    desugar.clamped(tree)  # (bounds desugar widened to a guard, clamped again)
+    desugar.clamped(tree, set(plan.dims))  # (bounds desugar widened to a guard, clamped again)
     _overlap_safe(tree, plan.lowered.tensor_shapes, nest.views)
     types = _types(tree, plan, nest, consts, lib_names, weak)
     scalar_types.cast_weak(tree, types)  # Python numbers meeting float32 as the reference has them

@@ -69,7 +69,7 @@ import math
 
 import numpy as np
 
-from . import aliases, lang, sections, slice_bounds
+from . import aliases, guards, lang, sections, slice_bounds
 from .builders import Builders
 from .hoisting import Hoisting as _Hoisting
 from .names import LIB, SCALAR
@@ -237,12 +237,14 @@ def _comparisons(e) -> bool:
     return isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not) and _comparisons(e.operand)
 
 
-def clamped(tree) -> None:
+def clamped(tree, ints=frozenset()) -> None:
     """The loops `_clamped_bounds` widened, back to their clamped bounds, in `tree` (a copy of
     a nest run as written; in place): `for j in range(a, c): if j >= b and j < d: body` runs
     as `for j in range(max(a, b), min(c, d)): body`, the iterations the guard keeps and no
     others. (A banded loop `range(max(0, j - k), j)` widened to `range(0, j)` ran its whole
-    triangle: quadratic where the source is linear.)"""
+    triangle: quadratic where the source is linear.) Then a loop whose body is a guard the
+    user wrote on its variable runs only the iterations it keeps (`eqsat/guards.py`;
+    `ints`: the sizes)."""
     for n in ast.walk(tree):
         if not (isinstance(n, ast.For) and len(n.body) == 1 and isinstance(n.target, ast.Name) and
                 isinstance(n.iter, ast.Call) and len(n.iter.args) == 2 and not n.orelse):
@@ -261,7 +263,7 @@ def clamped(tree) -> None:
                 return es[0] if len(es) == 1 else ast.Call(func=ast.Name(id=fn, ctx=ast.Load()), args=es, keywords=[])
             n.iter.args = [fold("max", lo), fold("min", hi)]
             n.body = g.body
-    ast.fix_missing_locations(tree)
+    guards.tighten(tree, ints)
 
 
 def _rank(shape) -> int | None:

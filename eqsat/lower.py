@@ -673,7 +673,7 @@ class _Lowerer:
         self.maybe_unset |= unbound((writes | swrites) - assigned)
         outputs = sorted(writes) + sorted(swrites)
         source = copy.deepcopy(s.node)
-        clamped(source)  # (bounds desugar widened to a guard, clamped again)
+        clamped(source, set(self.dims))  # (bounds desugar widened to a guard, clamped again)
         made = [ast.parse(f"{n} = {ALLOCATE}({tuple(shape)!r})").body[0] for n, shape in allocates.items()]
         code = compile(ast.fix_missing_locations(ast.Module(body=made + [source], type_ignores=[])),
                        self.prog.file, "exec")

@@ -2,8 +2,10 @@
 flops and calls of library operations inside it (what `cost.loop_time` charges)."""
 from __future__ import annotations
 
+import ast
 import math
 
+from . import guards
 from .ir import Alloc, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, Ref, ie_eval
 
 
@@ -80,15 +82,26 @@ def nest_work(s, dims, iters=1) -> dict:
 
 
 def _clamp(f: For, env: dict):
-    """(lo, hi) of a loop desugar widened from `range(max(a, b), min(c, d))` to `range(a, c)`
-    around the guard `j >= b and j < d` (its body that one `if`, marked): the bounds the nest
-    runs as written, at `env`; else None. Without it a banded loop was priced over its whole
-    hull (N * N for a tridiagonal product) and a masked reduction over that hull, doing all
-    that work, looked cheaper than the 3N loop (a probe: 400x numba's time)."""
-    if len(f.body) != 1 or not isinstance(f.body[0], If) or f.body[0].orelse or \
-            not getattr(f.body[0].node, "eqsat_clamp", False):
+    """(lo, hi) of a loop whose body is one guard the nest as written runs as bounds
+    (`desugar.clamped`): one desugar widened from `range(max(a, b), min(c, d))` to
+    `range(a, c)` around the guard `j >= b and j < d` (marked), or one the user wrote that
+    `guards.narrowed` turns into bounds whole (`if abs(i - j) <= 1`); at `env`, else None.
+    Without it a banded loop was priced over its whole hull (N * N for a tridiagonal
+    product) and a masked reduction over that hull, doing all that work, looked cheaper than
+    the 3N loop (a probe: 400x numba's time)."""
+    if len(f.body) != 1 or not isinstance(f.body[0], If) or f.body[0].orelse:
         return None
-    return _kept(f.body[0].cond, f.var, env)
+    if getattr(f.body[0].node, "eqsat_clamp", False):
+        return _kept(f.body[0].cond, f.var, env)
+    got = guards.narrowed(f.node, set(env)) if isinstance(f.node, ast.For) else None
+    if got is None or got[2]:
+        return None
+    try:
+        lo, hi = (eval(compile(ast.fix_missing_locations(ast.Expression(e)), "<bound>", "eval"),
+                       {"__builtins__": {}}, dict(env)) for e in got[:2])
+    except Exception:  # noqa: BLE001 - a bound that cannot be evaluated here: priced as written
+        return None
+    return lo, hi
 
 
 def _value(e, env: dict):
