@@ -1047,6 +1047,34 @@ class _Env(ast.NodeTransformer):
             n.slice = elts[0] if len(elts) == 1 else ast.Tuple(elts=elts, ctx=ast.Load())
         return n
 
+    def visit_BinOp(self, n):
+        """A condition used as a number (`s * (s > 0)`, `h * (h > 0)`: relu as people write
+        it) is 1.0 where it holds and 0.0 elsewhere, as Python and numpy promote a bool that
+        meets a float in `+ - * /` (of tensors: np.where, element by element). Where both
+        operands are conditions numpy's bool arithmetic differs from a number's (`m1 + m2` is
+        their `or`), so only a product (their `and` either way) is read so; the rest is left
+        to the front end, which refuses a condition as a value."""
+        self.generic_visit(n)
+        if not isinstance(n.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+            return n
+        left, right = sections.is_mask(n.left), sections.is_mask(n.right)
+        if (left or right) and (not (left and right) or isinstance(n.op, ast.Mult)):
+            if left:
+                n.left = self._as_number(n.left)
+            if right:
+                n.right = self._as_number(n.right)
+        return n
+
+    def _as_number(self, cond):
+        """`cond` as 1.0 where it holds and 0.0 elsewhere (module doc of `visit_BinOp`)."""
+        shape = self.condition_shape(cond)
+        if shape is None:
+            return cond
+        out = ast.copy_location(ast.IfExp(test=cond, body=ast.Constant(1.0), orelse=ast.Constant(0.0)), cond)
+        if shape is not SCALAR:
+            out.eqsat_where, out.eqsat_source = True, ast.unparse(cond)
+        return out
+
     def visit_Attribute(self, n):
         if isinstance(n.value, ast.Name) and isinstance(n.ctx, ast.Load):
             mod = self.resolve(n.value.id)
@@ -1106,8 +1134,10 @@ class _Env(ast.NodeTransformer):
         if obj is np.square and len(n.args) == 1 and not n.keywords:  # (x * x, exactly: one rounding)
             return ast.copy_location(ast.BinOp(left=n.args[0], op=ast.Mult(), right=copy.deepcopy(n.args[0])), n)
         if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr == "clip" and len(n.args) == 2 and \
-                not n.keywords and self.value_shape(n.func.value) not in (None, SCALAR):
-            n.args, obj = [n.func.value, *n.args], np.clip  # (`x.clip(lo, hi)` of a tensor: np.clip's)
+                not n.keywords and self.value_shape(n.func.value) is not SCALAR:
+            # `x.clip(lo, hi)`, of a tensor or of an expression whose shape is not known yet
+            # (`(b + x @ w).clip(...)`): np.clip's, the only clip a value has
+            n.args, obj = [n.func.value, *n.args], np.clip
         if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr in ("transpose", "swapaxes") and \
                 not n.keywords and self.value_shape(n.func.value) not in (None, SCALAR):
             # the methods of a tensor: `x.swapaxes(a, b)` is np.swapaxes's; `x.transpose()` is

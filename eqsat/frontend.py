@@ -602,6 +602,8 @@ class _Parser:
         loc = self.loc(n)
         if isinstance(target, ast.Subscript):
             buf, idx = self.subscript_parts(target)
+            if aug is None:  # `t[i] = t[i] + e` is `t[i] += e` (a view's store too)
+                aug, value = _self_update(target, value)
             if buf in self.views:  # a write through a view is a write into the memory it shares
                 return self.view_store(n, target, buf, idx, value, aug)
             kind, ty = self.lookup(target.value, buf)
@@ -609,8 +611,6 @@ class _Parser:
                 raise self.err(target, f"{buf!r} is not a tensor buffer")
             if len(idx) > len(ty):
                 raise self.err(target, f"{buf!r} has rank {len(ty)} but is indexed with {len(idx)} indices")
-            if aug is None:
-                aug, value = _self_update(target, value)
             val = self.expr(value)
             self.check_store(value, buf, ty[len(idx):], val)
             if aug is ast.Sub:

@@ -1394,27 +1394,47 @@ def _carried(f: For, body) -> bool:
 
 def _carried_targets(f: For, body) -> set:
     """Targets of accumulations under f that add to a value living across f's iterations:
-    a scalar not assigned earlier in f's body, or an element whose index does not use f."""
+    a scalar not assigned earlier in f's body, or an element whose index does not use f.
+    An element is named by its index with the variables of loops inside f's body read as
+    the ranges they run over, so `for z in range(N): row[z] = 0.0` sets what `for j in
+    range(N): row[j] += ...` then accumulates into (a reset the user or a slice store
+    wrote under another variable's name)."""
     plain: set = set()
     out: set = set()
 
-    def go(stmts):
+    def go(stmts, ranges):
         for s in stmts:
             if isinstance(s, For):
-                go(s.body)
+                inner = dict(ranges)
+                inner.pop(s.var, None)
+                if not (ie_names(s.lo) | ie_names(s.hi)) & set(ranges):  # (a range fixed in f's iteration)
+                    inner[s.var] = ("range", s.lo, s.hi, s.step)
+                go(s.body, inner)
             elif _is_acc(s):
                 if isinstance(s, Store):
-                    if f.var not in _idx_names(s.idx) and s.buf not in plain and (s.buf, s.idx) not in plain:
+                    if f.var not in _idx_names(s.idx) and s.buf not in plain and \
+                            (s.buf, _ranged(s.idx, ranges)) not in plain:
                         out.add(s.buf)
                 elif s.name not in plain:
                     out.add(s.name)
             elif isinstance(s, (Assign, Alloc)):
                 plain.add(s.name)
             elif isinstance(s, Store):  # an element set before it is accumulated into
-                plain.add((s.buf, s.idx))
+                plain.add((s.buf, _ranged(s.idx, ranges)))
 
-    go(body)
+    go(body, {})
     return out
+
+
+def _ranged(idx, ranges: dict) -> tuple:
+    """An index with each inner loop's variable replaced by the range it runs over."""
+    def sub(e):
+        if e[0] == "name":
+            return ranges.get(e[1], e)
+        if e[0] == "int":
+            return e
+        return (e[0], *(sub(c) if isinstance(c, tuple) else c for c in e[1:]))
+    return tuple(sub(e) for e in idx)
 
 
 def _accumulations(f: For, s, out: dict):

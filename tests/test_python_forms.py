@@ -2,7 +2,7 @@
 `x[i, :]`, `x.shape[0]`, `len(x)`, `np.zeros_like`, numpy's and math's functions, `np.matmul` and
 `np.dot`, `float(i)`, `np.float32(c)`, `np.inf` and `float("inf")`, `x[-1]`, `np.transpose`,
 `x.copy()`, `np.ones` and `np.full`, `reversed(range(n))`, `range(max(a, b), min(c, d))`, `//=`, `%=`, `**=`, `continue`
-`sum` of a generator, an element or row of an expression (`(x @ w)[i, j]`, `x.T[k]`), `np.add`/`multiply`/..., `np.square`, `np.clip`, `np.where` of scalars, and `np.sum`/`max`/`min`/`mean` (and the methods) of a tensor. Each
+`sum` of a generator, an element or row of an expression (`(x @ w)[i, j]`, `x.T[k]`), `np.add`/`multiply`/..., `np.square`, `np.clip`, `np.where` of scalars, a condition as a number (`s * (s > 0)`), and `np.sum`/`max`/`min`/`mean` (and the methods) of a tensor. Each
 program runs on both backends against `reference`; the kept nest runs interpreted and
 compiled."""
 from __future__ import annotations
@@ -272,6 +272,31 @@ def p(x: f32["N", "M"]) -> f32["N"]:
         y[i] = np.where(i > 0, np.sum(x[i - 1, :]), 0.0)
     return y
 ''', None),
+    # a condition used as a number (1.0 where it holds): relu as `s * (s > 0)` in loops and
+    # `h * (h > 0)` of tensors, a mask's and, a count of matches
+    "condition_as_number": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> tuple[f32["M", "N"], f32["M", "N"], f32["M", "N"], f32]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            s = 0.0
+            for k in range(K):
+                s += x[i, k] * w[k, j]
+            y[i, j] = s * (s > 0)
+    h = x @ w
+    c = 0.0
+    for i in range(M):
+        for k in range(K):
+            c += (x[i, k] > 0) + 2.0 * (x[i, k] < -1 and x[i, k] > -3)
+    return y, h * (h > 0), ((h > 0) & (b > 0)) * b - (h <= 0) / 2.0, c
+''', ["matmul", "matmul", "loop"]),
+    # `.clip` of an expression (its shape known only once the einsum is read)
+    "clip_of_expression": ('''
+@program
+def p(x: f32["M", "K"], w: f32["N", "K"], r: f32["M", "N"], b: f32["N"]) -> f32["M", "N"]:
+    return (b + np.einsum('ik,jk->ij', x, w) + r).clip(-0.5, 0.5)
+''', ["matmul"]),
 }
 
 
