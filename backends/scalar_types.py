@@ -204,6 +204,64 @@ def _f32(e):
                                                          ctx=ast.Load()), args=[e], keywords=[]), e)
 
 
+_INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Pow, ast.FloorDiv, ast.Mod)
+
+
+def exact_ints(tree, types: Types) -> int:
+    """Python's integers do not overflow and `i ** -1` is a float; numba's are int64 and its
+    `int ** int` an int. So, in place, integer arithmetic (of sizes, loop variables and
+    literals) whose result meets a float -- an operand of arithmetic with a float, the value
+    stored into a tensor or a float local, an argument of a library function or `float` --
+    is computed in float64 instead: exact below 2**53 as Python's is, and, past it, rounded
+    where the reference rounds only once, on meeting the float (`(i + 1) ** 30 * x[i]`, `t *
+    t` of a size t = 2**40 wrapped; `(i + 1) ** -1` was 0). Indices, loop bounds,
+    comparisons and integer locals stay integers. Returns how many it rewrote."""
+    of = types.of
+    count = 0
+
+    def arith(e) -> bool:
+        return of(e) == INT and (isinstance(e, ast.BinOp) and isinstance(e.op, _INT_OPS) or
+                                 isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub))
+
+    def floated(e):
+        """`e` with every integer name and literal in it a float (its subscripts left)."""
+        if isinstance(e, ast.Constant) and type(e.value) is int:
+            return ast.copy_location(ast.Constant(float(e.value)), e)
+        if isinstance(e, ast.Name) and of(e) == INT:
+            return ast.copy_location(ast.Call(func=ast.Name(id="float", ctx=ast.Load()), args=[e], keywords=[]), e)
+        if isinstance(e, ast.BinOp):
+            e.left, e.right = floated(e.left), floated(e.right)
+        elif isinstance(e, ast.UnaryOp):
+            e.operand = floated(e.operand)
+        return e
+
+    def fix(parent, field, value, meets):
+        nonlocal count
+        if meets and arith(value):
+            count += 1
+            setattr(parent, field, floated(value))
+
+    floats = (FLOAT, F32, F64, ARRAY)
+    for node in list(ast.walk(tree)):
+        if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
+            left, right = of(node.left), of(node.right)
+            fix(node, "left", node.left, right in floats)
+            fix(node, "right", node.right, left in floats)
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+                getattr(node, "target", None)
+            fix(node, "value", node.value, isinstance(target, ast.Subscript) or of(target) in floats)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords and \
+                (node.func.id == "float" or types.lib.get(node.func.id) in lang.UNARY or
+                 types.lib.get(node.func.id) in lang.BINARY):
+            for k, a in enumerate(node.args):
+                if arith(a):
+                    count += 1
+                    node.args[k] = floated(a)
+    ast.fix_missing_locations(tree)
+    return count
+
+
 def cast_weak(tree, types: Types) -> int:
     """Wrap, in place, every Python number that meets a float32 or an array in
     `np.float32(...)`: an operand of arithmetic, a comparison, `max`/`min`/`maximum`/

@@ -226,6 +226,20 @@ def p(x: f32["N"]) -> f32["N"]:
     return y
 '''
 
+# integer arithmetic meeting floats: Python's ints do not wrap and `int ** -1` is a float;
+# numba's int64 wrapped (`(i + 1) ** 30`, `t * t` of a size 2**40) and gave 0 for `** -1`
+# (the loop-carried sum keeps the nest a loop)
+EXACT_INTS = '''
+@program
+def p(x: f32["N"], t: int) -> f32["N"]:
+    y = zeros((N,))
+    s = 0.0
+    for i in range(N):
+        s = s * 0.5 + x[i]
+        y[i] = s * (i + 1) ** -1 + x[i] * (i + 1) ** 30 * 1e-30 + (t * t) * 1e-24 + (i * 4000000000 * 4000000000) * 1e-19
+    return y
+'''
+
 
 @pytest.mark.parametrize("src", [WEAK_BRANCH, WEAK_REMAINDER, WEAK_ACCUMULATOR], ids=["branch", "remainder", "accumulator"])
 def test_compiled_nest_has_python_number_semantics(tmp_program, monkeypatch, src):
@@ -498,3 +512,17 @@ def test_a_branch_on_the_loop_variable_is_priced_for_the_iterations_it_takes():
     inner = For(None, "j", ("int", 0), ("name", "N"), [If(None, BoolOp(None, "and", tuple(near)), [body], [])])
     w = nest_work(For(None, "i", ("int", 0), ("name", "N"), [inner]), {"N": n})
     assert w["bytes"] <= 4 * 2 * 6 * n * 1.01, w  # (the store and its load, on 6 iterations of each row)
+
+
+@pytest.mark.parametrize("mode", ["always", "never"])
+def test_integer_arithmetic_meeting_floats_does_not_wrap(tmp_program, monkeypatch, mode):
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", mode)
+    prog = tmp_program(EXACT_INTS)
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    t = 2 ** 40
+    plan = eqsat.optimize(prog, {"N": 8, "t": t}, target="cpu")
+    assert [k.kind for k in plan.kernels] == ["loop"], plan
+    if mode == "always":
+        assert plan.compile_loops() >= 0
+        assert all(how.startswith("compiled") for _, how in plan.loop_runners.values()), plan.loop_runners
+    assert rel_err(plan.run(x, t), eqsat.reference(prog, x, t)) < 1e-6
