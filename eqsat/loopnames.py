@@ -60,6 +60,24 @@ def _dead_after(stmts: list, name: str) -> bool:
             continue
         if isinstance(s, ast.For) and isinstance(s.target, ast.Name) and s.target.id == name:
             return not reads(s.iter)  # (another loop over the name: checked as this one, or refused)
-        return isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and \
-            s.targets[0].id == name and not reads(s.value)
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and \
+                s.targets[0].id == name:
+            return not reads(s.value)
+        if not _only_rebound_inside(s, name):
+            return False
+        # (every mention is inside loops over the name, nested in s: they may run no
+        # iteration, so the name may come out of s as it went in: the statements after s
+        # are checked too)
     return True
+
+
+def _only_rebound_inside(s, name: str) -> bool:
+    """Whether every mention of `name` in statement `s` is inside a `for name in ...` loop
+    nested in it whose range does not read the name."""
+    inside: set = set()
+    for x in ast.walk(s):
+        if isinstance(x, ast.For) and isinstance(x.target, ast.Name) and x.target.id == name:
+            if any(isinstance(y, ast.Name) and y.id == name for y in ast.walk(x.iter)):
+                return False
+            inside |= {id(y) for y in ast.walk(x)} - {id(y) for y in ast.walk(x.iter)}
+    return all(id(x) in inside for x in ast.walk(s) if isinstance(x, ast.Name) and x.id == name)

@@ -1210,6 +1210,48 @@ def p(x: f32["M", "K"], w: f32["K", "N"], v: f32["N", "N"]) -> f32["M", "N"]:
     assert "matmul" in [k.kind for k in plan.kernels], plan
 
 
+def test_a_reused_name_looped_over_again_in_a_nested_loop_is_dead_between(tmp_program):
+    """`j = 2.5` ... `for j in range(M)` then `for i in range(N): for j in range(M)`: the
+    statement after the first loop mentions j only as a nested loop's variable, so j is dead
+    after the first loop (a probe: refused, 'shadows another name')."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(w: f32["M"], y: f32["N", "M"]) -> f32["N", "M"]:
+    f = zeros((N, M))
+    j = 2.5
+    f[0, 0] = j
+    for j in range(M):
+        w[j] = w[j] + 1.0
+    for i in range(N):
+        for j in range(M):
+            f[i, j] += y[i, j] + w[j]
+    return f
+''')
+    dims = {"M": 4, "N": 3}
+    args = random_args(prog, dims, seed=2)
+    plan = eqsat.optimize(prog, dims)
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
+
+
+def test_a_reused_name_read_after_nested_loops_that_may_not_run_stays_refused(tmp_program):
+    """After `for i in range(N): for j in range(M)` a read of j sees the first loop's last
+    value where N is 0: j is not dead after the first loop."""
+    with pytest.raises(eqsat.ProgramError, match="shadows another name"):
+        tmp_program(PRELUDE + '''
+@program
+def p(w: f32["M"], y: f32["N", "M"]) -> f32["N", "M"]:
+    f = zeros((N, M))
+    j = 2.5
+    for j in range(M):
+        w[j] = w[j] + 1.0
+    for i in range(N):
+        for j in range(M):
+            f[i, j] += y[i, j] + w[j]
+    return f * j
+''')
+
+
 def test_a_loop_variable_read_after_its_loop_under_a_reused_name_stays_refused(tmp_program):
     with pytest.raises(eqsat.ProgramError, match="shadows another name"):
         tmp_program(PRELUDE + '''
