@@ -428,7 +428,7 @@ def _source(plan, nest):
     desugar.clamped(tree, set(plan.dims))  # (bounds desugar widened to a guard, clamped again)
     _overlap_safe(tree, plan.lowered.tensor_shapes, nest.views)
     types = _types(tree, plan, nest, consts, lib_names, weak)
-    scalar_types.exact_ints(tree, types)  # integer arithmetic meeting a float as Python's, which does not wrap
+    scalar_types.exact_ints(tree, types, plan.dims)  # integer arithmetic meeting a float as Python's
     scalar_types.cast_weak(tree, types)  # Python numbers meeting float32 as the reference has them
     for canon in sorted(_scalar_calls(tree, types, lib_names)):
         lib_names[f"scalar:{canon}"] = f"eqsat_scalar_{canon}"

@@ -205,23 +205,71 @@ def _f32(e):
 
 
 _INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Pow, ast.FloorDiv, ast.Mod)
+INT64 = 2 ** 63 - 1
 
 
-def exact_ints(tree, types: Types) -> int:
-    """Python's integers do not overflow and `i ** -1` is a float; numba's are int64 and its
-    `int ** int` an int. So, in place, integer arithmetic (of sizes, loop variables and
-    literals) whose result meets a float -- an operand of arithmetic with a float, the value
-    stored into a tensor or a float local, an argument of a library function or `float` --
-    is computed in float64 instead: exact below 2**53 as Python's is, and, past it, rounded
-    where the reference rounds only once, on meeting the float (`(i + 1) ** 30 * x[i]`, `t *
-    t` of a size t = 2**40 wrapped; `(i + 1) ** -1` was 0). Indices, loop bounds,
-    comparisons and integer locals stay integers. Returns how many it rewrote."""
+def exact_ints(tree, types: Types, sizes: dict) -> int:
+    """numba computes Python's integers as int64: `+ - *` are exact modulo 2**64, so a result
+    that fits is exact however its parts overflowed, but a result past int64 wraps where
+    Python's is exact, and `int ** -1` is an int (0) where Python's is a float. So, in place,
+    integer arithmetic whose result meets a float (an operand of arithmetic with a float,
+    the value stored into a tensor or a float local, an argument of a library function or
+    `float`) is computed in float64 where its value may leave int64 -- bounded over the
+    loops' ranges at `sizes` (`(i + 1) ** 30`, `t * t` of a size 2**40) -- or where it raises
+    an integer to a power that may be negative; elsewhere it stays int64, which is exact
+    there (`(i + 2 ** 53) - 2 ** 53`). Indices, loop bounds, comparisons and integer locals
+    stay integers. Returns how many it rewrote."""
     of = types.of
     count = 0
+    env = {n: (v, v) for n, v in sizes.items() if type(v) is int}
+
+    def span(e):
+        """(least, greatest) value of an integer expression over the loops, else None."""
+        if isinstance(e, ast.Constant) and type(e.value) is int:
+            return e.value, e.value
+        if isinstance(e, ast.Name):
+            return env.get(e.id)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+            got = span(e.operand)
+            return None if got is None else (-got[1], -got[0])
+        if not isinstance(e, ast.BinOp):
+            return None
+        a, b = span(e.left), span(e.right)
+        if a is None or b is None:
+            return None
+        if isinstance(e.op, ast.Add):
+            return a[0] + b[0], a[1] + b[1]
+        if isinstance(e.op, ast.Sub):
+            return a[0] - b[1], a[1] - b[0]
+        if isinstance(e.op, ast.Mult):
+            c = [x * y for x in a for y in b]
+            return min(c), max(c)
+        if isinstance(e.op, ast.Pow) and b[0] >= 0 and b[1] <= 256:
+            c = [x ** y for x in a for y in b] + ([0] if a[0] < 0 < a[1] else [])
+            return min(c), max(c)
+        if isinstance(e.op, (ast.FloorDiv, ast.Mod)) and b[0] > 0:
+            if isinstance(e.op, ast.Mod):
+                return 0, b[1] - 1
+            c = [x // y for x in a for y in b]
+            return min(c), max(c)
+        return None
+
+    def negative_power(e) -> bool:
+        for n in ast.walk(e):
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow):
+                got = span(n.right)
+                if got is None or got[0] < 0:
+                    return True
+        return False
 
     def arith(e) -> bool:
-        return of(e) == INT and (isinstance(e, ast.BinOp) and isinstance(e.op, _INT_OPS) or
-                                 isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub))
+        if not (of(e) == INT and (isinstance(e, ast.BinOp) and isinstance(e.op, _INT_OPS) or
+                                  isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub))):
+            return False
+        if negative_power(e):
+            return True
+        got = span(e)
+        return got is not None and (got[0] < -INT64 or got[1] > INT64)
 
     def floated(e):
         """`e` with every integer name and literal in it a float (its subscripts left)."""
@@ -235,29 +283,65 @@ def exact_ints(tree, types: Types) -> int:
             e.operand = floated(e.operand)
         return e
 
-    def fix(parent, field, value, meets):
-        nonlocal count
-        if meets and arith(value):
-            count += 1
-            setattr(parent, field, floated(value))
-
     floats = (FLOAT, F32, F64, ARRAY)
-    for node in list(ast.walk(tree)):
-        if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
-            left, right = of(node.left), of(node.right)
-            fix(node, "left", node.left, right in floats)
-            fix(node, "right", node.right, left in floats)
-        elif isinstance(node, (ast.Assign, ast.AugAssign)):
-            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
-                getattr(node, "target", None)
-            fix(node, "value", node.value, isinstance(target, ast.Subscript) or of(target) in floats)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords and \
-                (node.func.id == "float" or types.lib.get(node.func.id) in lang.UNARY or
-                 types.lib.get(node.func.id) in lang.BINARY):
-            for k, a in enumerate(node.args):
-                if arith(a):
-                    count += 1
-                    node.args[k] = floated(a)
+
+    def fix_expr(node):
+        nonlocal count
+        for x in list(ast.walk(node)):
+            if isinstance(x, ast.BinOp) and not isinstance(x.op, ast.MatMult):
+                left, right = of(x.left), of(x.right)
+                if right in floats and arith(x.left):
+                    x.left, count = floated(x.left), count + 1
+                if left in floats and arith(x.right):
+                    x.right, count = floated(x.right), count + 1
+            elif isinstance(x, ast.Compare):
+                parts = [x.left, *x.comparators]
+                if any(of(p) in floats for p in parts):
+                    parts = [floated(p) if arith(p) else p for p in parts]
+                    count += sum(1 for a, b in zip(parts, [x.left, *x.comparators]) if a is not b)
+                    x.left, x.comparators = parts[0], parts[1:]
+            elif isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and not x.keywords and \
+                    (x.func.id == "float" or types.lib.get(x.func.id) in lang.UNARY or
+                     types.lib.get(x.func.id) in lang.BINARY):
+                for k, a in enumerate(x.args):
+                    if arith(a):
+                        x.args[k], count = floated(a), count + 1
+
+    def visit(stmts):
+        nonlocal count
+        for st in stmts:
+            if isinstance(st, ast.For):
+                it = st.iter
+                old = env.get(st.target.id) if isinstance(st.target, ast.Name) else None
+                if isinstance(st.target, ast.Name):
+                    args = it.args if isinstance(it, ast.Call) else []
+                    parts = [span(a) for a in args]
+                    step = args[2].value if len(args) == 3 and isinstance(args[2], ast.Constant) else 1
+                    if args and all(p is not None for p in parts) and type(step) is int and step:
+                        lo, hi = ((0, 0), parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+                        env[st.target.id] = (lo[0], hi[1] - 1) if step > 0 else (hi[0] + 1, lo[1])
+                    else:
+                        env.pop(st.target.id, None)
+                visit(st.body)
+                if isinstance(st.target, ast.Name):
+                    if old is None:
+                        env.pop(st.target.id, None)
+                    else:
+                        env[st.target.id] = old
+                continue
+            if isinstance(st, (ast.Assign, ast.AugAssign)):
+                target = st.targets[0] if isinstance(st, ast.Assign) and len(st.targets) == 1 else \
+                    getattr(st, "target", None)
+                if (isinstance(target, ast.Subscript) or of(target) in floats) and arith(st.value):
+                    st.value, count = floated(st.value), count + 1
+            for field in ("test", "value", "iter"):
+                if isinstance(getattr(st, field, None), ast.AST):
+                    fix_expr(getattr(st, field))
+            for field in ("body", "orelse"):
+                if isinstance(getattr(st, field, None), list):
+                    visit(getattr(st, field))
+
+    visit(tree.body if isinstance(tree, ast.Module) else [tree])
     ast.fix_missing_locations(tree)
     return count
 

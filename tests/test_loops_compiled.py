@@ -227,8 +227,9 @@ def p(x: f32["N"]) -> f32["N"]:
 '''
 
 # integer arithmetic meeting floats: Python's ints do not wrap and `int ** -1` is a float;
-# numba's int64 wrapped (`(i + 1) ** 30`, `t * t` of a size 2**40) and gave 0 for `** -1`
-# (the loop-carried sum keeps the nest a loop)
+# numba's int64 wrapped (`(i + 1) ** 30`, `t * t` of a size 2**40) and gave 0 for `** -1`;
+# a result that fits int64 is exact there however its parts overflowed, and must stay so
+# (in float64 `(i + 2 ** 53) - 2 ** 53` loses i). The loop-carried sum keeps the nest a loop
 EXACT_INTS = '''
 @program
 def p(x: f32["N"], t: int) -> f32["N"]:
@@ -237,6 +238,9 @@ def p(x: f32["N"], t: int) -> f32["N"]:
     for i in range(N):
         s = s * 0.5 + x[i]
         y[i] = s * (i + 1) ** -1 + x[i] * (i + 1) ** 30 * 1e-30 + (t * t) * 1e-24 + (i * 4000000000 * 4000000000) * 1e-19
+        y[i] += ((i + 2 ** 53) - 2 ** 53) + x[i] * ((i + 10 ** 18) * 10 - 10 ** 19)
+        if x[i] > (i + 1) ** -1:
+            y[i] += 1.0
     return y
 '''
 
@@ -521,7 +525,7 @@ def test_integer_arithmetic_meeting_floats_does_not_wrap(tmp_program, monkeypatc
     x = np.linspace(-1, 1, 8, dtype=np.float32)
     t = 2 ** 40
     plan = eqsat.optimize(prog, {"N": 8, "t": t}, target="cpu")
-    assert [k.kind for k in plan.kernels] == ["loop"], plan
+    assert "loop" in [k.kind for k in plan.kernels], plan
     if mode == "always":
         assert plan.compile_loops() >= 0
         assert all(how.startswith("compiled") for _, how in plan.loop_runners.values()), plan.loop_runners
