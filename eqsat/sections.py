@@ -821,6 +821,7 @@ class Scalarize(Hoisting):
             return None
         lead = len(got[0])
         per_element = False
+        first = []
         if self.env.value_shape(value) is not SCALAR:
             # `r[r > 0] = r[r > 0] ** 2`: reads under the same mask, of tensors of x's shape,
             # give numpy's selected elements in the order the store takes them: element by
@@ -836,14 +837,27 @@ class Scalarize(Hoisting):
             if not reads:
                 return None
             value = _Replaced({id(n): n.value for n in reads}).visit(value)
-            if any(isinstance(n, ast.Name) and n.id in mem and n.id != x.id for n in ast.walk(value)) or \
-                    self._reads_elsewhere(value, x.id, mem):
-                return None
             got = self.env.value_shape(value)
             if got is None or (got is not SCALAR and not same_dims(got[0], dims)):
                 return None
+            # an element read of x's memory (`x[0, 0]`) is the value it has before the store
+            # (numpy computes the whole value first): taken into a local first
+            early = [n for n in ast.walk(value) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+                     and n.value.id in mem and self.env.value_shape(n) is SCALAR]
+            taken = {}
+            for n in early:
+                v = self.el.fresh("v")
+                self.env.scalars.add(v)
+                first.append(ast.copy_location(ast.Assign(targets=[ast.Name(id=v, ctx=ast.Store())], value=n), s))
+                taken[id(n)] = ast.Name(id=v, ctx=ast.Load())
+            value = _Replaced(taken).visit(value) if taken else value
+            if any(isinstance(n, ast.Name) and n.id in mem and n.id != x.id for n in ast.walk(value)) or \
+                    self._reads_elsewhere(value, x.id, mem):
+                target.eqsat_why = ("a store under a boolean mask whose value reads the tensor otherwise than at "
+                                    "the element stored or at fixed elements (numpy computes the whole value "
+                                    "before it stores any element); compute that part into a name first")
+                return None
             per_element = True
-        first = []
         if not per_element and any(isinstance(n, ast.Name) and n.id in mem for n in ast.walk(value)):
             # (`x[x < 0.0] = x[-1]`: numpy evaluates the number before it stores any element)
             v = self.el.fresh("v")

@@ -290,6 +290,9 @@ def p(x: f32["M", "N"], w: f32["N", "M"], q: f32["M", "N", "N"], d: f32["M", "N"
         acc[:, k] = col
     r = d * d + 0.5
     r[r > 1.0] = r[r > 1.0] ** (-1.5)
+    # under the same mask and at fixed elements, which numpy reads before it stores (a
+    # probe: refused, 'unsupported index expression')
+    r[r > 0.75] = r[r > 0.75] + r[0, 0] - r[M - 1, 1]
     b1 = 2.0 ** (-alpha)
     y = np.empty((M,), dtype=np.float32)
     for i in range(M):
