@@ -1,7 +1,8 @@
-"""Ping-pong buffers: a loop whose iterations swap which buffers two names denote.
+"""Ping-pong buffers: a loop whose iterations permute which buffers names denote.
 
 Time-stepping code computes the next state from the current one and then swaps the two
-names, so the next step reads what this one wrote:
+names (or rotates three: the leapfrog wave equation's `up, u, un = u, un, up`), so the
+next step reads what this one wrote:
 
     for t in range(T):
         for i in range(1, N - 1):
@@ -9,36 +10,36 @@ names, so the next step reads what this one wrote:
         a, b = b, a             # or: tmp = a; a = b; b = tmp
 
 In the language a name bound to a buffer denotes its memory, so iteration t writes into
-one buffer or the other by its parity. `unroll` rewrites such a loop, in the function's
-syntax tree, into the form that says so: two iterations per step of a new loop, the
-second with the names exchanged, then the last iteration of an odd count alone, followed
-by an exchange of the buffers' contents (so every name denotes, after the loop, what it
-denoted in Python: `return a` returns the last state):
+one buffer or another by t modulo the permutation's order m. `unroll` rewrites such a
+loop, in the function's syntax tree, into the form that says so: m iterations per step of
+a new loop, the r-th with the names as bound after r runs, then the n % m iterations left
+one by one, followed by a move of the buffers' contents (so every name denotes, after the
+loop, what it denoted in Python: `return a` returns the last state):
 
     for eqsat_pp0 in range(T // 2):
         <body at t = 2 * eqsat_pp0>                     (a, b as written)
         <body at t = 2 * eqsat_pp0 + 1, a and b exchanged>
-    if T % 2 == 1 and T > 0:
-        <body at t = T - 1>
-        <exchange the contents of a and b, element by element>
+    if T > 0:
+        if T % 2 > 0:
+            <body at t = T - 1>
+        if T % 2 == 1:
+            <exchange the contents of a and b, element by element>
 
-Statements before the swap use the names as bound at the iteration's start and those after
-it as bound after the swap, so the exchanged copy exchanges the part before the swap in
-one copy and the part after it in the other.
+Statements before the permuting run use the names as bound at the iteration's start and
+those after it as bound after the run.
 
 Exactly what Python computes, under conditions checked on the syntax tree (otherwise the
 loop is left alone, and the front end refuses it as before with its location):
-- the swap is one run of consecutive statements at the top of the loop's body, each
-  `x = y` or `x, y = y, x` over names, whose net effect on the buffers it names is a set
-  of exchanges of two (a permutation of order two: `a, b, c = b, a, c` is fine, a
-  rotation of three is not); the other names it binds (`tmp`) are bound and read only in
-  the run;
-- every exchanged name is an f32 tensor parameter or a buffer allocated once by
+- the permuting is one run of consecutive statements in the loop's body, each `x = y` or
+  `x, y, ... = y, z, ...` over names, whose net effect on the buffers it names is a
+  permutation of them of order at most `MAX_ORDER` (exchanges of two, rotations of three,
+  both at once); the other names it binds (`tmp`) are bound and read only in the run;
+- every permuted name is an f32 tensor parameter or a buffer allocated once by
   `empty`/`zeros` at the top level before the loop; it is bound nowhere else, and no name
-  outside the loop is bound to a view of it; the two buffers of an exchange are declared
-  with the same shape (the same expressions);
+  outside the loop is bound to a view of it; the buffers of a cycle are declared with the
+  same shape (the same expressions);
 - the loop is `for v in range(...)` with a constant step, without `else`, its variable
-  bound nowhere in its body and read nowhere after it, and no view of an exchanged buffer
+  bound nowhere in its body and read nowhere after it, and no view of a permuted buffer
   bound in it is read after it (`_plain_loop`).
 """
 from __future__ import annotations
@@ -119,9 +120,12 @@ def _find(fdef, buffer_shape):
             start, end, env = run
             exchange = {x: y for x, y in env.items() if x != y}
             bufs = [x for x in exchange if x not in _temps(fdef, loop.body[start:end])]
-            if not bufs or any(exchange.get(exchange[x]) != x or exchange[x] not in bufs for x in bufs):
-                continue  # not a set of exchanges of two among buffers
+            if not bufs or any(exchange[x] not in bufs for x in bufs) or \
+                    len({exchange[x] for x in bufs}) != len(bufs):
+                continue  # not a permutation of buffers
             perm = {x: exchange[x] for x in bufs}
+            if order(perm) > MAX_ORDER:
+                continue
             if not _plain_loop(fdef, loop, (start, end), perm):
                 continue
             shapes = _shapes(fdef, top[:k], loop, perm, stores, buffer_shape)
@@ -294,6 +298,27 @@ def _at(stmts: list, var: str, expr, rename: dict) -> list:
     return out
 
 
+MAX_ORDER = 6  # the largest order of a permutation unrolled (copies of the body a step)
+
+
+def order(perm: dict) -> int:
+    """The order of a permutation: how many runs bring every name back to its buffer."""
+    m, cur = 1, dict(perm)
+    while any(x != y for x, y in cur.items()):
+        cur = {x: perm[y] for x, y in cur.items()}
+        m += 1
+    return m
+
+
+def _power(perm: dict, r: int) -> dict:
+    """The names' buffers after r runs: name x denotes buffer perm^r(x) (x: the buffer of
+    `perm[x]` after one run); identities dropped."""
+    cur = {x: x for x in perm}
+    for _ in range(r):
+        cur = {x: perm[y] for x, y in cur.items()}
+    return {x: y for x, y in cur.items() if x != y}
+
+
 def _rewrite(fdef, loop: ast.For, run: tuple, perm: dict, shapes: dict, tag: int) -> None:
     lo, hi, step = _range_args(loop)
     lo, hi = copy.deepcopy(lo), copy.deepcopy(hi)
@@ -314,28 +339,36 @@ def _rewrite(fdef, loop: ast.For, run: tuple, perm: dict, shapes: dict, tag: int
         return _bin(copy.deepcopy(lo), ast.Add(), _bin(j, ast.Mult(), ast.Constant(step)))
 
     k = f"eqsat_pp{tag}"
-    even = ast.BinOp(left=ast.Constant(2), op=ast.Mult(), right=ast.Name(id=k, ctx=ast.Load()))
-    odd = ast.BinOp(left=copy.deepcopy(even), op=ast.Add(), right=ast.Constant(1))
-    pairs = _at(head, var, at(even), {}) + _at(tail, var, at(even), perm) + \
-        _at(head, var, at(odd), perm) + _at(tail, var, at(odd), {})
+    m = order(perm)
+    powers = [_power(perm, r) for r in range(m + 1)]
+
+    def iteration(j, r):
+        """The body at iteration j, the r-th of a group of m: names as bound after r runs
+        before the run, after r + 1 runs behind it."""
+        return _at(head, var, at(j), powers[r]) + _at(tail, var, at(j), powers[r + 1])
+
+    group = lambda r: _bin(ast.BinOp(left=ast.Constant(m), op=ast.Mult(), right=ast.Name(id=k, ctx=ast.Load())),
+                           ast.Add(), ast.Constant(r))  # noqa: E731
     main = ast.For(target=ast.Name(id=k, ctx=ast.Store()),
                    iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()),
-                                 args=[ast.BinOp(left=copy.deepcopy(n), op=ast.FloorDiv(), right=ast.Constant(2))],
+                                 args=[ast.BinOp(left=copy.deepcopy(n), op=ast.FloorDiv(), right=ast.Constant(m))],
                                  keywords=[]),
-                   body=pairs, orelse=[])
-    last = _bin(copy.deepcopy(n), ast.Sub(), ast.Constant(1))
-    odd_count = ast.BoolOp(op=ast.And(), values=[
-        ast.Compare(left=ast.BinOp(left=copy.deepcopy(n), op=ast.Mod(), right=ast.Constant(2)), ops=[ast.Eq()],
-                    comparators=[ast.Constant(1)]),
-        ast.Compare(left=copy.deepcopy(n), ops=[ast.Gt()], comparators=[ast.Constant(0)])])
-    rest = _at(head, var, at(last), {}) + _at(tail, var, at(last), perm)
-    done = set()
-    for x, y in perm.items():
-        if x in done:
-            continue
-        done |= {x, y}
-        rest.append(_exchange(x, y, shapes[x], f"{k}_{x}"))
-    remainder = ast.If(test=odd_count, body=rest, orelse=[])
+                   body=[s for r in range(m) for s in iteration(group(r), r)], orelse=[])
+    # the n % m iterations left, from n - n % m on, then the contents moved so that each
+    # name's buffer holds what Python's name denotes after n runs
+    left = ast.BinOp(left=copy.deepcopy(n), op=ast.Mod(), right=ast.Constant(m))
+    base = ast.BinOp(left=copy.deepcopy(n), op=ast.Sub(), right=copy.deepcopy(left))
+    rest: list = []
+    for r in range(m - 1):
+        more = ast.Compare(left=copy.deepcopy(left), ops=[ast.Gt()], comparators=[ast.Constant(r)])
+        rest.append(ast.If(test=more, body=iteration(_bin(copy.deepcopy(base), ast.Add(), ast.Constant(r)), r),
+                           orelse=[]))
+    for c in range(1, m):
+        moved = [_move(cycle, shapes[cycle[0]], f"{k}_{c}_{cycle[0]}") for cycle in _cycles(powers[c])]
+        rest.append(ast.If(test=ast.Compare(left=copy.deepcopy(left), ops=[ast.Eq()], comparators=[ast.Constant(c)]),
+                           body=moved, orelse=[]))
+    remainder = ast.If(test=ast.Compare(left=copy.deepcopy(n), ops=[ast.Gt()], comparators=[ast.Constant(0)]),
+                       body=rest, orelse=[])
     for node in (main, remainder):
         ast.copy_location(node, loop)
         for sub in ast.walk(node):
@@ -344,8 +377,24 @@ def _rewrite(fdef, loop: ast.For, run: tuple, perm: dict, shapes: dict, tag: int
     _replace(fdef, loop, [main, remainder])
 
 
-def _exchange(x: str, y: str, shape: list, tag: str) -> ast.stmt:
-    """Loops that exchange the contents of buffers `x` and `y` element by element."""
+def _cycles(perm: dict) -> list:
+    """The cycles of a permutation, each [x, perm[x], perm[perm[x]], ...]."""
+    out, seen = [], set()
+    for x in perm:
+        if x in seen:
+            continue
+        cyc = [x]
+        seen.add(x)
+        while perm[cyc[-1]] != x:
+            cyc.append(perm[cyc[-1]])
+            seen.add(cyc[-1])
+        out.append(cyc)
+    return out
+
+
+def _move(cycle: list, shape: list, tag: str) -> ast.stmt:
+    """Loops that give each buffer x of `cycle` the contents of the next one (the last the
+    first's), element by element: buffer x then holds what name x denotes in Python."""
     idx = [ast.Name(id=f"{tag}_{d}", ctx=ast.Load()) for d in range(len(shape))]
 
     def at(name, ctx):
@@ -353,9 +402,10 @@ def _exchange(x: str, y: str, shape: list, tag: str) -> ast.stmt:
         return ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ctx)
 
     tmp = f"{tag}_v"
-    body = [ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=at(x, ast.Load())),
-            ast.Assign(targets=[at(x, ast.Store())], value=at(y, ast.Load())),
-            ast.Assign(targets=[at(y, ast.Store())], value=ast.Name(id=tmp, ctx=ast.Load()))]
+    body = [ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=at(cycle[0], ast.Load()))]
+    for x, y in zip(cycle, cycle[1:]):
+        body.append(ast.Assign(targets=[at(x, ast.Store())], value=at(y, ast.Load())))
+    body.append(ast.Assign(targets=[at(cycle[-1], ast.Store())], value=ast.Name(id=tmp, ctx=ast.Load())))
     for d in reversed(range(len(shape))):
         body = [ast.For(target=ast.Name(id=f"{tag}_{d}", ctx=ast.Store()),
                         iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[copy.deepcopy(shape[d])],

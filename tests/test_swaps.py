@@ -117,11 +117,64 @@ def test_ping_pong_buffers(tmp_program, monkeypatch, name, policy):
             assert np.array_equal(a, c) if isinstance(a, np.ndarray) else a == c
 
 
-def test_a_rotation_of_three_is_refused(tmp_program):
-    """Order three is not unrolled by two: the front end refuses it, with its location."""
-    src = JACOBI_TUPLE.replace("b = zeros((N,))", "b = zeros((N,))\n    c = zeros((N,))").replace(
-        "a, b = b, a", "a, b, c = b, c, a")
-    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: .*ping-pong buffers.*not rotated"):
+# the leapfrog wave equation: three buffers rotated every step (`up, u, un = u, un, up`)
+WAVE_ROTATION = '''
+@program
+def p(u0: f32["N"], u1: f32["N"], T: int) -> tuple[f32["N"], f32["N"]]:
+    up = u0.copy()
+    u = u1.copy()
+    un = zeros((N,))
+    for t in range(T):
+        for i in range(1, N - 1):
+            un[i] = 2.0 * u[i] - up[i] + 0.1 * (u[i - 1] - 2.0 * u[i] + u[i + 1]) + 0.01 * t
+        up, u, un = u, un, up
+    return u, up
+'''
+
+# a rotation of three and an exchange of two at once (order six), the exchange by a temporary
+MIXED_ORDER_SIX = '''
+@program
+def p(a: f32["N"], T: int) -> tuple[f32["N"], f32["N"], f32["N"], f32["N"], f32["N"]]:
+    b = zeros((N,))
+    c = np.ones((N,), dtype=np.float32)
+    d = zeros((N,))
+    e = np.ones((N,), dtype=np.float32)
+    for t in range(1, 2 * T + 1, 2):
+        for i in range(N):
+            b[i] = a[i] * 0.5 + c[i] + t
+            d[i] = e[i] - 0.25 * b[i]
+        a, b, c = b, c, a
+        tmp = d
+        d = e
+        e = tmp
+    return a, b, c, d, e
+'''
+
+
+@pytest.mark.parametrize("src", [WAVE_ROTATION, MIXED_ORDER_SIX], ids=["rotation_of_three", "order_six"])
+def test_buffers_permuted_every_step(tmp_program, monkeypatch, src):
+    """A permutation of buffers of any order up to six (`eqsat/pingpong.py`): unrolled by
+    its order, the steps left run one by one, the contents moved after; every step count
+    modulo the order, on both backends, against `reference`."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    prog = tmp_program("import numpy as np\n" + src)
+    for T in range(8):
+        dims = {"N": 6, "T": T}
+        args = random_args(prog, dims, seed=T)
+        want = eqsat.reference(prog, *args)
+        plan = eqsat.optimize(prog, dims, target="cpu")
+        for backend in ("numpy", "triton"):
+            got = plan.run(*args, backend=backend)
+            assert all(rel_err(g, w) < 1e-5 for g, w in zip(got, want)), (T, backend, plan)
+
+
+def test_a_permutation_of_order_seven_is_refused(tmp_program):
+    """Order seven would copy the body seven times a step: the front end refuses it, with its location."""
+    names = [f"b{k}" for k in range(7)]
+    allocs = "\n".join(f"    {x} = zeros((N,))" for x in names)
+    src = JACOBI_TUPLE.replace("    b = zeros((N,))", allocs).replace("b[i]", "b0[i]").replace(
+        "a, b = b, a", f"{', '.join(names)} = {', '.join(names[1:] + names[:1])}")
+    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: "):
         tmp_program(src)
 
 
