@@ -20,7 +20,7 @@ from .args import SIZE_COMPARISONS
 from .errors import Loc, ProgramError
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, Param, Program, Ref, Select, Store,
-    Transpose, ie_eval, ie_names,
+    Transpose, ie_canon, ie_eval, ie_names,
 )
 
 
@@ -746,10 +746,14 @@ class _Parser:
 
     def check_store(self, node, buf, rest, val):
         if rest:  # a store into a slice: the value broadcasts to it, as in numpy
+            deferred: list = []
             try:
-                ok = val.ty is None or _broadcast(rest, val.ty) == tuple(rest)
+                ok = val.ty is None or _broadcast(rest, val.ty, deferred) == tuple(rest)
             except ValueError:
                 ok = False
+            if ok:
+                self.same_extents(node, deferred, "numpy stores a value into a slice only where their extents "
+                                                  "are equal")
             if not ok:
                 raise self.err(node, f"shape mismatch: storing {_shape_str(val.ty)} into "
                                      f"{buf}[...] of shape {_shape_str(rest)}")
@@ -1017,11 +1021,20 @@ class _Parser:
             return tb
         if tb is None:
             return ta
+        deferred: list = []
         try:
-            return _broadcast(ta, tb)
+            out = _broadcast(ta, tb, deferred)
         except ValueError:
             raise self.err(node, f"shape mismatch: cannot broadcast {_shape_str(ta)} with {_shape_str(tb)}") \
                 from None
+        self.same_extents(node, deferred, "numpy broadcasts these extents together only where they are equal")
+        return out
+
+    def same_extents(self, node, pairs: list, why: str) -> None:
+        """Extents taken as equal (`_broadcast`), each checked when the sizes are known as an
+        assertion of the program's (`Program.assertions`), naming this place."""
+        for x, y in pairs:
+            self.assertions.append((self.loc(node), ("cmp", (ast.Eq,), (x, y)), f"{_d(x)} == {_d(y)}", why))
 
     def matmul(self, node, a, b):
         if a.ty is None or b.ty is None:
@@ -1263,17 +1276,25 @@ def _check_affine(t, loopvars, fail):
             _check_affine(c, loopvars, fail)
 
 
-def _broadcast(ta, tb) -> tuple:
+def _broadcast(ta, tb, deferred: list | None = None) -> tuple:
+    """numpy's broadcast of two shapes. Extents equal as polynomials in the sizes (and their
+    `//` and `%` terms: `ir.ie_canon`) are the same extent; where `deferred` is given, two
+    extents of which one is computed (not a bare size or number) and that are not known to
+    differ are taken as equal and appended to it as a pair, to check once the sizes are
+    known (`(H + 1) // 2` and `H // 2` are equal exactly at even H)."""
     ta, tb = tuple(ta), tuple(tb)
     n = max(len(ta), len(tb))
     ta = (("int", 1),) * (n - len(ta)) + ta
     tb = (("int", 1),) * (n - len(tb)) + tb
     out = []
     for x, y in zip(ta, tb):
-        if x == y or y == ("int", 1):
+        if x == y or y == ("int", 1) or ie_canon(x) == ie_canon(y):
             out.append(x)
         elif x == ("int", 1):
             out.append(y)
+        elif deferred is not None and not (x[0] in ("int", "name") and y[0] in ("int", "name")):
+            deferred.append((x, y))
+            out.append(x)
         else:
             raise ValueError
     return tuple(out)

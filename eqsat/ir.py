@@ -380,6 +380,46 @@ def ie_affine(e: IExpr, dims: dict, loc: Loc) -> tuple[dict, int]:
     raise AssertionError(tag)
 
 
+def ie_canon(e: IExpr):
+    """`e` as a sum of terms, each a product of atoms (names, `//` and `%` subterms in their
+    own canonical form) with an integer coefficient: a hashable form two expressions share
+    exactly when they are equal as polynomials in those atoms (`(D - D // 2) + D // 2` and
+    `D`). Equal forms are equal for every value of the names; unequal ones may still be
+    equal for some."""
+    def go(e) -> dict:
+        tag = e[0]
+        if tag == "int":
+            return {(): e[1]} if e[1] else {}
+        if tag == "name":
+            return {(("name", e[1]),): 1}
+        if tag == "neg":
+            return {k: -v for k, v in go(e[1]).items()}
+        if tag in ("floordiv", "mod"):
+            atom = (tag, _frozen(go(e[1])), _frozen(go(e[2])))
+            return {(atom,): 1}
+        a, b = go(e[1]), go(e[2])
+        out: dict = {}
+        if tag in ("add", "sub"):
+            s = 1 if tag == "add" else -1
+            out = dict(a)
+            for k, v in b.items():
+                out[k] = out.get(k, 0) + s * v
+        elif tag == "mul":
+            for ka, va in a.items():
+                for kb, vb in b.items():
+                    k = tuple(sorted(ka + kb, key=repr))
+                    out[k] = out.get(k, 0) + va * vb
+        else:
+            raise AssertionError(tag)
+        return {k: v for k, v in out.items() if v}
+
+    return _frozen(go(e))
+
+
+def _frozen(form: dict):
+    return tuple(sorted(form.items(), key=repr))
+
+
 def ie_str(e: IExpr) -> str:
     tag = e[0]
     if tag in ("int", "name"):

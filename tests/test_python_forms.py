@@ -1292,3 +1292,46 @@ def p(x: f32["NB", "H", "W", "C"]) -> f32["NB", "HH", "WW", "C"]:
         if k.kind == "loop":
             src = loops._source(plan, plan.lowered.nests[k.nest])[0]
             assert "eqsat_lib_zeros" not in src and "eqsat_red0 =" not in src, src
+
+
+ROTATE_HALF = '''
+@program
+def p(x: f32["S", "D"], cs: f32["S", "D"], sn: f32["S", "D"]) -> f32["S", "D"]:
+    x1 = x[:, :D // 2]
+    x2 = x[:, D // 2:]
+    rot = np.concatenate([-x2, x1], axis=-1)
+    return x * cs + rot * sn
+'''
+
+POOL_BY_SLICES = '''
+@program
+def p(x: f32["H", "W"]) -> f32["HO", "WO"]:
+    return np.maximum(np.maximum(x[::2, ::2], x[1::2, ::2]), np.maximum(x[::2, 1::2], x[1::2, 1::2]))
+'''
+
+
+def test_extents_equal_as_expressions_of_sizes_broadcast(tmp_program):
+    """`(D - D // 2) + D // 2` is D for every D (RoPE's rotate-half by concatenation: a
+    probe found it refused, 'cannot broadcast'); extents are compared as polynomials in the
+    sizes and their `//` terms (`ir.ie_canon`)."""
+    prog = tmp_program(PRELUDE + ROTATE_HALF)
+    for d in (6, 7):
+        dims = {"S": 3, "D": d}
+        args = random_args(prog, dims, seed=d)
+        plan = eqsat.optimize(prog, dims)
+        for backend in ("numpy", "triton"):
+            assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), (d, backend)
+
+
+def test_extents_equal_at_some_sizes_are_checked_at_those(tmp_program):
+    """`x[::2]` and `x[1::2]` have (H + 1) // 2 and H // 2 rows: equal exactly at even H, so
+    the program is taken, and optimize() at odd H says which extents differ, where."""
+    prog = tmp_program(PRELUDE + POOL_BY_SLICES)
+    dims = {"H": 6, "W": 8, "HO": 3, "WO": 4}
+    args = random_args(prog, dims, seed=1)
+    plan = eqsat.optimize(prog, dims)
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args, shapes=dims)), backend
+    with pytest.raises(eqsat.ArgumentError, match=r"prog_\d+\.py:\d+:\d+: .*\(\(H \+ 1\) // 2\) == \(H // 2\).*"
+                                                  r"false at H=7.*broadcasts these extents"):
+        eqsat.optimize(prog, {"H": 7, "W": 8, "HO": 3, "WO": 4})
