@@ -357,12 +357,20 @@ class _Env(ast.NodeTransformer):
         for name in names:  # (parameters first: the others' seeds may read them)
             if name in declared:
                 seeds[name] = self.shapes[name] = declared[name]
-        for name in names:
-            vs = values.get(name, [])
-            seed = seeds.get(name) or next((a for a in map(self._allocated, vs) if a is not None), None) or \
-                next((g for g in map(self.value_shape, vs) if g is not None and g is not SCALAR and g[1]), None)
-            if seed is not None:
-                seeds[name] = self.shapes[name] = seed
+        # (until none is added: a seed may read a name seeded after it in this order, `w =
+        # np.exp(s1)` with s1 the renamed second binding of s, `s1 = s - 1.0`)
+        for _ in range(len(names)):
+            before = len(seeds)
+            for name in names:
+                if name in seeds:
+                    continue
+                vs = values.get(name, [])
+                seed = next((a for a in map(self._allocated, vs) if a is not None), None) or \
+                    next((g for g in map(self.value_shape, vs) if g is not None and g is not SCALAR and g[1]), None)
+                if seed is not None:
+                    seeds[name] = self.shapes[name] = seed
+            if len(seeds) == before:
+                break
         changed = True
         while changed:
             changed = False
