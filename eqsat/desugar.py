@@ -119,6 +119,38 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     """Rewrite `fdef` in place (see above). `params`: the program's `ir.Param`s; `sizes`:
     the names that are sizes (dims, int parameters); `resolve(name)`: what a name the
     function does not bind means to Python."""
+    assumed: list = []
+    token = sections.ASSUMED.set(assumed)
+    try:
+        _rewrite(fdef, params, sizes, resolve)
+    finally:
+        sections.ASSUMED.reset(token)
+    _assert_extents(fdef, assumed)
+
+
+def _assert_extents(fdef, pairs: list) -> None:
+    """`assert x == y` at the top of `fdef` for each pair of extents taken as equal
+    (`sections.maybe_same`): checked when the sizes are known, as the program's own."""
+    seen, top = set(), []
+    for x, y in pairs:
+        test = ast.Compare(left=copy.deepcopy(x), ops=[ast.Eq()], comparators=[copy.deepcopy(y)])
+        key = ast.dump(test)
+        if key in seen:
+            continue
+        seen.add(key)
+        msg = ast.Constant("numpy combines these two extents (a broadcast, or a store into a slice) only where "
+                           "they are equal")
+        top.append(ast.Assert(test=test, msg=msg))
+    if top:
+        at = 1 if fdef.body and isinstance(fdef.body[0], ast.Expr) and isinstance(fdef.body[0].value, ast.Constant) \
+            else 0
+        for t in top:
+            ast.copy_location(t, fdef.body[at] if at < len(fdef.body) else fdef)
+        fdef.body[at:at] = top
+        ast.fix_missing_locations(fdef)
+
+
+def _rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     _early_returns(fdef)
     _iterations(fdef, resolve)
     stores: dict = {}

@@ -22,6 +22,7 @@ Slice bounds are checked first (`eqsat/slice_bounds.py`).
 from __future__ import annotations
 
 import ast
+import contextvars
 import copy
 
 from . import aliases, lang
@@ -260,6 +261,28 @@ def _one(d) -> bool:
     return isinstance(d, ast.Constant) and d.value == 1 and type(d.value) is int
 
 
+# extents taken as equal though not told so (`maybe_same`), while a function is desugared
+ASSUMED: contextvars.ContextVar = contextvars.ContextVar("eqsat_assumed_extents", default=None)
+
+
+def maybe_same(x, y) -> bool:
+    """Whether extents `x` and `y` are the same: told so (`same_dims`), or, while a function
+    is desugared, equal at some sizes as far as can be told where one of them is computed
+    (`x[::2]` has `(D + 1) // 2` elements, a table `D2`): that pair is then recorded in
+    `ASSUMED`, and `desugar.rewrite` asserts it at the top of the function, so `optimize()`
+    at sizes where they differ raises, naming it, as numpy would refuse to broadcast."""
+    if same_dims([x], [y]):
+        return True
+    got = ASSUMED.get()
+    simple = (ast.Name, ast.Constant)
+    if got is None or (isinstance(x, simple) and isinstance(y, simple)):
+        return False
+    if isinstance(canonical(x), ast.Constant) and isinstance(canonical(y), ast.Constant):
+        return False  # (two numbers that differ)
+    got.append((x, y))
+    return True
+
+
 def broadcast(a: list, b: list):
     """numpy's broadcast of extents `a` and `b` (from the right; an extent of literal 1, or a
     missing axis, takes the other), else None where they are not told to agree."""
@@ -268,7 +291,7 @@ def broadcast(a: list, b: list):
     b = [ast.Constant(1)] * (n - len(b)) + list(b)
     out = []
     for x, y in zip(a, b):
-        if same_dims([x], [y]) or _one(y):
+        if _one(y) or maybe_same(x, y):
             out.append(x)
         elif _one(x):
             out.append(y)
@@ -333,9 +356,9 @@ class Elements:
         use = use[len(use) - rank:]
         if dims is not None:  # (an axis of one element broadcast: its index is 0)
             want = dims[len(dims) - rank:]
-            if any(not (same_dims([g], [w]) or _one(g)) for g, w in zip(got[0], want)):
+            if any(not (_one(g) or maybe_same(g, w)) for g, w in zip(got[0], want)):
                 raise NotElementwise
-            use = [u if same_dims([g], [w]) else ast.Constant(0) for g, w, u in zip(got[0], want, use)]
+            use = [ast.Constant(0) if _one(g) and not same_dims([g], [w]) else u for g, w, u in zip(got[0], want, use)]
         sec = parse(e, env) if isinstance(e, ast.Subscript) else None
         if sec is not None:
             return sec.at(use)
