@@ -309,7 +309,7 @@ class _Lowerer:
             self.maybe_unset.discard(s.name)
         if s.value.ty is None:
             v = self.scalar_top(s.value)
-            self.env[s.name] = T.binop(AUG[s.aug_op], self.env[s.name], v) if s.aug else v
+            self.env[s.name] = _hoist_closed(T.binop(AUG[s.aug_op], self.env[s.name], v) if s.aug else v)
             return
         if s.aug:
             v = self.tensor(Bin(s.loc, s.aug_op, Ref(s.loc, s.name, ty=s.value.ty), s.value, ty=s.value.ty))
@@ -338,7 +338,7 @@ class _Lowerer:
             return merged
         vs = [self.new_var("t", n) for n in shape]
         body = self.elem(e, [T.iv(v) for v in vs], _Ctx(self, {}, None))
-        return T.compute(list(zip(vs, shape)), body)
+        return T.compute(list(zip(vs, shape)), _hoist_closed(body))
 
     def batch_merged(self, e, shape: tuple) -> Node | None:
         """Elementwise expression `e` of shape (B, H, .., M, N) over a matmul of several batch
@@ -1350,6 +1350,32 @@ class _NestRun:
 
 
 _FREE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # term -> its free variables
+
+
+def _hoist_closed(t: Node) -> Node:
+    """Reductions in scalar term `t` that read no index variable bound outside them (a dot
+    product of two vectors, `s = u @ v` then `A * s`, or `A * (u @ v)`) as a 0-d tensor
+    read where they stood: computed once, as Python computes them, not once for every
+    element of the computation around them (a probe: Sherman-Morrison's rank-one update
+    was one kernel recomputing the dot product per element, N^3, 556x numpy). Tensors inside
+    `t` are left as they are."""
+    memo: dict = {}
+
+    def go(n: Node) -> Node:
+        got = memo.get(n)
+        if got is not None:
+            return got
+        if n.op == "Sc.red" and not _free_vars(n):
+            out = T.load(T.compute([], n), [])
+        elif n.sort != "Sc":
+            out = n
+        else:
+            args = tuple(go(a) if isinstance(a, Node) else a for a in n.args)
+            out = n if all(x is y for x, y in zip(args, n.args)) else Node(n.op, *args)
+        memo[n] = out
+        return out
+
+    return go(t)
 
 
 def _free_vars(term: Node) -> frozenset:

@@ -1355,3 +1355,23 @@ def p(x: f32["M", "N"]) -> f32["M", "N"]:
     plan = eqsat.optimize(prog, dims)
     for backend in ("numpy", "triton"):
         assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
+
+
+def test_a_dot_product_scaling_a_matrix_is_computed_once(tmp_program):
+    """`s = u @ v; A * s` and `A - np.outer(u, v) / (1.0 + v @ u)` (Sherman-Morrison): the dot
+    product reads no index of the matrix's computation, so it is a kernel of its own, read
+    by the pointwise one (a probe: one kernel recomputing it for every element, N^3 work,
+    556x numpy at N = 1000)."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(A: f32["N", "N"], u: f32["N"], v: f32["N"]) -> tuple[f32["N", "N"], f32["N", "N"]]:
+    s = u @ v
+    return A * s, A - np.outer(u, v) / (1.0 + np.dot(v, u))
+''')
+    dims = {"N": 300}
+    args = random_args(prog, dims, seed=5)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
+    for k in plan.kernels:  # no kernel over the matrix holds a reduction
+        assert k.kind != "reduction" or not k.term.args[0].args, plan
