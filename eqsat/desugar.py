@@ -1047,6 +1047,7 @@ class _Env(ast.NodeTransformer):
         picked = self._clamped_index(n)
         if picked is not None:
             return self.visit(picked)
+        self._ellipsis(n)
         v = n.value
         # X.shape[k] (before `X.shape` alone is rewritten)
         got = self.value_shape(v.value) if isinstance(v, ast.Attribute) and v.attr == "shape" else None
@@ -1115,6 +1116,73 @@ class _Env(ast.NodeTransformer):
             out.eqsat_where, out.eqsat_source = True, ast.unparse(cond)
         return out
 
+    def _axis_view(self, n, obj):
+        """`np.expand_dims(x, k)` as `x[:, ..., None, ...]` (None at axis k of the result) and
+        `np.squeeze(x, k)` as `x[:, ..., 0, ...]` where axis k's extent is the literal 1
+        (numpy raises for another; `squeeze` without an axis drops every literal 1), for an
+        x of known rank and integer axes; else None."""
+        args = list(n.args) + [k.value for k in n.keywords if k.arg == "axis"]
+        if len(args) not in (1, 2) or any(k.arg != "axis" for k in n.keywords):
+            return None
+        got = self.value_shape(args[0])
+        if got is None or got is SCALAR:
+            return None
+        dims = got[0]
+        if len(args) == 1:
+            if obj is not np.squeeze:
+                return None
+            axes = [k for k, d in enumerate(dims) if isinstance(d, ast.Constant) and d.value == 1]
+        else:
+            items = args[1].elts if isinstance(args[1], ast.Tuple) else [args[1]]
+            axes = [_number(e) for e in items]
+            if any(type(a) is not int for a in axes):
+                return None
+        if obj is np.expand_dims:
+            rank = len(dims) + len(axes)
+            axes = sorted(a + rank if a < 0 else a for a in axes)
+            if any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
+                return None
+            elts, src = [], 0
+            for k in range(rank):
+                if k in axes:
+                    elts.append(ast.Constant(None))
+                else:
+                    elts.append(ast.Slice(lower=None, upper=None, step=None))
+                    src += 1
+        else:
+            axes = [a + len(dims) if a < 0 else a for a in axes]
+            if any(not (0 <= a < len(dims) and isinstance(dims[a], ast.Constant) and dims[a].value == 1)
+                   for a in axes):
+                return None
+            elts = [ast.Constant(0) if k in axes else ast.Slice(lower=None, upper=None, step=None)
+                    for k in range(len(dims))]
+        if not elts:
+            return args[0]
+        out = ast.Subscript(value=args[0], slice=elts[0] if len(elts) == 1 else ast.Tuple(elts=elts, ctx=ast.Load()),
+                            ctx=ast.Load())
+        return ast.fix_missing_locations(ast.copy_location(out, n))
+
+    def _ellipsis(self, n):
+        """`x[..., None]`, `x[i, ...]`: the `...` as the whole-axis slices it stands for, where
+        x's rank is known (`None` adds an axis and takes none)."""
+        elts = index_elts(n.slice)
+        dots = [k for k, e in enumerate(elts) if isinstance(e, ast.Constant) and e.value is Ellipsis]
+        if len(dots) != 1:
+            return
+        got = self.value_shape(n.value)
+        if got is None or got is SCALAR:
+            return
+        taken = sum(1 for e in elts if not (isinstance(e, ast.Constant) and e.value in (None, Ellipsis)))
+        fill = len(got[0]) - taken
+        if fill < 0:
+            return
+        k = dots[0]
+        new = elts[:k] + [ast.Slice(lower=None, upper=None, step=None) for _ in range(fill)] + elts[k + 1:]
+        n.slice = new[0] if len(new) == 1 else ast.Tuple(elts=new, ctx=ast.Load())
+        if not new:
+            n.slice = ast.Slice(lower=None, upper=None, step=None)
+        ast.fix_missing_locations(n)
+
     def visit_Attribute(self, n):
         if isinstance(n.value, ast.Name) and isinstance(n.ctx, ast.Load):
             mod = self.resolve(n.value.id)
@@ -1171,6 +1239,10 @@ class _Env(ast.NodeTransformer):
                             args=n.args, keywords=[])
             return ast.copy_location(ast.Call(func=ast.Attribute(value=copy.deepcopy(n.func.value), attr="sum",
                                                                  ctx=ast.Load()), args=[diag], keywords=[]), n)
+        if obj in (np.expand_dims, np.squeeze):
+            got = self._axis_view(n, obj)
+            if got is not None:
+                return self.visit(got)
         if obj is np.square and len(n.args) == 1 and not n.keywords:  # (x * x, exactly: one rounding)
             return ast.copy_location(ast.BinOp(left=n.args[0], op=ast.Mult(), right=copy.deepcopy(n.args[0])), n)
         if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr == "clip" and len(n.args) == 2 and \

@@ -291,6 +291,16 @@ def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> tuple[f32["M", "N"], f
             c += (x[i, k] > 0) + 2.0 * (x[i, k] < -1 and x[i, k] > -3)
     return y, h * (h > 0), ((h > 0) & (b > 0)) * b - (h <= 0) / 2.0, c
 ''', ["matmul", "matmul", "loop"]),
+    # `...` in an index, np.expand_dims (axis, negative axis, axis=) and np.squeeze of an
+    # axis of extent 1 (ML code's broadcasting helpers)
+    "ellipsis_and_axis_helpers": ('''
+@program
+def p(x: f32["M", "N"], s: f32["M"], b: f32["N"]) -> tuple[f32["M", "N"], f32["M", "N"]]:
+    m = np.max(x, axis=1, keepdims=True)
+    r = np.squeeze(m, 1)
+    y = x * np.expand_dims(s, 1) + np.expand_dims(s, axis=-1) * 2.0 + np.expand_dims(b, 0) + b[None, ...]
+    return y, x - m + s[..., None] + r[:, None] * x[..., :]
+''', None),
     # `.clip` of an expression (its shape known only once the einsum is read)
     "clip_of_expression": ('''
 @program
