@@ -650,11 +650,12 @@ class _Env(ast.NodeTransformer):
         return ast.copy_location(out, n)
 
     def _reduced_shape(self, e):
-        """The shape of `np.sum(x, axis=k)`, `x.max(axis=k)`, ... (`reductions.Reductions` computes
-        them): x's without axis k, a scalar without an axis; else None."""
+        """The shape of `np.sum(x, axis=k)`, `x.max(axis=k)`, `np.linalg.norm(x)`, ...
+        (`reductions.Reductions` computes them): x's without axis k, a scalar without an axis;
+        else None."""
         kws = {k.arg: k.value for k in e.keywords}
         f = e.func
-        if self.callee(f) in REDUCTIONS and 1 <= len(e.args) <= 2:
+        if (self.callee(f) in REDUCTIONS or self.callee(f) is np.linalg.norm) and 1 <= len(e.args) <= 2:
             x, axis = e.args[0], e.args[1] if len(e.args) == 2 else kws.pop("axis", None)
         elif isinstance(f, ast.Attribute) and f.attr in METHODS and len(e.args) <= 1 and self.callee(f) is None:
             x, axis = f.value, e.args[0] if e.args else kws.pop("axis", None)

@@ -1385,3 +1385,22 @@ def p(A: f32["N", "N"], u: f32["N"], v: f32["N"]) -> tuple[f32["N", "N"], f32["N
         assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
     for k in plan.kernels:  # no kernel over the matrix holds a reduction
         assert k.kind != "reduction" or not k.term.args[0].args, plan
+
+
+def test_a_name_bound_again_in_a_loop_and_normalized_is_reduced(tmp_program):
+    """Power iteration as numpy users write it: `v = A @ v; v = v / np.linalg.norm(v)` in a
+    loop, every binding of v of one shape (a probe: refused, quoting `np.sum(v * v)`)."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(T: int, A: f32["N", "N"], v0: f32["N"]) -> f32["N"]:
+    v = v0 + 0.0
+    for it in range(T):
+        v = A @ v
+        v = v / np.linalg.norm(v)
+    return v
+''')
+    dims = {"N": 6, "T": 4}
+    args = random_args(prog, dims, seed=7)
+    plan = eqsat.optimize(prog, dims)
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
