@@ -235,15 +235,15 @@ class _Lowerer:
             if r.ty is None:
                 try:
                     v = self.scalar_top(r)
-                except NotFunctional:  # (`return s // t`: a number with no term, run as written)
-                    v = self.returned_as_written(k, r)
+                except NotFunctional as why:  # (`return s // t`: a number with no term, run as written)
+                    v = self.returned_as_written(k, r, str(why))
                 roots.append(T.compute([], v))
                 scal.append(True)
                 continue
             try:
                 roots.append(self.tensor(r))
-            except NotFunctional:  # a form with no term (`return x // 0.25`): run as written
-                roots.append(self.returned_as_written(k, r))
+            except NotFunctional as why:  # a form with no term (`return x // 0.25`): run as written
+                roots.append(self.returned_as_written(k, r, str(why)))
             scal.append(False)
         return Lowered(roots, scal, self.unions, self.nests, dict(self.shapes),
                        [p.name for p in self.prog.params if p.shape is None and p.dtype is not int], self.var_extent,
@@ -293,15 +293,15 @@ class _Lowerer:
             out = T.select("==", Node("Sc.idx", T.iv(v)), T.lit(float(c.args[0])), out, old)
         self.env[s.buf] = T.compute(list(zip(axes, shape)), out)
 
-    def returned_as_written(self, k: int, r) -> Node:
+    def returned_as_written(self, k: int, r, why: str) -> Node:
         """Returned expression `r` (a tensor, a number) computed by a nest of its own that runs it as written
-        (`eqsat_return<k> = r`), as a top-level statement with no term would be."""
+        (`eqsat_return<k> = r`), as a top-level statement with no term would be; `why` it has none."""
         name = f"eqsat_return{k}"
         node = ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=r.node), r.node)
         s = Assign(r.loc, name, r)
         s.node = ast.fix_missing_locations(node)
         s.views = dict(getattr(r, "views", {}))
-        self.nest(s, False)
+        self.nest(s, False, why)
         return self.env[name]
 
     def top_assign(self, s):
@@ -536,9 +536,10 @@ class _Lowerer:
         return T.compute(list(zip(vs, shape)), self.elem(e, [T.iv(v) for v in vs], ctx))
 
     # ------------------------------------------------------------ nests
-    def nest(self, s, lift: bool = True):
+    def nest(self, s, lift: bool = True, why: str = ""):
         """Lower nest `s`: kept as written (a `loop` kernel), and with a functional form
-        where the analysis proves one; `lift=False` keeps it as written without trying."""
+        where the analysis proves one; `lift=False` keeps it as written without trying, for
+        `why` (by default: the time limit)."""
         _declare_shapes(s, self)  # tensors allocated or bound inside the nest
         functional, reason, parts, dropped = None, "", None, set()
         steps = False  # whether `parts` are the iterations of `s` unrolled
@@ -550,7 +551,7 @@ class _Lowerer:
         with operation_quota(quota):
             try:
                 if not lift:
-                    raise NotFunctional(KEPT_FOR_TIME)
+                    raise NotFunctional(why or KEPT_FOR_TIME)
                 try:
                     whole = reroll(s, self.dims, getattr(s, "views", {}))  # (loops written in pieces, as one)
                     merged = unsplit(whole, self.dims, self.fresh, _reorder_check(whole, self))

@@ -69,9 +69,12 @@ def nest_work(s, dims, iters=1) -> dict:
             return
         e = s.value
         ops, nodes, loads = counts(e)
-        w["ops"] += iters * ops
-        w["nodes"] += iters * nodes
-        w["bytes"] += iters * 4 * (1 + loads)  # its loads and its store or assignment
+        # a tensor-valued statement (`y = np.log1p(x)` run as written) does its work on
+        # every element (it was priced as one element's)
+        elems = math.prod(ie_eval(d, dims) for d in e.ty) if getattr(e, "ty", None) else 1
+        w["ops"] += iters * ops * elems
+        w["nodes"] += iters * nodes * elems
+        w["bytes"] += iters * 4 * (1 + loads) * elems  # its loads and its store or assignment
         f = lib(e)
         if f:
             w["lib_flops"] += iters * f
