@@ -972,7 +972,7 @@ class _Parser:
                 return self.expr(e.operand)
             raise self.err(e, f"unsupported operator {type(e.op).__name__}")
         if isinstance(e, ast.BinOp):
-            a, b = self.expr(e.left), self.expr(e.right)
+            a, b = self.operand(e, e.left, e.right), self.operand(e, e.right, e.left)
             if isinstance(e.op, ast.MatMult):
                 if getattr(e, "eqsat_dot", False) and any(len(x.ty or ()) > 2 for x in (a, b)):
                     raise self.err(e, "np.dot of a tensor with more than two axes is not a matmul (it pairs every "
@@ -997,6 +997,20 @@ class _Parser:
         if isinstance(e, ast.Tuple):
             raise self.err(e, "a tuple is not a value here: unpack it (`n, m = x.shape`, `a, b = b, a`) or return it")
         raise self.err(e, f"unsupported expression: {type(e).__name__}")
+
+    def operand(self, e: ast.BinOp, x, other):
+        """An operand of arithmetic `e`: a condition meeting a number in `+ - * /` is 1.0
+        where it holds and 0.0 elsewhere, as Python and numpy promote a bool meeting a float
+        (`s * (s > 0)`; desugar does so where it knows the shapes, this where the front end
+        does: elements); two conditions only under `*` (numpy's `m1 + m2` of bools is an or)."""
+        cond = (ast.Compare, ast.BoolOp)
+        is_cond = isinstance(x, cond) or (isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.Not))
+        other_cond = isinstance(other, cond) or (isinstance(other, ast.UnaryOp) and isinstance(other.op, ast.Not))
+        if is_cond and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)) and \
+                (not other_cond or isinstance(e.op, ast.Mult)):
+            loc = self.loc(x)
+            return Select(loc, self.cond(x), Const(loc, 1.0), Const(loc, 0.0))
+        return self.expr(x)
 
     def power(self, node, a, b):
         """`x ** c`: for a constant c, a small integer power is a product; anything else a
