@@ -476,13 +476,6 @@ class Plan:
                 elif n.op == "Sc.red":
                     self.var_extent[n.args[1]] = n.args[2]
 
-    def __deepcopy__(self, memo):  # (the default copy, which __reduce__ below would refuse)
-        new = object.__new__(type(self))
-        memo[id(self)] = new
-        for k, v in self.__dict__.items():
-            new.__dict__[k] = copy.deepcopy(v, memo)
-        return new
-
     def __copy__(self):
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)

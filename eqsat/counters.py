@@ -37,6 +37,7 @@ import ast
 import copy
 
 from .desugar import _number
+from .slice_bounds import after_docstring
 
 
 def substitute(fdef: ast.FunctionDef, sizes: set, is_int_constant) -> list:
@@ -263,8 +264,7 @@ def _rewrite(fdef, name: str, sizes: set, is_int_constant) -> bool:
                            f"{ast.unparse(f.iter)}`, which needs {text}: a loop that runs no iteration is not "
                            f"counted by the counter's closed form")
         top.append(ast.copy_location(ast.Assert(test=test, msg=msg), init))
-    at = 1 if fdef.body and isinstance(fdef.body[0], ast.Expr) and isinstance(fdef.body[0].value, ast.Constant) \
-        else 0
+    at = after_docstring(fdef)
     fdef.body[at:at] = top
     ast.fix_missing_locations(fdef)
     return True

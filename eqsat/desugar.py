@@ -142,8 +142,7 @@ def _assert_extents(fdef, pairs: list) -> None:
                            "they are equal")
         top.append(ast.Assert(test=test, msg=msg))
     if top:
-        at = 1 if fdef.body and isinstance(fdef.body[0], ast.Expr) and isinstance(fdef.body[0].value, ast.Constant) \
-            else 0
+        at = slice_bounds.after_docstring(fdef)
         for t in top:
             ast.copy_location(t, fdef.body[at] if at < len(fdef.body) else fdef)
         fdef.body[at:at] = top
@@ -1143,13 +1142,8 @@ class _Env(ast.NodeTransformer):
             axes = sorted(a + rank if a < 0 else a for a in axes)
             if any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
                 return None
-            elts, src = [], 0
-            for k in range(rank):
-                if k in axes:
-                    elts.append(ast.Constant(None))
-                else:
-                    elts.append(ast.Slice(lower=None, upper=None, step=None))
-                    src += 1
+            elts = [ast.Constant(None) if k in axes else ast.Slice(lower=None, upper=None, step=None)
+                    for k in range(rank)]
         else:
             axes = [a + len(dims) if a < 0 else a for a in axes]
             if any(not (0 <= a < len(dims) and isinstance(dims[a], ast.Constant) and dims[a].value == 1)

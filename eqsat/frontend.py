@@ -990,7 +990,7 @@ class _Parser:
             if a.ty is not None or b.ty is not None:
                 raise self.err(e, "`a if cond else b` chooses between scalars (elements), not tensors")
             return Select(loc, c, a, b)
-        if isinstance(e, (ast.Compare, ast.BoolOp)) or (isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not)):
+        if _is_condition(e):
             raise self.err(e, "a comparison is a condition: use it in `if` or `a if cond else b`, not as a value")
         if isinstance(e, ast.Call):
             return self.call(e)
@@ -1003,11 +1003,8 @@ class _Parser:
         where it holds and 0.0 elsewhere, as Python and numpy promote a bool meeting a float
         (`s * (s > 0)`; desugar does so where it knows the shapes, this where the front end
         does: elements); two conditions only under `*` (numpy's `m1 + m2` of bools is an or)."""
-        cond = (ast.Compare, ast.BoolOp)
-        is_cond = isinstance(x, cond) or (isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.Not))
-        other_cond = isinstance(other, cond) or (isinstance(other, ast.UnaryOp) and isinstance(other.op, ast.Not))
-        if is_cond and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)) and \
-                (not other_cond or isinstance(e.op, ast.Mult)):
+        if _is_condition(x) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)) and \
+                (not _is_condition(other) or isinstance(e.op, ast.Mult)):
             loc = self.loc(x)
             return Select(loc, self.cond(x), Const(loc, 1.0), Const(loc, 0.0))
         return self.expr(x)
@@ -1288,6 +1285,11 @@ def _check_affine(t, loopvars, fail):
     for c in t[1:]:
         if isinstance(c, tuple):
             _check_affine(c, loopvars, fail)
+
+
+def _is_condition(e) -> bool:
+    """A comparison, or `and`/`or`/`not` of values (what `_Parser.cond` reads)."""
+    return isinstance(e, (ast.Compare, ast.BoolOp)) or (isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not))
 
 
 def _broadcast(ta, tb, deferred: list | None = None) -> tuple:

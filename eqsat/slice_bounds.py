@@ -121,6 +121,14 @@ def step(s: ast.Slice):
     return None
 
 
+def after_docstring(fdef: ast.FunctionDef) -> int:
+    """Where statements go at the top of a function's body: after its docstring, if any (the
+    assertions on sizes this module, `counters` and `desugar` add)."""
+    first = fdef.body[0] if fdef.body else None
+    return 1 if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and \
+        isinstance(first.value.value, str) else 0
+
+
 def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
     """Before the other rewrites: every slice bound that is neither absent nor a negative
     constant is proved non-negative (module docstring), given the loops around it; where
@@ -249,9 +257,7 @@ def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
 
     visit(fdef.body, {})
     if asserts:
-        at = 1 if fdef.body and isinstance(fdef.body[0], ast.Expr) and \
-            isinstance(getattr(fdef.body[0], "value", None), ast.Constant) and \
-            isinstance(fdef.body[0].value.value, str) else 0
+        at = after_docstring(fdef)
         fdef.body[at:at] = list(asserts.values())
         for a in asserts.values():
             for sub in ast.walk(a):
