@@ -1173,9 +1173,9 @@ class _Env(ast.NodeTransformer):
             return
         k = dots[0]
         new = elts[:k] + [ast.Slice(lower=None, upper=None, step=None) for _ in range(fill)] + elts[k + 1:]
-        # (`x[...]` of a tensor of no axis: `x[:]`, the whole of it, as the front end reads it)
-        n.slice = ast.Slice(lower=None, upper=None, step=None) if not new else \
-            new[0] if len(new) == 1 else ast.Tuple(elts=new, ctx=ast.Load())
+        if not new:
+            return  # (`x[...]` of a tensor of no axis stands for no index: left as written)
+        n.slice = new[0] if len(new) == 1 else ast.Tuple(elts=new, ctx=ast.Load())
         ast.fix_missing_locations(n)
 
     def visit_Attribute(self, n):
