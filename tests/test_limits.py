@@ -288,3 +288,32 @@ def p(A: f32["N", "N"]) -> f32["N", "N"]:
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
     assert plan.kernels, plan
+
+
+def test_a_batched_row_buffer_matmul_with_a_clamp_saturates(tmp_program):
+    """A generated program's: one family step spent ~90 s on a 1,300-node e-graph (so
+    optimize() took ~125 s at Limits(seconds=10) and stopped at the time limit). egglog
+    planned the two-batch-axis matmul rule, written as one query over the loop structure
+    and both operands' shapes, from the shape tables; its structure is now matched first
+    into a candidate relation (rules/matmul.py, `analysis`). Saturating here is the
+    behaviour: the step that never ended is what the limit cut short."""
+    prog = tmp_program('''
+@program
+def p(x: f32["B", "M", "K"], w: f32["K", "N"]) -> f32["B", "M", "N"]:
+    y = empty((B, M, N))
+    for bi in range(B):
+        for i in range(M):
+            row = zeros((N,))
+            for j in range(N):
+                for k in range(K):
+                    row[j] += w[k, j] * x[bi, i, k]
+            for j in range(N):
+                y[bi, i, j] = minimum(maximum(row[j], -1.0), 1.0)
+    return y
+''')
+    dims = {"B": 2, "M": 6, "N": 5, "K": 7}
+    plan = eqsat.optimize(prog, dims, limits=eqsat.Limits(seconds=10))
+    assert plan.report.stop_reason == "saturated", plan.report.stop_reason
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
+    args = random_args(prog, dims, 0)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
