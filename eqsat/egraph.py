@@ -155,7 +155,7 @@ def shape_text(shape) -> str:
     return out
 
 
-_LOCAL = threading.local()  # this thread's prepared e-graph (e-graphs cannot cross threads)
+_LOCAL = threading.local()  # this thread's prepared e-graphs (e-graphs cannot cross threads)
 
 _EGGLOG_PID: list = [None]  # the process that made an e-graph: egglog's state is its own
 
@@ -219,26 +219,52 @@ class _Prepared:
         self.close()
 
 
-# preparing a thread's e-graph (sorts declared, rule sets registered): ~0.6 s here, paid by
-# the first optimize() on a thread and after each renewal
+# preparing a thread's e-graph (sorts declared, rule sets registered): ~0.6 s here with every
+# rule set, paid by the first optimize() on a thread, by the first of each rule selection
+# (`session`), and after each renewal
 PREPARE_SECONDS = 0.6
+# prepared e-graphs a thread keeps, one per selection of rule sets, the least recently used
+# closed first. A push copies every rule registered on the e-graph (~25 us a rule here: 12 ms
+# a push and a pop with all ~400 rules, 2.5 ms with the ~220 an `@`-written program can
+# match), so a call runs on an e-graph holding only the rule sets it runs, not the union of
+# everything its thread ran before
+PREPARED_PER_THREAD = 3
 
 
 def prepared_here() -> bool:
-    """Whether this thread holds a prepared e-graph (its next optimize() pays no
-    `PREPARE_SECONDS`)."""
-    return _LOCAL.__dict__.get("prep") is not None
+    """Whether this thread holds a prepared e-graph (its next optimize() likely pays no
+    `PREPARE_SECONDS`; one of a rule selection new to the thread does)."""
+    return bool(_LOCAL.__dict__.get("preps"))
+
+
+def drop_prepared() -> None:
+    """Close this thread's prepared e-graphs (the next call prepares one again)."""
+    preps = _LOCAL.__dict__.pop("preps", None) or {}
+    for prep in preps.values():
+        prep.close()
+
+
+def _prepared(key) -> _Prepared:
+    """This thread's prepared e-graph for the rule selection `key`, made (and the least
+    recently used one closed) when there is none."""
+    preps = _LOCAL.__dict__.setdefault("preps", {})  # key -> _Prepared, least recently used first
+    prep = preps.pop(key, None)
+    if prep is None:
+        while len(preps) >= PREPARED_PER_THREAD:
+            preps.pop(next(iter(preps))).close()
+        prep = _Prepared()
+    preps[key] = prep
+    return prep
 
 
 @contextlib.contextmanager
 def session(families: list, support: Ruleset, limits: Limits):
-    """An e-graph to optimize one program in: this thread's prepared e-graph (sorts declared,
-    rule sets and schedules registered once per thread), pushed, and popped afterwards, so
-    a second optimize() pays only for its own terms and rules."""
-    st = _LOCAL.__dict__
-    prep = st.get("prep")
-    if prep is None:
-        prep = st["prep"] = _Prepared()
+    """An e-graph to optimize one program in: this thread's prepared e-graph for these rule
+    sets (sorts declared, rule sets and schedules registered once), pushed, and popped
+    afterwards, so a second optimize() pays only for its own terms and rules."""
+    # (an id reused by a new rule set after the old one's cache entries went only makes its
+    # schedules registered there too, below: the selection blurs, nothing is run unregistered)
+    prep = _prepared((id(support), *map(id, families)))
     eg = prep.eg
     for key, sched in _schedules(families, support, limits):
         if prep.ready.get(key) is not sched:
@@ -264,7 +290,9 @@ def session(families: list, support: Ruleset, limits: Limits):
         del eg
         # after an error inside egglog, the next call starts from a fresh e-graph
         if not ok or prep.calls >= RENEW_CALLS or prep.nodes >= RENEW_NODES:
-            st.pop("prep", None)
+            preps = _LOCAL.__dict__.get("preps", {})
+            for k in [k for k, p in preps.items() if p is prep]:
+                del preps[k]
             prep.close()
 
 

@@ -901,9 +901,7 @@ def m3(g: f32['N'], A: f32['N', 'N'], B: f32['N', 'M'], x: f32['N'], W: f32['K',
 def test_programs_optimized_one_after_another(tmp_program):
     from eqsat import egraph
 
-    prep = egraph._LOCAL.__dict__.pop("prep", None)
-    if prep is not None:
-        prep.close()
+    egraph.drop_prepared()
     for src, dims in SEQUENCE:
         _check(tmp_program(src), dims, backends=("numpy",))
 
