@@ -604,6 +604,16 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names
     return rep
 
 
+def _op_names(eg: EGraph) -> dict:
+    """egglog's function names -> their ops' names, computed once per e-graph and set of
+    declarations (egglog-python prints every callable again on each call: ~1 ms)."""
+    n = len(eg._state.egg_fn_to_callable_refs)
+    hit = eg.__dict__.get("_eqsat_op_names")
+    if hit is None or hit[0] != n:
+        hit = eg.__dict__["_eqsat_op_names"] = (n, eg._state.op_mapping())
+    return hit[1]
+
+
 def read_back(eg: EGraph):
     """The e-graph's constructor nodes, its outputs and its tensors' shapes, as an
     `extract.Graph`, read from egglog's tables directly (`freeze`: a few ms for 50k rows).
@@ -614,7 +624,7 @@ def read_back(eg: EGraph):
     from .extract import CONSTRUCTORS, COST_CHILD, COSTED, STRUCT_CHILD, VALUE, ENode, Graph
 
     frozen = eg._egraph.freeze()
-    names = eg._state.op_mapping()
+    names = _op_names(eg)
     conv = {"i64": eg._egraph.value_to_i64, "String": eg._egraph.value_to_string,
             "f64": eg._egraph.value_to_f64, "bool": eg._egraph.value_to_bool}
     classes: dict = {}
