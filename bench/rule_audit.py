@@ -62,12 +62,15 @@ def programs(which: list, files: list):
         import kernels
         import more_kernels
 
+        def ints(extra):  # (integer parameters are given with the sizes)
+            return {k: v for k, v in extra.items() if isinstance(v, int) and not isinstance(v, bool)}
+
         for name in sorted(kernels.K):
-            prog, sizes, _ = kernels.K[name]
-            yield f"tsvc/{name}", prog, kernels.small(sizes)
+            prog, sizes, extra = kernels.K[name]
+            yield f"tsvc/{name}", prog, {**kernels.small(sizes), **ints(extra)}
         for name in sorted(more_kernels.K):
-            prog, _, _ = more_kernels.K[name]
-            yield f"more/{name}", prog, more_kernels.small(name)
+            prog, _, extra = more_kernels.K[name]
+            yield f"more/{name}", prog, {**more_kernels.small(name), **ints(extra)}
     yield from _with_shapes([Path(f) for f in files])
 
 
