@@ -19,7 +19,7 @@ from . import alpha, assume, egraph, explain, relevance
 from .args import check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError
-from .extract import ExtractionCycle, Extractor
+from .extract import ExtractionCycle, Extractor, NoForm
 from .limits import ANALYSIS_SHARE, Limits, give_back_memory, rare_full_collections
 from .lower import lower
 from .plan import Kernel, describe, form_kernels, input_items, plan_costing
@@ -200,6 +200,8 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
                 forms["ilp"] = [ext.decode(c, {}) for c in root_classes]
             except ExtractionCycle:  # through a scalar the program did not see: keep greedy's
                 ilp_stats["status"] += " (its choice closed a cycle; not used)"
+            except NoForm:  # a class left uncosted (saturation stopped early)
+                ilp_stats["status"] += " (its choice reached a class with no costed form; not used)"
     t = lap("extract", t)  # the greedy fixpoint, decoding, and the ILP where it runs
     # alike kernels up to the names of their loop variables become one (eqsat/alpha.py)
     renamed = {}

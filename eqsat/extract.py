@@ -176,6 +176,10 @@ class ExtractionCycle(RuntimeError):
         self.cid = cid
 
 
+class NoForm(LookupError):
+    """An e-class with no form extraction could cost (`Extractor.decode`)."""
+
+
 class Extractor:
     def __init__(self, g: Graph, model_factory):
         self.g = g
@@ -200,12 +204,16 @@ class Extractor:
     def decode_roots(self, root_classes, tries: int = 50) -> list | None:
         """Decode every root; a chosen cycle bans the node that closed it, and the choice
         is made again without it (a class left with nothing falls back on its other forms:
-        a nest as written always remains). None when every try met a cycle: the caller
-        keeps the program as written (or the exact extraction's choice)."""
+        a nest as written always remains). None when every try met a cycle, or a class
+        has no costed form (a limit stopped saturation before the support rules had derived
+        the facts its costs need: the shapes of a matmul's operands): the caller keeps the
+        program as written (or the exact extraction's choice)."""
         for _ in range(tries):
             try:
                 memo: dict = {}
                 return [self.decode(c, memo) for c in root_classes]
+            except NoForm:
+                return None
             except ExtractionCycle as cyc:
                 self.banned.add(self.best[cyc.cid][1].id)
                 self.best, self.mm_best, self.epi_choice = {}, {}, {}
@@ -620,7 +628,7 @@ class Extractor:
         elif cid in self.best:
             n = self.best[cid][1]
         else:
-            raise LookupError(f"no executable form for e-class {cid}")
+            raise NoForm(f"no executable form for e-class {cid}")
         if n.sort == "Var":
             name = n.args[0][1] if n.op == "Var.named" else f"k#{cid.rsplit('-', 1)[-1]}"
             out = Node("Var.named", name)

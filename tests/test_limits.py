@@ -317,3 +317,21 @@ def p(x: f32["B", "M", "K"], w: f32["K", "N"]) -> f32["B", "M", "N"]:
     assert [k.kind for k in plan.kernels] == ["matmul"], plan
     args = random_args(prog, dims, 0)
     assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
+
+
+@pytest.mark.parametrize("kw", [{"nodes": 50}, {"support_rounds": 1, "iterations": 1}, {"memory_mb": 1.0}])
+def test_a_limit_reached_in_the_first_support_steps_keeps_the_program_as_written(tmp_program, kw):
+    """A probe's: stopped before the support rules had derived the shapes a matmul's cost
+    needs, extraction found a class with no costed form and optimize() raised a bare
+    LookupError; the program as written is the plan then."""
+    prog = tmp_program('''
+@program
+def p(x: f32["M", "D"], w0: f32["D", "D"], w1: f32["D", "D"]) -> f32["M", "D"]:
+    h = relu(x @ w0)
+    return relu(h @ w1)
+''')
+    dims = {"M": 8, "D": 8}
+    plan = eqsat.optimize(prog, dims, limits=eqsat.Limits(**kw))
+    assert plan.report.stop_reason.split(" ")[0] in ("node", "iteration", "memory"), plan.report.stop_reason
+    args = random_args(prog, dims, 0)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
