@@ -130,22 +130,34 @@ def guard_text(cond, holds: bool, aff) -> str | None:
     return None
 
 
-def _index_of(e):
-    """A value expression as an index expression (integers, loop variables, dims), or None."""
+_INDEX_OPS = {"+": "add", "-": "sub", "*": "mul", "//": "floordiv", "%": "mod"}
+
+
+def _index_of(e, memo: dict | None = None):
+    """A value expression as an index expression (integers, loop variables, dims), or None.
+    `memo` (id of an expression -> (it, its answer)) makes asking it of every node of one
+    tree linear in the tree: a sum of many terms is as deep as it is long."""
+    if memo is not None:
+        hit = memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+    out = None
     if isinstance(e, Const):
         # (a constant past 2**31 stays a number: index arithmetic is in egglog's i64 and the
         # backends' int64, where `i * 1e20` would not fit)
-        return ("int", int(e.value)) if float(e.value).is_integer() and abs(e.value) < 2**31 else None
-    if isinstance(e, Dim):
-        return ("name", e.name)
-    if isinstance(e, Bin) and e.op in ("+", "-", "*", "//", "%"):
-        a, b = _index_of(e.a), _index_of(e.b)
-        tag = {"+": "add", "-": "sub", "*": "mul", "//": "floordiv", "%": "mod"}[e.op]
-        return None if a is None or b is None else (tag, a, b)
-    if isinstance(e, Call) and e.fn == "neg" and len(e.args) == 1:
-        a = _index_of(e.args[0])
-        return None if a is None else ("neg", a)
-    return None
+        out = ("int", int(e.value)) if float(e.value).is_integer() and abs(e.value) < 2**31 else None
+    elif isinstance(e, Dim):
+        out = ("name", e.name)
+    elif isinstance(e, Bin) and e.op in _INDEX_OPS:
+        a = _index_of(e.a, memo)
+        b = None if a is None else _index_of(e.b, memo)
+        out = None if b is None else (_INDEX_OPS[e.op], a, b)
+    elif isinstance(e, Call) and e.fn == "neg" and len(e.args) == 1:
+        a = _index_of(e.args[0], memo)
+        out = None if a is None else ("neg", a)
+    if memo is not None:
+        memo[id(e)] = (e, out)
+    return out
 
 
 def _interval(e, ranges, dims) -> tuple:

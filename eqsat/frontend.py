@@ -12,6 +12,7 @@ import builtins
 import dataclasses
 import copy
 import inspect
+import sys
 
 import numpy as np
 
@@ -26,7 +27,18 @@ from .ir import (
 
 def program(fn) -> Program:
     """Decorator: parse `fn` as an eqsat program (see DESIGN.md for the language)."""
-    return _Parser(fn).parse()
+    # a sum of a few hundred terms is a few hundred nested operations, and the passes over
+    # the tree recurse through them (Python 3.11's Python-to-Python calls do not use the C
+    # stack, so a higher limit is safe; optimize() raises it alike for deep terms)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50_000))
+    try:
+        return _Parser(fn).parse()
+    except RecursionError:
+        code = getattr(fn, "__code__", None)
+        loc = Loc(code.co_filename, code.co_firstlineno, 0) if code is not None else None
+        raise ProgramError(f"{getattr(fn, '__name__', fn)}: an expression nests too deeply for the front end "
+                           f"(tens of thousands of operations in one statement); split it into statements",
+                           loc) from None
 
 
 class _Parser:

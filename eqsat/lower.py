@@ -145,6 +145,7 @@ class Lowered:
 class _Lowerer:
     def __init__(self, prog, dims: dict, finish: float | None = None, abandon: float | None = None,
                  keep: frozenset = frozenset()):
+        self._ie_memo: dict = {}  # `bounds._index_of` of the expressions lowered (linear on deep sums)
         self.prog = prog
         self.dims = dims
         self.finish, self.abandon, self.keep = finish, abandon, keep
@@ -449,7 +450,7 @@ class _Lowerer:
         if isinstance(e, Index):
             return ctx.load(e.base, [self.ix(i, ctx.loopvars, e.loc) for i in e.idx], e)
         if isinstance(e, Bin):
-            ie = _index_of(e)  # arithmetic on loop variables and sizes: one index value
+            ie = _index_of(e, self._ie_memo)  # arithmetic on loop variables and sizes: one index value
             if ie is not None and ie_names(ie) - set(self.dims) and ie_names(ie) <= set(self.dims) | set(ctx.loopvars):
                 try:
                     return Node("Sc.idx", self.ix(ie, ctx.loopvars, e.loc))

@@ -366,17 +366,16 @@ def _plain_var(body, var: str) -> None:
 
 
 def _walk(x):
-    if isinstance(x, list):
-        for y in x:
-            yield from _walk(y)
-    elif isinstance(x, (Expr, Stmt)):
-        yield x
-        for k, v in vars(x).items():
-            if k not in _SKIP:
-                yield from _walk(v)
-    elif isinstance(x, tuple):
-        for y in x:
-            yield from _walk(y)
+    """Every statement and expression in `x`, parents first, in order (a stack, not nested
+    generators: those cost the depth for every item, and a sum of 1,500 terms is that deep)."""
+    stack = [x]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (Expr, Stmt)):
+            yield x
+            stack.extend(reversed([v for k, v in vars(x).items() if k not in _SKIP]))
+        elif isinstance(x, (list, tuple)):
+            stack.extend(reversed(x))
 
 
 def _is_ie(x) -> bool:

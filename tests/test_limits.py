@@ -335,3 +335,23 @@ def p(x: f32["M", "D"], w0: f32["D", "D"], w1: f32["D", "D"]) -> f32["M", "D"]:
     assert plan.report.stop_reason.split(" ")[0] in ("node", "iteration", "memory"), plan.report.stop_reason
     args = random_args(prog, dims, 0)
     assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
+
+
+def test_one_statement_summing_hundreds_of_terms_optimizes(tmp_program):
+    """A probe's: a sum of 330 loads in one statement raised a bare RecursionError at
+    decoration (the front end's passes recurse through the nested additions), and the
+    lowering asked `bounds._index_of` of every level of the sum again (quadratic: 5 s at
+    1,500 terms)."""
+    k = 400
+    prog = tmp_program(f'''
+@program
+def p(a: f32["M", "K"]) -> f32["M"]:
+    c = empty((M,))
+    for i in range(M):
+        c[i] = {" + ".join(f"a[i, {q}]" for q in range(k))}
+    return c
+''')
+    dims = {"M": 3, "K": k}
+    plan = eqsat.optimize(prog, dims, limits=eqsat.Limits(seconds=2))
+    args = random_args(prog, dims, 0)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
