@@ -272,7 +272,7 @@ def session(families: list, support: Ruleset, limits: Limits):
             # schedule is only converted: running it leaves its scheduler in the base,
             # and every push then copies it (a push and a pop ~14 ms, against ~5 ms)
             command = _command(eg, sched)
-            if key[0] != "rewrites":
+            if key[0] not in ("rewrites", "careful"):  # (back-off scheduled: converted only)
                 eg._egraph.run_program(command)
             prep.ready[key] = sched
     eg.push()
@@ -384,9 +384,12 @@ def _key(families, support, limits) -> tuple:
 
 
 def _schedules(families, support, limits) -> list:
-    """[(key, schedule)]: one step of the support rules, and every family once (back-off
-    scheduled)."""
+    """[(key, schedule)]: one step of the support rules, plain and careful (`_support_steps`),
+    and every family once (back-off scheduled, and plain)."""
     out = [(("support", id(support)), _schedule(("support", id(support)), lambda: run(support)))]
+    careful_key = ("careful", id(support), limits.nodes)  # (match limit: a quarter of the node limit)
+    out.append((careful_key, _schedule(
+        careful_key, lambda: run(support, scheduler=back_off(match_limit=max(1, limits.nodes // 4), ban_length=1)))))
     if families:
         key = ("rewrites",) + _key(families, support, limits)
 
@@ -447,6 +450,7 @@ class _Budget:
         self.start = self.t0 if start is None else start
         self.rss_start = self.rss = resident_mb()
         self.rss_nodes, self.rss_t = rep.nodes, self.t0
+        self.careful = False  # a support step multiplied the e-graph (`_support_steps`)
 
     def resident(self, nodes: int) -> float:
         """Resident MB, read again only when `RSS_EVERY` seconds have passed or the e-graph
@@ -528,17 +532,40 @@ def _named(names, eg: EGraph, matches: dict, seen: dict) -> dict:
     return out
 
 
-def _support_steps(eg, step, rep, budget: _Budget, matches) -> tuple[str | None, bool]:
+# a support step that grows an e-graph of at least PLAIN_BELOW e-nodes by this factor makes
+# saturation careful from then on (`_support_steps`), and a careful support phase takes at
+# most CAREFUL_STEPS steps
+SUPPORT_ALARM = 1.5
+CAREFUL_STEPS = 3
+
+
+def _support_steps(eg, step, rep, budget: _Budget, matches, careful=None) -> tuple[str | None, bool]:
     """The support rules one step at a time, up to `support_rounds` steps or their
     fixpoint, checking the limits after each: (the reason to stop, or None; whether the
-    fixpoint was reached)."""
-    for _ in range(budget.limits.support_rounds):
-        report, before, seconds = _run(eg, step, rep, matches)
+    fixpoint was reached).
+
+    Explicit substitution can multiply an e-graph in one step: LDL^T unrolled at N = 8 went
+    from 9.6k to 337k e-nodes in one support step (at N = 12, to 2M, and optimize() took
+    51 s), where the steps before had grown it at most 2x, and one step cannot be
+    interrupted. So once a step grows an e-graph of PLAIN_BELOW e-nodes or more by
+    SUPPORT_ALARM, saturation goes on careful (`budget.careful`): support steps are
+    back-off scheduled with a quarter of the node limit as their match limit, so a rule that
+    matches more often than that is left out of the step (the rest still run; matches left
+    out are equalities not added, which is sound), and a support phase ends after
+    CAREFUL_STEPS steps (with rules left out it need not reach a fixpoint, and stepping on
+    only churns)."""
+    use = careful if budget.careful and careful is not None else step
+    for n in range(budget.limits.support_rounds):
+        if use is careful and n >= CAREFUL_STEPS:
+            return None, False
+        report, before, seconds = _run(eg, use, rep, matches)
         if not report.updated:  # (a step can merge classes, or set facts, adding no e-node)
             return None, True
         why = budget.over(before, seconds)
         if why:
             return why, False
+        if careful is not None and rep.nodes >= PLAIN_BELOW and rep.nodes > SUPPORT_ALARM * before:
+            budget.careful, use = True, careful
     return None, False
 
 
@@ -559,9 +586,9 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names
     """
     rep = SaturationReport()
     budget = _Budget(limits, rep, start)
-    (_, step), *rest = _schedules(families, support, limits)
+    (_, step), (_, careful), *rest = _schedules(families, support, limits)
     rep.nodes = node_count(eg)
-    why, fixpoint_before = _support_steps(eg, step, rep, budget, None)
+    why, fixpoint_before = _support_steps(eg, step, rep, budget, None, careful)
     if why or not rest:
         rep.stop_reason = why or "saturated"
         rep.seconds = time.perf_counter() - budget.t0
@@ -578,7 +605,7 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names
             exploded = True
         why, fixpoint = budget.over(before, seconds), False
         if not why:
-            why, fixpoint = _support_steps(eg, step, rep, budget, matches)
+            why, fixpoint = _support_steps(eg, step, rep, budget, matches, careful)
         rep.iterations += 1
         if not why:  # the next round, growing and taking as long as this one did
             why = budget.over(start, time.perf_counter() - t_round)
@@ -600,6 +627,9 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names
             rep.stop_reason = "saturated"
             break
         fixpoint_before = fixpoint
+    if budget.careful:
+        rep.stop_reason += (f"; careful after a support step multiplied the e-graph: support rules matching more "
+                            f"than {max(1, limits.nodes // 4)} times in a step were left out")
     rep.seconds = time.perf_counter() - budget.t0
     return rep
 
