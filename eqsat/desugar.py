@@ -328,6 +328,7 @@ class _Env(ast.NodeTransformer):
         own = set(stores) | {p.name for p in params} | self.loopvars  # (names the function binds)
         self.resolve = lambda name: None if name in own else resolve(name)
         self.scalars = {p.name for p in params if p.shape is None}  # (`_record_scalar`)
+        self.number_names: set = set()  # names every binding of which is a number (`_rebound_shapes`)
         self.int_locals: set = set()  # names bound once to an integer expression
         self.size_locals: dict = {}  # those of them bound to an expression of sizes: name -> it
         self.masks: set = set()  # names bound to a mask of tensors (`_bind_mask`)
@@ -388,10 +389,18 @@ class _Env(ast.NodeTransformer):
         for name in names:  # (parameters first: the others' seeds may read them)
             if name in declared:
                 seeds[name] = self.shapes[name] = declared[name]
+
+        def numbers() -> set:
+            """Names every binding of which is a number (`alpha = rs / np.dot(p, Ap)` in a
+            loop), with the shapes assumed now: a tensor bound again to `alpha * p` keeps p's."""
+            return {n for n, vs in values.items() if n not in self.shapes and vs and
+                    all(v is not None and self.value_shape(v) is SCALAR for v in vs)}
+
         # (until none is added: a seed may read a name seeded after it in this order, `w =
-        # np.exp(s1)` with s1 the renamed second binding of s, `s1 = s - 1.0`)
-        for _ in range(len(names)):
-            before = len(seeds)
+        # np.exp(s1)` with s1 the renamed second binding of s, `s1 = s - 1.0`; a number's
+        # binding may read a tensor seeded after it, `rs = np.dot(r, r)`)
+        for _ in range(len(names) + len(values)):
+            before = len(seeds), len(self.number_names)
             for name in names:
                 if name in seeds:
                     continue
@@ -400,8 +409,11 @@ class _Env(ast.NodeTransformer):
                     next((g for g in map(self.value_shape, vs) if g is not None and g is not SCALAR and g[1]), None)
                 if seed is not None:
                     seeds[name] = self.shapes[name] = seed
-            if len(seeds) == before:
+            self.number_names |= numbers()
+            if (len(seeds), len(self.number_names)) == before:
                 break
+        # then every assumption checked against every binding, dropping those that fail
+        # until none does (a number's bindings may have read a tensor dropped since)
         changed = True
         while changed:
             changed = False
@@ -410,6 +422,9 @@ class _Env(ast.NodeTransformer):
                                        seeds[name]) for v in values.get(name, [])):
                     del seeds[name], self.shapes[name]
                     changed = True
+            kept = self.number_names & numbers()
+            if kept != self.number_names:
+                self.number_names, changed = kept, True
 
     def _allocated(self, v):
         """(extents, float32) of `np.zeros(shape)`, `np.empty(shape, dtype=...)` and alike, else None."""
@@ -479,7 +494,7 @@ class _Env(ast.NodeTransformer):
         if isinstance(e, ast.Constant):
             return SCALAR if type(e.value) in (int, float) else None
         if isinstance(e, ast.Name):
-            known = e.id in self.scalars or e.id in self.loopvars or e.id in self.sizes
+            known = e.id in self.scalars or e.id in self.loopvars or e.id in self.sizes or e.id in self.number_names
             v = self.resolve(e.id)
             return SCALAR if known or type(v) in (int, float) or isinstance(v, np.floating) else None
         if isinstance(e, ast.Subscript) and not has_slice(e.slice) and \
@@ -537,6 +552,16 @@ class _Env(ast.NodeTransformer):
                 got = self.value_shape(e.args[0])
                 return got if got is not SCALAR and got is not None and \
                     sections.flip_axes(e, len(got[0])) is not None else None
+            if self.callee(e.func) is np.dot and len(e.args) == 2 and not e.keywords:  # (of vectors and
+                a, b = self.value_shape(e.args[0]), self.value_shape(e.args[1])  # matrices: `@`)
+                if a is SCALAR or b is SCALAR:
+                    return _same(a, b) if a is b else (b if a is SCALAR else a)
+                if a is not None and b is not None and len(a[0]) <= 2 and len(b[0]) <= 2:
+                    return self.value_shape(ast.BinOp(left=e.args[0], op=ast.MatMult(), right=e.args[1]))
+                return None
+            if self.callee(e.func) is np.roll and e.args:  # (`np.roll(x, k)`, `np.roll(x, k, axis=a)`)
+                got = self.value_shape(e.args[0])
+                return got if got is not SCALAR else None
             if isinstance(e.func, ast.Attribute) and e.func.attr == "copy" and not e.args and not e.keywords and \
                     self.callee(e.func) is None:
                 got = self.value_shape(e.func.value)  # (`x.copy()`)

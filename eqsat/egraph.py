@@ -533,10 +533,8 @@ def _named(names, eg: EGraph, matches: dict, seen: dict) -> dict:
 
 
 # a support step that grows an e-graph of at least PLAIN_BELOW e-nodes by this factor makes
-# saturation careful from then on (`_support_steps`), and a careful support phase takes at
-# most CAREFUL_STEPS steps
+# saturation careful from then on (`_support_steps`)
 SUPPORT_ALARM = 1.5
-CAREFUL_STEPS = 3
 
 
 def _support_steps(eg, step, rep, budget: _Budget, matches, careful=None) -> tuple[str | None, bool]:
@@ -551,13 +549,11 @@ def _support_steps(eg, step, rep, budget: _Budget, matches, careful=None) -> tup
     SUPPORT_ALARM, saturation goes on careful (`budget.careful`): support steps are
     back-off scheduled with a quarter of the node limit as their match limit, so a rule that
     matches more often than that is left out of the step (the rest still run; matches left
-    out are equalities not added, which is sound), and a support phase ends after
-    CAREFUL_STEPS steps (with rules left out it need not reach a fixpoint, and stepping on
-    only churns)."""
+    out are equalities not added, which is sound). (Ending a careful phase after a few steps
+    as well cost plans their fusions: a 500-layer residual chain's epilogues, an attention
+    block's third matmul.)"""
     use = careful if budget.careful and careful is not None else step
-    for n in range(budget.limits.support_rounds):
-        if use is careful and n >= CAREFUL_STEPS:
-            return None, False
+    for _ in range(budget.limits.support_rounds):
         report, before, seconds = _run(eg, use, rep, matches)
         if not report.updated:  # (a step can merge classes, or set facts, adding no e-node)
             return None, True

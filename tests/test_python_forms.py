@@ -1416,3 +1416,55 @@ def p(T: int, A: f32["N", "N"], v0: f32["N"]) -> f32["N"]:
     plan = eqsat.optimize(prog, dims)
     for backend in ("numpy", "triton"):
         assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
+
+
+def test_names_rebound_in_a_loop_to_numbers_and_rolls_keep_their_shapes(tmp_program):
+    """A probe's (dense conjugate gradient, periodic Jacobi by np.roll): a tensor bound again
+    in a loop to `alpha * p`, with `alpha = np.dot(p, Ap)` a number bound in the loop, or to
+    `np.roll(a, 1) + a + np.roll(a, -1)`, lost its shape (`np.dot` and `np.roll` had none
+    there), and `r.copy()` / `np.roll(a, 1)` were refused as unsupported functions."""
+    cg = tmp_program('''
+import numpy as np
+
+@program
+def cg(A: f32["N", "N"], b: f32["N"]) -> f32["N"]:
+    x = np.zeros_like(b)
+    r = b.copy()
+    p = r.copy()
+    rs = np.dot(r, r)
+    for it in range(6):
+        Ap = A @ p
+        alpha = rs / np.dot(p, Ap)
+        x = x + alpha * p
+        r = r - alpha * Ap
+        rsn = np.dot(r, r)
+        p = r + (rsn / rs) * p
+        rs = rsn
+    return x
+''')
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (12, 12))
+    A = (a @ a.T / 12 + np.eye(12)).astype(np.float32)
+    b = rng.uniform(-1, 1, 12).astype(np.float32)
+    want = np.linalg.solve(A.astype(np.float64), b.astype(np.float64))
+    for target in ("cpu", "h100"):
+        got = eqsat.optimize(cg, {"N": 12}, target=target).run(A, b)
+        assert rel_err(got, eqsat.reference(cg, A, b)) < 1e-4
+        assert rel_err(got, want) < 1e-3  # (six steps of CG on a well-conditioned 12x12 system)
+    jac = tmp_program('''
+import numpy as np
+
+@program
+def jac(a0: f32["N"], T: int) -> f32["N"]:
+    a = a0.copy()
+    for t in range(T):
+        a = (np.roll(a, 1) + a + np.roll(a, -1)) / 3.0
+    return a
+''')
+    a0 = rng.uniform(-1, 1, 10).astype(np.float32)
+    want = a0.astype(np.float64)
+    for _ in range(4):
+        want = (np.roll(want, 1) + want + np.roll(want, -1)) / 3.0
+    for target in ("cpu", "h100"):
+        got = eqsat.optimize(jac, {"N": 10, "T": 4}, target=target).run(a0, 4)
+        assert rel_err(got, want) < 1e-5
