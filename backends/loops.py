@@ -95,6 +95,14 @@ def _lib():
     return _LIB
 
 
+# a nest calling the scalar exp/log/tanh/... more often than this binds them to forms numba
+# does not inline: each inlined call is a few dozen instructions LLVM then optimizes as one
+# function: compiling a body of 24 such calls took 11 s and 460 MB, of 100 calls 26 s and
+# 640 MB, of 250 calls past 4 GB (a probe's kept nest: a chain of tanh and sigmoid in one
+# loop body); not inlined, 250 calls compile in 4 s and 220 MB
+INLINE_CALLS_MAX = 8
+
+
 def build(plan, nest):
     """(CompiledNest or None, how it runs): the compiled nest, called with the
     interpreter's namespace, returns its outputs; None means: interpret it."""
@@ -114,7 +122,11 @@ def build(plan, nest):
     src, names, params, par = _source(plan, nest)
     from eqsat.backends import vector_math
 
-    lib = {**_lib(), **{f"scalar:{k}": f for k, f in vector_math.SCALAR.items()}}
+    scalar = vector_math.SCALAR
+    calls = sum(src.count(f"{names[f'scalar:{k}']}(") for k in scalar if f"scalar:{k}" in names)
+    if calls > INLINE_CALLS_MAX:  # (see INLINE_CALLS_MAX)
+        scalar = vector_math.scalar_not_inlined()
+    lib = {**_lib(), **{f"scalar:{k}": f for k, f in scalar.items()}}
     try:
         fn = load_compiled("nest", src, "nest", {names[n]: f for n, f in lib.items() if n in names},
                            lambda: [_example(plan, nest, p) for p in params])

@@ -170,3 +170,15 @@ def _by_type(name: str, scalar):
 # binds the calls it can prove scalar to SCALAR instead): LLVM still inlines exp, log,
 # sigmoid and silu into the loops, not tanh and gelu.
 FUNCTIONS = {name: _by_type(name, f) for name, f in SCALAR.items()}
+
+
+_NOT_INLINED: dict = {}
+
+
+def scalar_not_inlined() -> dict:
+    """`SCALAR`'s forms compiled as functions numba calls rather than inlines (`loops.build`,
+    for a nest with many calls: compiling stays linear in their number)."""
+    if not _NOT_INLINED:
+        for name, f in SCALAR.items():
+            _NOT_INLINED[name] = numba.njit(cache=True, error_model="numpy", inline="never")(f.py_func)
+    return _NOT_INLINED

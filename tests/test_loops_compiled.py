@@ -530,3 +530,39 @@ def test_integer_arithmetic_meeting_floats_does_not_wrap(tmp_program, monkeypatc
         assert plan.compile_loops() >= 0
         assert all(how.startswith("compiled") for _, how in plan.loop_runners.values()), plan.loop_runners
     assert rel_err(plan.run(x, t), eqsat.reference(prog, x, t)) < 1e-6
+
+
+def test_a_kept_body_with_many_library_calls_compiles_them_as_calls(tmp_program, monkeypatch):
+    """A probe's: a kept nest calling tanh and sigmoid 100 times in one body took 26 s and
+    640 MB to compile with every call inlined (250 calls: past 4 GB); past
+    `loops.INLINE_CALLS_MAX` calls they are bound to forms numba calls."""
+    from eqsat.backends import loops, vector_math
+
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    forms = ["t = tanh(t * 0.9 + b[j])", "t = t * 1.05 - 0.02", "t = sigmoid(t) - 0.5"]
+    body = "\n".join("            " + forms[i % len(forms)] for i in range(3 * (loops.INLINE_CALLS_MAX + 2)))
+    prog = tmp_program(f'''
+@program
+def p(x: f32["M", "D"], b: f32["D"]) -> f32["M", "D"]:
+    y = empty((M, D))
+    for i in range(M):
+        for j in range(D):
+            t = x[i, j]
+{body}
+            y[i, j] = t
+    return y
+''')
+    plan = eqsat.optimize(prog, {"M": 3, "D": 4}, limits=eqsat.Limits(seconds=0.05))
+    bound = []
+    real = loops.load_compiled
+
+    def spy(kind, src, entry, bind, example):
+        bound.extend(bind.values())
+        return real(kind, src, entry, bind, example)
+
+    monkeypatch.setattr(loops, "load_compiled", spy)
+    rng = np.random.default_rng(0)
+    x, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    assert rel_err(plan.run(x, b), eqsat.reference(prog, x, b)) < 1e-4
+    assert [k.kind for k in plan.kernels] == ["loop"], plan  # (kept as written for time)
+    assert any(f is vector_math.scalar_not_inlined()["tanh"] for f in bound), plan
