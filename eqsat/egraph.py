@@ -223,12 +223,15 @@ class _Prepared:
 # rule set, paid by the first optimize() on a thread, by the first of each rule selection
 # (`session`), and after each renewal
 PREPARE_SECONDS = 0.6
-# prepared e-graphs a thread keeps, one per selection of rule sets, the least recently used
-# closed first. A push copies every rule registered on the e-graph (~25 us a rule here: 12 ms
-# a push and a pop with all ~400 rules, 2.5 ms with the ~220 an `@`-written program can
-# match), so a call runs on an e-graph holding only the rule sets it runs, not the union of
-# everything its thread ran before
+# prepared e-graphs a thread keeps, the least recently used closed first: one shared by every
+# rule selection (its rule sets registered as calls need them), and one of its own for each
+# selection used DEDICATE_AFTER times or more. A push copies every rule registered on the
+# e-graph (~25 us a rule here: 12 ms a push and a pop with all ~400 rules, 2.5 ms with the
+# ~220 an `@`-written program can match), so a selection called often runs on an e-graph
+# holding only its rule sets, not the union of everything its thread ran before; preparing
+# one costs ~0.1-0.6 s, so a selection called once or twice uses the shared one
 PREPARED_PER_THREAD = 3
+DEDICATE_AFTER = 3
 
 
 def prepared_here() -> bool:
@@ -244,16 +247,26 @@ def drop_prepared() -> None:
         prep.close()
 
 
-def _prepared(key) -> _Prepared:
-    """This thread's prepared e-graph for the rule selection `key`, made (and the least
-    recently used one closed) when there is none."""
-    preps = _LOCAL.__dict__.setdefault("preps", {})  # key -> _Prepared, least recently used first
-    prep = preps.pop(key, None)
+def _prepared(selection) -> _Prepared:
+    """This thread's prepared e-graph for the rule selection `selection`: its own once it has
+    been asked for DEDICATE_AFTER times, else the shared one; made (and the least recently
+    used one closed) when there is none."""
+    st = _LOCAL.__dict__
+    preps = st.setdefault("preps", {})  # selection (or "shared") -> _Prepared, least recently used first
+    seen = st.setdefault("seen", {})  # selection -> times asked for
+    prep = preps.pop(selection, None)
+    if prep is None:
+        if len(seen) > 256:
+            seen.clear()
+        seen[selection] = seen.get(selection, 0) + 1
+        if seen[selection] < DEDICATE_AFTER:
+            selection = "shared"
+            prep = preps.pop(selection, None)
     if prep is None:
         while len(preps) >= PREPARED_PER_THREAD:
             preps.pop(next(iter(preps))).close()
         prep = _Prepared()
-    preps[key] = prep
+    preps[selection] = prep
     return prep
 
 
