@@ -547,7 +547,7 @@ def _named(names, eg: EGraph, matches: dict, seen: dict) -> dict:
 
 # a support step that grows an e-graph of at least PLAIN_BELOW e-nodes by this factor makes
 # saturation careful from then on (`_support_steps`)
-SUPPORT_ALARM = 1.5
+SUPPORT_ALARM = 1.9
 
 
 def _support_steps(eg, step, rep, budget: _Budget, matches, careful=None) -> tuple[str | None, bool]:
@@ -569,6 +569,11 @@ def _support_steps(eg, step, rep, budget: _Budget, matches, careful=None) -> tup
     for _ in range(budget.limits.support_rounds):
         report, before, seconds = _run(eg, use, rep, matches)
         if not report.updated:  # (a step can merge classes, or set facts, adding no e-node)
+            return None, True
+        if use is careful and rep.nodes == before:
+            # (a careful step reports an update whenever a rule matched, and its scheduler
+            # starts afresh in every call, so its rules match again: steps that leave the
+            # e-graph as it was would run to `support_rounds`)
             return None, True
         why = budget.over(before, seconds)
         if why:
