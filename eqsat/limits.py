@@ -75,7 +75,7 @@ class Limits:
         for f in fields(self):
             v = getattr(self, f.name)
             whole = f.type in ("int", int)
-            if type(v).__module__ == "numpy" and hasattr(v, "item") and not isinstance(v, bool):
+            if type(v).__module__ == "numpy" and getattr(v, "size", None) == 1 and not isinstance(v, bool):
                 v = v.item()  # (np.int64(100), np.float32(2.5): the number they hold)
                 object.__setattr__(self, f.name, v)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or (whole and not isinstance(v, int)):

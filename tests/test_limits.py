@@ -17,6 +17,7 @@ from eqsat.errors import ArgumentError
     ({"nodes": 0}, "nodes"), ({"nodes": 2.5}, "nodes"), ({"iterations": math.inf}, "iterations"),
     ({"memory_mb": math.nan}, "memory_mb"), ({"memory_mb": "1 GB"}, "memory_mb"), ({"match_limit": -3}, "match_limit"),
     ({"seconds": True}, "seconds"), ({"match_limit": 2**63}, "match_limit"), ({"nodes": 2**70}, "nodes"),
+    ({"seconds": __import__("numpy").array([1.0, 2.0])}, "seconds"),  # (a probe's: a bare ValueError from .item())
 ])
 def test_bad_limits_are_refused_naming_the_field(kw, field):
     with pytest.raises(ArgumentError, match=f"Limits.{field}"):
