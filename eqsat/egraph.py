@@ -219,65 +219,42 @@ class _Prepared:
         self.close()
 
 
-# preparing a thread's e-graph (sorts declared, rule sets registered): ~0.6 s here with every
-# rule set, paid by the first optimize() on a thread, by the first of each rule selection
-# (`session`), and after each renewal
+# preparing a thread's e-graph (sorts declared, rule sets registered): ~0.6 s here, paid by
+# the first optimize() on a thread and after each renewal
 PREPARE_SECONDS = 0.6
-# prepared e-graphs a thread keeps, the least recently used closed first: one shared by every
-# rule selection (its rule sets registered as calls need them), and one of its own for each
-# selection used DEDICATE_AFTER times or more. A push copies every rule registered on the
-# e-graph (~25 us a rule here: 12 ms a push and a pop with all ~400 rules, 2.5 ms with the
-# ~220 an `@`-written program can match), so a selection called often runs on an e-graph
-# holding only its rule sets, not the union of everything its thread ran before; preparing
-# one costs ~0.1-0.6 s, so a selection called once or twice uses the shared one
-PREPARED_PER_THREAD = 3
-DEDICATE_AFTER = 3
 
 
 def prepared_here() -> bool:
-    """Whether this thread holds a prepared e-graph (its next optimize() likely pays no
-    `PREPARE_SECONDS`; one of a rule selection new to the thread does)."""
-    return bool(_LOCAL.__dict__.get("preps"))
+    """Whether this thread holds a prepared e-graph (its next optimize() pays no
+    `PREPARE_SECONDS`)."""
+    return _LOCAL.__dict__.get("prep") is not None
 
 
 def drop_prepared() -> None:
-    """Close this thread's prepared e-graphs (the next call prepares one again)."""
-    preps = _LOCAL.__dict__.pop("preps", None) or {}
-    for prep in preps.values():
+    """Close this thread's prepared e-graph (the next call prepares one again)."""
+    prep = _LOCAL.__dict__.pop("prep", None)
+    if prep is not None:
         prep.close()
 
 
-def _prepared(selection) -> _Prepared:
-    """This thread's prepared e-graph for the rule selection `selection`: its own once it has
-    been asked for DEDICATE_AFTER times, else the shared one; made (and the least recently
-    used one closed) when there is none."""
-    st = _LOCAL.__dict__
-    preps = st.setdefault("preps", {})  # selection (or "shared") -> _Prepared, least recently used first
-    seen = st.setdefault("seen", {})  # selection -> times asked for
-    prep = preps.pop(selection, None)
-    if prep is None:
-        if len(seen) > 256:
-            seen.clear()
-        seen[selection] = seen.get(selection, 0) + 1
-        if seen[selection] < DEDICATE_AFTER:
-            selection = "shared"
-            prep = preps.pop(selection, None)
-    if prep is None:
-        while len(preps) >= PREPARED_PER_THREAD:
-            preps.pop(next(iter(preps))).close()
-        prep = _Prepared()
-    preps[selection] = prep
-    return prep
+# (A prepared e-graph per rule selection was tried, 2026-11-27: a push copies every rule
+# registered on the e-graph, ~25 us a rule, so after a loop-written program has registered
+# every family an `@`-written one pays ~12 ms a push and a pop where its own ~220 rules
+# would cost 2.5 ms; steady calls in a mixed run were 5-9 ms faster. But preparing each
+# selection's e-graph cost 0.06-0.2 s, again at every renewal (RENEW_CALLS), which took the
+# gain back over a long run and landed on first calls: bench/compile_bench.py's ratio
+# 0.019 -> 0.023. One prepared e-graph a thread, its rule sets registered as calls need them.)
 
 
 @contextlib.contextmanager
 def session(families: list, support: Ruleset, limits: Limits):
-    """An e-graph to optimize one program in: this thread's prepared e-graph for these rule
-    sets (sorts declared, rule sets and schedules registered once), pushed, and popped
-    afterwards, so a second optimize() pays only for its own terms and rules."""
-    # (an id reused by a new rule set after the old one's cache entries went only makes its
-    # schedules registered there too, below: the selection blurs, nothing is run unregistered)
-    prep = _prepared((id(support), *map(id, families)))
+    """An e-graph to optimize one program in: this thread's prepared e-graph (sorts declared,
+    rule sets and schedules registered once per thread), pushed, and popped afterwards, so
+    a second optimize() pays only for its own terms and rules."""
+    st = _LOCAL.__dict__
+    prep = st.get("prep")
+    if prep is None:
+        prep = st["prep"] = _Prepared()
     eg = prep.eg
     for key, sched in _schedules(families, support, limits):
         if prep.ready.get(key) is not sched:
@@ -303,9 +280,7 @@ def session(families: list, support: Ruleset, limits: Limits):
         del eg
         # after an error inside egglog, the next call starts from a fresh e-graph
         if not ok or prep.calls >= RENEW_CALLS or prep.nodes >= RENEW_NODES:
-            preps = _LOCAL.__dict__.get("preps", {})
-            for k in [k for k, p in preps.items() if p is prep]:
-                del preps[k]
+            st.pop("prep", None)
             prep.close()
 
 
