@@ -155,7 +155,7 @@ def shape_text(shape) -> str:
     return out
 
 
-_LOCAL = threading.local()  # this thread's prepared e-graphs (e-graphs cannot cross threads)
+_LOCAL = threading.local()  # this thread's prepared e-graph (e-graphs cannot cross threads)
 
 _EGGLOG_PID: list = [None]  # the process that made an e-graph: egglog's state is its own
 
@@ -375,9 +375,9 @@ def _schedules(families, support, limits) -> list:
     """[(key, schedule)]: one step of the support rules, plain and careful (`_support_steps`),
     and every family once (back-off scheduled, and plain)."""
     out = [(("support", id(support)), _schedule(("support", id(support)), lambda: run(support)))]
-    careful_key = ("careful", id(support), limits.nodes)  # (match limit: a quarter of the node limit)
+    careful_key = ("careful", id(support), limits.nodes)
     out.append((careful_key, _schedule(
-        careful_key, lambda: run(support, scheduler=back_off(match_limit=max(1, limits.nodes // 4), ban_length=1)))))
+        careful_key, lambda: run(support, scheduler=back_off(match_limit=careful_matches(limits), ban_length=1)))))
     if families:
         key = ("rewrites",) + _key(families, support, limits)
 
@@ -525,7 +525,12 @@ def _named(names, eg: EGraph, matches: dict, seen: dict) -> dict:
 SUPPORT_ALARM = 1.9
 
 
-def _support_steps(eg, step, rep, budget: _Budget, matches, careful=None) -> tuple[str | None, bool]:
+def careful_matches(limits: Limits) -> int:
+    """The match limit of a careful support step: a quarter of the node limit."""
+    return max(1, limits.nodes // 4)
+
+
+def _support_steps(eg, step, rep, budget: _Budget, matches, careful) -> tuple[str | None, bool]:
     """The support rules one step at a time, up to `support_rounds` steps or their
     fixpoint, checking the limits after each: (the reason to stop, or None; whether the
     fixpoint was reached).
@@ -534,13 +539,13 @@ def _support_steps(eg, step, rep, budget: _Budget, matches, careful=None) -> tup
     from 9.6k to 337k e-nodes in one support step (at N = 12, to 2M, and optimize() took
     51 s), where the steps before had grown it at most 2x, and one step cannot be
     interrupted. So once a step grows an e-graph of PLAIN_BELOW e-nodes or more by
-    SUPPORT_ALARM, saturation goes on careful (`budget.careful`): support steps are
-    back-off scheduled with a quarter of the node limit as their match limit, so a rule that
-    matches more often than that is left out of the step (the rest still run; matches left
-    out are equalities not added, which is sound). (Ending a careful phase after a few steps
+    SUPPORT_ALARM (1.9x was LDL^T's warning step), saturation goes on careful
+    (`budget.careful`): support steps are back-off scheduled with a quarter of the node limit (`careful_matches`) as their match
+    limit, so a rule that matches more often than that is left out of the step (the rest
+    still run; matches left out are equalities not added, which is sound). (Ending a careful phase after a few steps
     as well cost plans their fusions: a 500-layer residual chain's epilogues, an attention
     block's third matmul.)"""
-    use = careful if budget.careful and careful is not None else step
+    use = careful if budget.careful else step
     for _ in range(budget.limits.support_rounds):
         report, before, seconds = _run(eg, use, rep, matches)
         if not report.updated:  # (a step can merge classes, or set facts, adding no e-node)
@@ -553,7 +558,7 @@ def _support_steps(eg, step, rep, budget: _Budget, matches, careful=None) -> tup
         why = budget.over(before, seconds)
         if why:
             return why, False
-        if careful is not None and rep.nodes >= PLAIN_BELOW and rep.nodes > SUPPORT_ALARM * before:
+        if rep.nodes >= PLAIN_BELOW and rep.nodes > SUPPORT_ALARM * before:
             budget.careful, use = True, careful
     return None, False
 
@@ -618,7 +623,7 @@ def saturate(eg: EGraph, families: list, support: Ruleset, limits: Limits, names
         fixpoint_before = fixpoint
     if budget.careful:
         rep.stop_reason += (f"; careful after a support step multiplied the e-graph: support rules matching more "
-                            f"than {max(1, limits.nodes // 4)} times in a step were left out")
+                            f"than {careful_matches(limits)} times in a step were left out")
     rep.seconds = time.perf_counter() - budget.t0
     return rep
 
