@@ -34,6 +34,7 @@ Sorts and constructors (argument kinds in brackets):
 from __future__ import annotations
 
 import math
+import weakref
 
 
 class Node:
@@ -222,16 +223,49 @@ def _never_nan(n: Node) -> bool:
     return n.op in ("Sc.idx", "Sc.lit") and not (n.op == "Sc.lit" and n.args[0] != n.args[0])
 
 
+def _scalar_kids(x: Node) -> list:
+    return [a for a in x.args if isinstance(a, Node) and a.op.startswith("Sc.")] if x.op != "Sc.load" else []
+
+
+_SELECTS = weakref.WeakKeyDictionary()  # scalar term -> the (l, r) of every select in it
+
+
+def _selects_in(n: Node) -> frozenset:
+    """The operands (l, r) of every select's comparison in scalar term `n` (not inside the
+    tensors it reads), computed once per term: `_assume` skips a term with none of its
+    condition's (an if/elif chain of N branches walked every later branch at every one: N^2)."""
+    got = _SELECTS.get(n)
+    if got is not None:
+        return got
+    stack = [(n, False)]
+    while stack:
+        x, ready = stack.pop()
+        if x in _SELECTS:
+            continue
+        kids = _scalar_kids(x)
+        if not ready:
+            stack.append((x, True))
+            stack.extend((k, False) for k in kids if k not in _SELECTS)
+            continue
+        out = frozenset().union(*(_SELECTS[k] for k in kids))
+        if x.op == "Sc.select":
+            out = out | {(x.args[1], x.args[2])}
+        _SELECTS[x] = out
+    return _SELECTS[n]
+
+
 def _assume(n: Node, cmp: str, neg, l: Node, r: Node, holds: bool) -> Node:
     """Scalar term `n` where `l cmp r` is known to be `holds`: every select on that condition
     (or on `neg`, its negation) replaced by its side. Tensors read inside are left alone."""
+    if (l, r) not in _selects_in(n):
+        return n
     memo: dict = {}
     stack = [(n, False)]
     while stack:
         x, ready = stack.pop()
         if x in memo:
             continue
-        kids = [a for a in x.args if isinstance(a, Node) and a.op.startswith("Sc.")] if x.op != "Sc.load" else []
+        kids = _scalar_kids(x)
         if not ready:
             stack.append((x, True))
             stack.extend((k, False) for k in kids if k not in memo)
