@@ -22,6 +22,7 @@ from .errors import ArgumentError, EqsatError
 from .extract import ExtractionCycle, Extractor, NoForm
 from .limits import ANALYSIS_SHARE, Limits, give_back_memory, rare_full_collections
 from .lower import lower
+from .terms import allow_deep_recursion
 from .plan import Kernel, describe, form_kernels, input_items, plan_costing
 from .prefuse import prefuse
 from .terms import show, walk
@@ -79,9 +80,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
     """
     check_program(prog, "optimize()")
     prog = prog.current()  # module-level constants as they are now
-    # terms of a long chain of layers are deep; Python 3.11 recursion does not use the C
-    # stack for Python-to-Python calls, so a higher limit is safe
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50_000))
+    allow_deep_recursion()  # (terms of a long chain of layers are deep)
     if not isinstance(target, str) or target not in TARGETS:
         raise ArgumentError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
     check_dims(prog, shapes)

@@ -12,13 +12,13 @@ import builtins
 import dataclasses
 import copy
 import inspect
-import sys
 
 import numpy as np
 
 from . import aliases, counters, desugar, lang, loopnames, pingpong, reductions
 from .args import SIZE_COMPARISONS
 from .errors import Loc, ProgramError
+from .terms import allow_deep_recursion
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, Param, Program, Ref, Select, Store,
     Transpose, ie_canon, ie_eval, ie_names,
@@ -27,10 +27,7 @@ from .ir import (
 
 def program(fn) -> Program:
     """Decorator: parse `fn` as an eqsat program (see DESIGN.md for the language)."""
-    # a sum of a few hundred terms is a few hundred nested operations, and the passes over
-    # the tree recurse through them (Python 3.11's Python-to-Python calls do not use the C
-    # stack, so a higher limit is safe; optimize() raises it alike for deep terms)
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50_000))
+    allow_deep_recursion()  # (a sum of a few hundred terms is that many nested operations)
     try:
         return _Parser(fn).parse()
     except RecursionError:

@@ -34,7 +34,19 @@ Sorts and constructors (argument kinds in brackets):
 from __future__ import annotations
 
 import math
+import sys
 import weakref
+
+
+DEEP_RECURSION = 50_000
+
+
+def allow_deep_recursion() -> None:
+    """Raise Python's recursion limit to DEEP_RECURSION (never lower it): terms of a long
+    chain of layers, and a sum of hundreds of terms in one statement, are that deep, and the
+    passes over them recurse (Python 3.11's Python-to-Python calls do not use the C stack,
+    so a higher limit is safe). The front end and optimize() call it."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), DEEP_RECURSION))
 
 
 class Node:
@@ -237,17 +249,8 @@ def _selects_in(n: Node) -> frozenset:
     got = _SELECTS.get(n)
     if got is not None:
         return got
-    stack = [(n, False)]
-    while stack:
-        x, ready = stack.pop()
-        if x in _SELECTS:
-            continue
-        kids = _scalar_kids(x)
-        if not ready:
-            stack.append((x, True))
-            stack.extend((k, False) for k in kids if k not in _SELECTS)
-            continue
-        out = frozenset().union(*(_SELECTS[k] for k in kids))
+    for x in postorder(n, _SELECTS, _scalar_kids):
+        out = frozenset().union(*(_SELECTS[k] for k in _scalar_kids(x)))
         if x.op == "Sc.select":
             out = out | {(x.args[1], x.args[2])}
         _SELECTS[x] = out
@@ -260,19 +263,10 @@ def _assume(n: Node, cmp: str, neg, l: Node, r: Node, holds: bool) -> Node:
     if (l, r) not in _selects_in(n):
         return n
     memo: dict = {}
-    stack = [(n, False)]
-    while stack:
-        x, ready = stack.pop()
-        if x in memo:
-            continue
-        kids = _scalar_kids(x)
-        if not ready:
-            stack.append((x, True))
-            stack.extend((k, False) for k in kids if k not in memo)
-            continue
+    for x in postorder(n, memo, _scalar_kids):
         if x.op == "Sc.select" and x.args[1] is l and x.args[2] is r and x.args[0] in (cmp, neg):
             memo[x] = memo[x.args[3] if (x.args[0] == cmp) == holds else x.args[4]]
-        elif kids:
+        elif _scalar_kids(x):
             memo[x] = Node(x.op, *[memo[a] if isinstance(a, Node) and a in memo else a for a in x.args])
         else:
             memo[x] = x
@@ -406,10 +400,11 @@ def python_number(n: Node) -> bool:
 
 
 # ------------------------------------------------------------------ printing
-def postorder(n: Node, known=()):
+def postorder(n: Node, known=(), kids=None):
     """Every node reachable from `n`, each once, children before parents (no recursion:
     terms of a long chain of layers are deep). Nodes in `known` (a memo of an earlier
-    pass) are neither yielded nor entered."""
+    pass, or one the caller fills as nodes are yielded) are neither yielded nor entered.
+    `kids(node)`: the children to enter (default: every Node argument)."""
     done: set = set()
     stack = [(n, False)]
     while stack:
@@ -418,7 +413,8 @@ def postorder(n: Node, known=()):
             continue
         if not ready:
             stack.append((x, True))
-            stack.extend((a, False) for a in x.args if isinstance(a, Node) and a not in done and a not in known)
+            below = x.args if kids is None else kids(x)
+            stack.extend((a, False) for a in below if isinstance(a, Node) and a not in done and a not in known)
             continue
         done.add(x)
         yield x
