@@ -322,6 +322,16 @@ def p(x: f32["M", "K"], w: f32["N", "K"], r: f32["M", "N"], b: f32["N"]) -> f32[
 }
 
 
+def runs_as_written(prog, dims: dict, seed: int):
+    """The optimized plan, having checked that it computes what the program does on both
+    backends."""
+    args = random_args(prog, dims, seed=seed)
+    plan = eqsat.optimize(prog, dims)
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
+    return plan
+
+
 @pytest.mark.parametrize("name", sorted(FORMS))
 def test_python_form(tmp_program, name):
     src, kinds = FORMS[name]
@@ -1225,10 +1235,7 @@ def p(x: f32["M", "K"], w: f32["K", "N"], v: f32["N", "N"]) -> f32["M", "N"]:
     return y
 ''')
     dims = {"M": 5, "K": 4, "N": 3}
-    args = random_args(prog, dims, seed=2)
-    plan = eqsat.optimize(prog, dims)
-    for backend in ("numpy", "triton"):
-        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
+    plan = runs_as_written(prog, dims, seed=2)
     assert "matmul" in [k.kind for k in plan.kernels], plan
 
 
@@ -1250,10 +1257,7 @@ def p(w: f32["M"], y: f32["N", "M"]) -> f32["N", "M"]:
     return f
 ''')
     dims = {"M": 4, "N": 3}
-    args = random_args(prog, dims, seed=2)
-    plan = eqsat.optimize(prog, dims)
-    for backend in ("numpy", "triton"):
-        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
+    runs_as_written(prog, dims, seed=2)
 
 
 def test_a_reused_name_read_after_nested_loops_that_may_not_run_stays_refused(tmp_program):
@@ -1373,10 +1377,7 @@ def p(x: f32["M", "N"]) -> f32["M", "N"]:
     return w
 ''')
     dims = {"M": 4, "N": 5}
-    args = random_args(prog, dims, seed=3)
-    plan = eqsat.optimize(prog, dims)
-    for backend in ("numpy", "triton"):
-        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
+    runs_as_written(prog, dims, seed=3)
 
 
 def test_a_dot_product_scaling_a_matrix_is_computed_once(tmp_program):
@@ -1412,10 +1413,7 @@ def p(T: int, A: f32["N", "N"], v0: f32["N"]) -> f32["N"]:
     return v
 ''')
     dims = {"N": 6, "T": 4}
-    args = random_args(prog, dims, seed=7)
-    plan = eqsat.optimize(prog, dims)
-    for backend in ("numpy", "triton"):
-        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
+    runs_as_written(prog, dims, seed=7)
 
 
 def test_names_rebound_in_a_loop_to_numbers_and_rolls_keep_their_shapes(tmp_program):
