@@ -1158,16 +1158,29 @@ class _Parser:
             return Call(loc, name, args, ty=self.bcast(e, args[0].ty, args[1].ty))
         fn = "max" if name == "maximum" else "min"
         ty = self.bcast(e, args[0].ty, args[1].ty)
-        # numpy's maximum/minimum give NaN where either operand is NaN; builtin max/min (the
-        # `max`/`min` term) keep whichever operand the comparison picks. So: `a if a != a
-        # else (b if b != b else max(a, b))`, exact for every input
+        # numpy's maximum(a, b) is `a if a > b else b` where neither is NaN (b on a tie: the
+        # sign of a zero) and NaN where either is. The `max` term (builtin max) is
+        # `max(x, y) = y if y > x else x`: NaN in x gives x, NaN in y gives x, a tie x. So
+        # `max(b, a)` is numpy's but where a is NaN: `a if a != a else max(b, a)`, exact for
+        # every input, reads `b` once. Where `a` is a number other than NaN, `max(b, a)` alone
+        # is exact; where `b` is a nonzero number other than NaN, `max(a, b)` is (a tie then
+        # is the same number), read once: a chain `h = maximum(h, -0.5)` reads each link
+        # once, so `eqsat/prefuse.py` fuses it (minimum alike, with `<`)
         a, b = args
-        inner = Select(loc, Compare(loc, "!=", b, b), b, Call(loc, fn, args, ty=ty), ty=ty)
-        return Select(loc, Compare(loc, "!=", a, a), a, inner, ty=ty)
+        if _number(a):
+            return Call(loc, fn, (b, a), ty=ty)
+        if _number(b) and b.value != 0:
+            return Call(loc, fn, (a, b), ty=ty)
+        return Select(loc, Compare(loc, "!=", a, a), a, Call(loc, fn, (b, a), ty=ty), ty=ty)
 
 
 _AUG_SHOWN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}  # as the source writes it
 _AUG = {**_AUG_SHOWN, ast.Sub: "+"}  # as the term combines it (`-=` adds the negation)
+
+
+def _number(e) -> bool:
+    """`e` is a number literal other than NaN."""
+    return isinstance(e, Const) and e.ty is None and e.value == e.value
 
 
 def _constant(v) -> bool:
