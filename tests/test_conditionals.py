@@ -507,3 +507,88 @@ def test_an_outer_local_accumulated_in_a_triangle_stays_guarded(tmp_program, nam
         plan = eqsat.optimize(prog, {"N": n}, target="cpu")
         want = eqsat.reference(prog, *args)
         assert rel_err(plan.run(*args), want) < 1e-5, (n, plan)
+
+
+# every float class against every other: NaN, both zeros, infinities, ties
+_SPECIAL = np.array([np.nan, 0.0, -0.0, 1.0, -1.0, -0.5, 0.25, 2.0, np.inf, -np.inf], np.float32)
+
+
+def _same_bits(got, want) -> np.ndarray:
+    """Where `got` is `want` exactly: the same number with the same sign (zeros), or both NaN."""
+    got, want = np.asarray(got), np.asarray(want)
+    return ((got == want) & (np.signbit(got) == np.signbit(want))) | (np.isnan(got) & np.isnan(want))
+
+
+@pytest.mark.parametrize("form", ["maximum(x, y)", "minimum(x, y)", "maximum(y, x)", "maximum(x, 0.0)",
+                                  "maximum(0.0, x)", "minimum(x, -0.0)", "minimum(-0.0, x)", "maximum(x, -0.5)",
+                                  "maximum(2.0, x)", "minimum(x, 0.25)", "np.maximum(x, float('nan'))"])
+def test_numpy_maximum_and_minimum_are_exact(tmp_program, form):
+    """numpy's maximum and minimum, bit for bit on both backends: NaN from either operand,
+    and on a tie of zeros the second operand's sign (the `max` term keeps its first)."""
+    prog = tmp_program(f'''
+import numpy as np
+
+@program
+def p(x: f32["N"], y: f32["N"]) -> f32["N"]:
+    return {form} * (y * 0.0 + 1.0)
+''')
+    x, y = np.repeat(_SPECIAL, len(_SPECIAL)), np.tile(_SPECIAL, len(_SPECIAL))
+    with np.errstate(invalid="ignore"):
+        want = eval(form.replace("np.", "").replace("maximum", "np.maximum").replace("minimum", "np.minimum"),
+                    {"np": np, "x": x, "y": y}) * (y * np.float32(0) + np.float32(1))
+        plan = eqsat.optimize(prog, {"N": len(x)})
+        for backend in ("numpy", "triton"):
+            got = plan.run(x, y, backend=backend)
+            bad = np.nonzero(~_same_bits(got, want))[0]
+            assert not len(bad), (backend, [(x[i], y[i], got[i], want[i]) for i in bad[:4]])
+
+
+def test_a_chain_of_clamps_by_numbers_is_one_kernel(tmp_program):
+    """`h = maximum(h, -0.5)` reads `h` once (a number is never NaN), so a chain of clamps
+    and activations at tensor level fuses into one kernel (`eqsat/prefuse.py`)."""
+    steps = ["tanh(h * 0.9 + b)", "maximum(h, -0.5)", "minimum(h, 0.7)", "maximum(0.1, h) - 0.2"] * 5
+    body = "\n".join(f"    h = {s}" for s in steps)
+    prog = tmp_program(f'''
+@program
+def p(x: f32["M", "N"], b: f32["N"]) -> f32["M", "N"]:
+    h = x
+{body}
+    return h
+''')
+    plan = eqsat.optimize(prog, D)
+    assert [k.kind for k in plan.kernels] == ["pointwise"], plan
+    _check(plan, prog)
+
+
+def test_an_elif_chain_with_a_local_in_each_branch_is_one_elementwise_kernel(tmp_program):
+    """An if/elif chain whose branches each set `u` first and then read it (a piecewise
+    function with a temporary): each level localizes its own `u` (the rest of the chain
+    sets it before reading it), so the nest is one elementwise kernel, not a loop refused
+    for "'u' may be read before it is assigned"; the values are the reference's, NaN
+    inputs included."""
+    n = 6
+    branches = "\n".join(f"        elif t < {-1 + 2 * q / n:.3f}:\n            u = t * {q * 0.1:.2f}\n"
+                         f"            y[i] = u + {q}.0" for q in range(1, n))
+    prog = tmp_program(f'''
+@program
+def p(x: f32["M"]) -> f32["M"]:
+    y = empty((M,))
+    for i in range(M):
+        t = x[i]
+        if t < -1.0:
+            y[i] = 0.0
+{branches}
+        else:
+            y[i] = t
+    return y
+''')
+    plan = eqsat.optimize(prog, {"M": 64})
+    assert [k.kind for k in plan.kernels] == ["pointwise"], plan
+    rng = np.random.default_rng(0)
+    for nan in (False, True):
+        x = rng.uniform(-1.2, 1.2, 64).astype(np.float32)
+        if nan:
+            x[::5] = np.nan
+        want = eqsat.reference(prog, x)
+        for backend in ("numpy", "triton"):
+            np.testing.assert_allclose(plan.run(x, backend=backend), want, rtol=1e-6, equal_nan=True)
