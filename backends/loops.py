@@ -81,6 +81,7 @@ def _lib():
         from eqsat.backends import vector_math  # exp, log, tanh and the functions built on them
 
         fns.update(vector_math.FUNCTIONS)
+        fns.update(vector_math.EXACT)  # (numba's own differ from numpy's on zeros' signs)
 
         @numba.njit(cache=True, error_model="numpy")
         def zeros(shape):

@@ -219,12 +219,23 @@ def _fn(name: str, x: str) -> str:
         return sig
     if name == "silu":
         return f"({x} * {sig})"
-    if name == "tanh":  # through exp: 2 / (1 + inf) - 1 = -1 where exp(-2x) overflows
-        return f"(2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0)"
+    if name == "tanh":
+        return _tanh(x)
     if name == "gelu":
         u = f"(0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x}))"
-        return f"(0.5 * {x} * (1.0 + (2.0 / (1.0 + tl.exp(-2.0 * {u})) - 1.0)))"
+        return f"(0.5 * {x} * (1.0 + {_tanh(u)}))"
     raise NotImplementedError(name)
+
+
+def _tanh(x: str) -> str:
+    """tanh as `vector_math.tanhf` computes it: below |x| = 0.625 an odd polynomial, x (1 +
+    z p(z)) with z = x^2 (exact to a few ulp near 0, -0.0 kept), above it through exp (2 /
+    (1 + inf) - 1 = -1 where exp(-2x) overflows; NaN stays NaN). The exp form alone lost
+    every digit near 0 (tanh(1e-8) was 0.0)."""
+    z = f"({x} * {x})"
+    p = (f"((((-5.70498872745e-3 * {z} + 2.06390887954e-2) * {z} - 5.37397155531e-2) * {z} "
+         f"+ 1.33314422036e-1) * {z} - 3.33332819422e-1)")
+    return f"tl.where(tl.abs({x}) < 0.625, {x} * ({p} * {z} + 1.0), 2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0)"
 
 
 def _outer_reductions(term: Node) -> list:

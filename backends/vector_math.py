@@ -78,9 +78,10 @@ def tanhf(vm_in):
     vm_t_x = np.float32(vm_in)
     vm_t_a = vm_t_x if vm_t_x >= np.float32(0.0) else -vm_t_x
     vm_t_z = vm_t_x * vm_t_x
-    vm_t_small = ((((np.float32(-5.70498872745e-3) * vm_t_z + np.float32(2.06390887954e-2)) * vm_t_z
-               - np.float32(5.37397155531e-2)) * vm_t_z + np.float32(1.33314422036e-1)) * vm_t_z
-             - np.float32(3.33332819422e-1)) * vm_t_z * vm_t_x + vm_t_x
+    # (x * (1 + z p), not x + x z p: -0.0 stays -0.0, as numpy's tanh keeps it)
+    vm_t_small = vm_t_x * (((((np.float32(-5.70498872745e-3) * vm_t_z + np.float32(2.06390887954e-2)) * vm_t_z
+                           - np.float32(5.37397155531e-2)) * vm_t_z + np.float32(1.33314422036e-1)) * vm_t_z
+                         - np.float32(3.33332819422e-1)) * vm_t_z + np.float32(1.0))
     vm_t_big = np.float32(1.0) - np.float32(2.0) / (expf(vm_t_a + vm_t_a) + np.float32(1.0))
     vm_t_big = vm_t_big if vm_t_x >= np.float32(0.0) else -vm_t_big
     vm_t_out = vm_t_small if vm_t_a < np.float32(0.625) else vm_t_big
@@ -170,6 +171,58 @@ def _by_type(name: str, scalar):
 # binds the calls it can prove scalar to SCALAR instead): LLVM still inlines exp, log,
 # sigmoid and silu into the loops, not tanh and gelu.
 FUNCTIONS = {name: _by_type(name, f) for name, f in SCALAR.items()}
+
+
+def _float_zero(t):
+    """A zero of the float type `t` (a numba type; float32 unless it is float64)."""
+    return np.float64(0) if isinstance(t, types.Float) and t.bitwidth == 64 else np.float32(0)
+
+
+def _stub(name: str):
+    def stub(*vm_a):
+        raise NotImplementedError
+
+    stub.__name__ = stub.__qualname__ = f"eqsat_exact_{name}"
+    return stub
+
+
+def _exact():
+    """relu, sign, maximum and minimum as numpy gives them, zeros' signs included: numba's
+    own `np.maximum(-0.0, 0.0)` is -0.0 (numpy's 0.0: on a tie the second operand) and its
+    `np.sign(-0.0)` -0.0 (numpy's 0.0), so a kept nest or compiled kernel computing
+    `relu(x)` gave -0.0 where the reference gives 0.0."""
+    relu, sign, maximum, minimum = (_stub(n) for n in ("relu", "sign", "maximum", "minimum"))
+
+    @overload(relu)
+    def relu_impl(vm_a):
+        zero = _float_zero(getattr(vm_a, "dtype", vm_a))
+        if _scalar(vm_a):
+            return lambda vm_a: vm_a if (vm_a > zero or vm_a != vm_a) else zero
+        return lambda vm_a: np.where((vm_a > zero) | (vm_a != vm_a), vm_a, zero)
+
+    @overload(sign)
+    def sign_impl(vm_a):
+        zero = _float_zero(getattr(vm_a, "dtype", vm_a))
+        return lambda vm_a: np.sign(vm_a) + zero  # (-0.0 + 0.0 is 0.0)
+
+    def choice(greater: bool):
+        def impl(vm_a, vm_b):  # numpy's: NaN from either, `a` where it wins, else `b`
+            if _scalar(vm_a) and _scalar(vm_b):
+                if greater:
+                    return lambda vm_a, vm_b: vm_a if (vm_a != vm_a or vm_a > vm_b) else vm_b
+                return lambda vm_a, vm_b: vm_a if (vm_a != vm_a or vm_a < vm_b) else vm_b
+            if greater:
+                return lambda vm_a, vm_b: np.where((vm_a != vm_a) | (vm_a > vm_b), vm_a, vm_b)
+            return lambda vm_a, vm_b: np.where((vm_a != vm_a) | (vm_a < vm_b), vm_a, vm_b)
+        return impl
+
+    overload(maximum)(choice(True))
+    overload(minimum)(choice(False))
+    return {"relu": relu, "sign": sign, "maximum": maximum, "minimum": minimum}
+
+
+# the language's functions whose numba forms differ from numpy's (`loops._lib` binds these)
+EXACT = _exact()
 
 
 _NOT_INLINED: dict = {}

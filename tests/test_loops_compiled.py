@@ -566,3 +566,70 @@ def p(x: f32["M", "D"], b: f32["D"]) -> f32["M", "D"]:
     assert rel_err(plan.run(x, b), eqsat.reference(prog, x, b)) < 1e-4
     assert [k.kind for k in plan.kernels] == ["loop"], plan  # (kept as written for time)
     assert any(f is vector_math.scalar_not_inlined()["tanh"] for f in bound), plan
+
+
+# every float class: NaN, both zeros, tiny and large values, infinities
+_SPECIAL = np.array([np.nan, 0.0, -0.0, 1e-8, -3e-7, 0.3, -0.62, 0.7, -3.0, 20.0, np.inf, -np.inf], np.float32)
+
+
+def _same_bits(got, want) -> bool:
+    got, want = np.asarray(got), np.asarray(want)
+    return bool(np.all(((got == want) & (np.signbit(got) == np.signbit(want))) | (np.isnan(got) & np.isnan(want))))
+
+
+@pytest.mark.parametrize("expr", ["np.sign(x[i])", "relu(x[i])", "np.maximum(x[i], 0.0)", "np.minimum(0.0, x[i])",
+                                  "np.maximum(x[i], y[i])", "np.minimum(y[i], x[i])"])
+def test_compiled_nest_keeps_the_sign_of_zero(tmp_program, monkeypatch, expr):
+    """A kept nest compiled by numba gives numpy's results bit for bit where numba's own
+    functions differ: `np.maximum(-0.0, 0.0)` (numpy: the second operand on a tie, numba:
+    the first) and `np.sign(-0.0)` (numpy: 0.0, numba: -0.0); relu is numpy's maximum.
+    (The nest is a loop: each element's condition reads the one before.)"""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    prog = tmp_program(f'''
+import numpy as np
+
+@program
+def p(x: f32["N"], y: f32["N"]) -> f32["N"]:
+    out = zeros((N,))
+    for i in range(1, N):
+        out[i] = {expr} if out[i - 1] != 7.0 else 1.0
+    return out
+''')
+    x = np.repeat(_SPECIAL, len(_SPECIAL))
+    y = np.tile(_SPECIAL, len(_SPECIAL))
+    x[1::2], y[1::2] = y[1::2], x[1::2]  # (pairs both ways)
+    with np.errstate(all="ignore"):
+        want = eqsat.reference(prog, x, y)
+        plan = eqsat.optimize(prog, {"N": len(x)})
+        assert "loop" in [k.kind for k in plan.kernels], plan
+        got = plan.run(x, y)
+    assert all(how == "compiled (numba)" for _, how in plan.loop_runners.values()), plan.loop_runners
+    assert _same_bits(got, want)
+
+
+def test_tanh_near_zero_on_both_backends(tmp_program, monkeypatch):
+    """tanh keeps every digit near 0 and the sign of -0.0, lifted (numpy and Triton) and in
+    a compiled kept nest: Triton's form through exp gave tanh(1e-8) = 0.0."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    lifted = tmp_program('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    return tanh(x) + gelu(x) * 0.0
+''')
+    kept = tmp_program('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = zeros((N,))
+    for i in range(1, N):
+        out[i] = tanh(x[i]) if out[i - 1] != 7.0 else 1.0
+    return out
+''')
+    x = np.concatenate([_SPECIAL[np.isfinite(_SPECIAL)], np.geomspace(1e-12, 10, 40, dtype=np.float32),
+                        -np.geomspace(1e-12, 10, 40, dtype=np.float32)]).astype(np.float32)
+    for prog in (lifted, kept):
+        want = eqsat.reference(prog, x)
+        plan = eqsat.optimize(prog, {"N": len(x)})
+        for backend in ("numpy", "triton"):
+            got = np.asarray(plan.run(x, backend=backend))
+            assert np.all(np.signbit(got) == np.signbit(want)), (backend, x[np.signbit(got) != np.signbit(want)])
+            assert np.allclose(got, want, rtol=1e-6, atol=0), (backend, np.max(np.abs(got - want) / np.abs(want)))
