@@ -19,6 +19,7 @@ slice read has free axes `e`), scheduled just before the writes of its statement
 from __future__ import annotations
 
 import contextlib
+import re
 
 from dataclasses import dataclass, field
 
@@ -55,6 +56,14 @@ class Mismatch(Exception):
 
 
 _THREAD = threading.local()
+
+
+def _ascii(text: str) -> str:
+    """`text` with every name that is not ASCII (Python allows `ξ`, isl's parser does not)
+    spelled `eqsat_u_<its UTF-8 bytes in hex>` (a prefix the front end reserves)."""
+    if text.isascii():
+        return text
+    return re.sub(r"\w+", lambda m: m.group() if m.group().isascii() else "eqsat_u_" + m.group().encode().hex(), text)
 
 
 def context() -> isl.Context:
@@ -263,7 +272,7 @@ class NestFlow:
             return False
         es = ", ".join(f"f{a}" for a in range(len(shape)))
         bounds = " and ".join(f"0 <= f{a} < {n}" for a, n in enumerate(shape))
-        box = isl.UnionSet.read_from_str(self.ctx, f"{{ b_{name}[{es}] : {bounds} }}")
+        box = isl.UnionSet.read_from_str(self.ctx, _ascii(f"{{ b_{name}[{es}] : {bounds} }}"))
         return box.is_subset(self._union(self._writes[name]).range())
 
     def _final_space(self, name: str):
@@ -287,11 +296,11 @@ class NestFlow:
             return got
         pieces = [s.strip() for s in strs]
         if all(p.startswith("{") and p.endswith("}") for p in pieces):
-            got = isl.UnionMap.read_from_str(self.ctx, "{ " + "; ".join(p[1:-1] for p in pieces) + " }")
+            got = isl.UnionMap.read_from_str(self.ctx, _ascii("{ " + "; ".join(p[1:-1] for p in pieces) + " }"))
         else:
             got = isl.UnionMap.read_from_str(self.ctx, "{ }")
             for s in strs:
-                got = got.union(isl.UnionMap.read_from_str(self.ctx, s))
+                got = got.union(isl.UnionMap.read_from_str(self.ctx, _ascii(s)))
         if len(cache) >= _PARSE_CACHE_SIZE:
             cache.clear()
         cache[key] = got
@@ -560,12 +569,12 @@ def index_can_leave(path: tuple, ie, size: int, dims: dict, guards: tuple = ()) 
         try:
             g = guard_text(cond, holds, lambda x: model._aff(leaf, x))
             if g is not None:
-                isl.Set.read_from_str(context(), f"{{ [{lv}] : {g} }}")  # affine?
+                isl.Set.read_from_str(context(), _ascii(f"{{ [{lv}] : {g} }}"))  # affine?
                 cons.append(g)
         except (KeyError, TypeError, ValueError, isl.Error):
             pass  # a name that is no loop variable or dimension, or not affine: restricts nothing
     text = f"{{ [{lv}] : {' and '.join(cons)} and ({e} < 0 or {e} >= {size}) }}"
-    return not isl.Set.read_from_str(context(), text).is_empty()
+    return not isl.Set.read_from_str(context(), _ascii(text)).is_empty()
 
 
 def span(f: For, dims):

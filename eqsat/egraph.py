@@ -124,7 +124,7 @@ def _literal(x) -> str:
         if math.isinf(x):
             return "inf" if x > 0 else "-inf"
         return repr(x)
-    return json.dumps(x)
+    return json.dumps(x, ensure_ascii=False)  # (egglog reads UTF-8 in strings, not \u escapes)
 
 
 def _declare(eg: EGraph) -> None:

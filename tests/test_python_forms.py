@@ -1466,3 +1466,24 @@ def jac(a0: f32["N"], T: int) -> f32["N"]:
     for target in ("cpu", "h100"):
         got = eqsat.optimize(jac, {"N": 10, "T": 4}, target=target).run(a0, 4)
         assert rel_err(got, want) < 1e-5
+
+
+def test_names_that_are_not_ascii(tmp_program):
+    """Python allows `ξ`, `ψ` and `ι` as names (parameters, buffers, loop variables, scalar
+    parameters); egglog's and isl's parsers read ASCII names only. The nest is still a
+    matmul with its scaling fused (it failed inside egglog, then stayed a loop where isl
+    could not parse the dataflow)."""
+    prog = tmp_program('''
+@program
+def p(ξ: f32["N", "K"], w: f32["K", "M"], β: f32) -> f32["N", "M"]:
+    ψ = empty((N, M))
+    for ι in range(N):
+        for j in range(M):
+            s = 0.0
+            for k in range(K):
+                s += ξ[ι, k] * w[k, j]
+            ψ[ι, j] = s * β
+    return ψ
+''')
+    plan = runs_as_written(prog, {"N": 7, "K": 4, "M": 5}, seed=3)
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
