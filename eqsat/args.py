@@ -122,6 +122,12 @@ def check_dims(prog, dims: dict) -> None:
               f"give it in the shapes)"] if values else [])
         raise ArgumentError(f"{'; '.join(what)} of {prog.name}")
     ints = {p.name for p in prog.params if p.dtype is int}
+    for d, v in dims.items():  # (a dict shared between programs may name others' sizes: checked alike)
+        if not isinstance(d, str):
+            raise ArgumentError(f"shapes maps dimension names to sizes; {d!r} is no name (of {prog.name})")
+        if d not in prog.dims and (not isinstance(v, (int, np.integer)) or isinstance(v, bool)):
+            raise ArgumentError(f"shapes entry {d!r} must be an int, got {v!r} (it names no dimension of "
+                                f"{prog.name})")
     for d in prog.dims:
         v = dims[d]
         if d in ints and isinstance(v, (int, np.integer)) and not isinstance(v, bool):

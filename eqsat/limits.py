@@ -80,12 +80,18 @@ class Limits:
                 object.__setattr__(self, f.name, v)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or (whole and not isinstance(v, int)):
                 raise ArgumentError(f"Limits.{f.name} must be {'an integer' if whole else 'a number'}, got {v!r}")
-            if math.isnan(v) or v <= 0:
+            shown = f"an integer of {len(str(v))} digits" if isinstance(v, int) and v > MAX_COUNT else repr(v)
+            if not whole and isinstance(v, int) and v > MAX_COUNT:
+                try:
+                    float(v)
+                except OverflowError:  # (10**400: past every float; `inf` is "no bound")
+                    raise ArgumentError(f"Limits.{f.name} is too large for a float, got {shown}") from None
+            if (isinstance(v, float) and math.isnan(v)) or v <= 0:
                 raise ArgumentError(f"Limits.{f.name} must be positive, got {v!r}")
-            if math.isinf(v) and f.name not in unbounded:
+            if isinstance(v, float) and math.isinf(v) and f.name not in unbounded:
                 raise ArgumentError(f"Limits.{f.name} must be finite, got {v!r}")
             if whole and v > MAX_COUNT:
-                raise ArgumentError(f"Limits.{f.name} must be at most 2**62, got {v!r}")
+                raise ArgumentError(f"Limits.{f.name} must be at most 2**62, got {shown}")
 
 
 # A loop nest's analysis still running at this fraction of `Limits.seconds` is abandoned

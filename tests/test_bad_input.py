@@ -1380,6 +1380,14 @@ def test_optimize_shapes_not_a_dict():
     expect_argument_error(lambda: eqsat.optimize(matmul_prog, None), "shapes")
 
 
+def test_optimize_shapes_with_entries_naming_no_dimension():
+    """A shapes dict may name other programs' sizes (one dict for several programs), but
+    its keys must be names and its values ints (a probe's `{3: "x", "m": 2.5}` passed)."""
+    assert eqsat.optimize(matmul_prog, {**MM_SHAPES, "Q": 3, "shift": -1}).kernels
+    expect_argument_error(lambda: eqsat.optimize(matmul_prog, {**MM_SHAPES, 3: 4}), "3 is no name")
+    expect_argument_error(lambda: eqsat.optimize(matmul_prog, {**MM_SHAPES, "m": 2.5}), "'m'", "2.5")
+
+
 def test_optimize_unknown_target():
     expect_argument_error(lambda: eqsat.optimize(matmul_prog, MM_SHAPES, target="tpu9"), "target", "'tpu9'")
 

@@ -18,6 +18,8 @@ from eqsat.errors import ArgumentError
     ({"memory_mb": math.nan}, "memory_mb"), ({"memory_mb": "1 GB"}, "memory_mb"), ({"match_limit": -3}, "match_limit"),
     ({"seconds": True}, "seconds"), ({"match_limit": 2**63}, "match_limit"), ({"nodes": 2**70}, "nodes"),
     ({"seconds": __import__("numpy").array([1.0, 2.0])}, "seconds"),  # (a probe's: a bare ValueError from .item())
+    ({"seconds": 10**400}, "seconds"), ({"nodes": 10**400}, "nodes"),  # (a probe's: a bare OverflowError)
+    ({"memory_mb": -10**400}, "memory_mb"),
 ])
 def test_bad_limits_are_refused_naming_the_field(kw, field):
     with pytest.raises(ArgumentError, match=f"Limits.{field}"):
