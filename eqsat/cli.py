@@ -382,6 +382,8 @@ def _rules_arg(text: str | None):
             if os.path.isdir(r):
                 raise CliError(f"--rules: {r} is a directory; name its rule files")
             out.append(os.path.abspath(r))
+    if not out:  # (`--rules ""` ran with no rules at all, saying nothing)
+        raise CliError(f"--rules {text!r} names no rule family or file (families: {', '.join(known)}, or 'all')")
     return out
 
 
@@ -410,6 +412,13 @@ def do_optimize(a) -> int:
     for p in filter(None, (a.view, a.save)):
         check_writable(p, "--view page" if p == a.view else "--save file")
     rules = _rules_arg(a.rules)
+    if a.expect is not None:  # (read before optimizing: a malformed pattern is bad input, said at once)
+        from .whynot import parse
+
+        try:
+            parse(a.expect)
+        except eqsat.ArgumentError as e:
+            raise CliError(f"--expect: {e}") from None
     mod, prog = pick_program(path, function)
     dims = shapes_for(prog, mod, given)
     with progress(f"optimizing {prog.name}"):
@@ -429,7 +438,7 @@ def do_optimize(a) -> int:
         print(f"saved: {a.save} (how to re-create this plan; `eqsat view {a.save} -o plan.html` re-optimizes it)")
     if a.emit:
         ok = emit(plan, a.emit) and ok
-    if a.expect:
+    if a.expect is not None:
         ok = expect(plan, a.expect) and ok
     return 0 if ok else 1
 

@@ -260,6 +260,10 @@ def _bad_inputs(tmp: Path) -> list:
         (["optimize", f"{t}/one.py", "--shape", f"M={2**62 + 1}"], ["M=", "too large", "2**62"]),
         (["optimize", f"{t}/one.py", "--shape", "Q=3"], ["no dimension Q", "M, N"]),
         (["optimize", f"{t}/one.py", "--shape", "M=-3"], ["'M'", "non-negative"]),  # eqsat's ArgumentError
+        (["optimize", f"{t}/one.py", "--rules", ""], ["--rules", "names no rule family"]),  # (ran with no rules)
+        (["optimize", f"{t}/one.py", "--rules", ","], ["--rules", "names no rule family"]),
+        (["optimize", f"{t}/one.py", "--expect", ""], ["--expect", "pattern"]),  # (accepted, status 0)
+        (["optimize", f"{t}/one.py", "--expect", "matmull"], ["--expect", "'matmull'"]),  # (said after optimizing)
         (["optimize", f"{t}/one.py", "--view", f"{t}/afile/out.html"], ["afile/out.html", "cannot write"]),
         (["optimize", f"{t}/one.py", "--save", f"{t}/folder"], ["folder", "directory"]),
         (["optimize", f"{t}/two.py:third"], ["third", "first, second"]),
@@ -279,7 +283,8 @@ def _bad_inputs(tmp: Path) -> list:
 
 # one id per case of _bad_inputs, in its order
 BAD_IDS = ["missing", "directory", "syntax", "raises", "shape-abc", "shape-no-size", "shape-empty", "shape-huge",
-           "shape-unknown", "shape-negative", "view-unwritable", "save-directory", "unknown-function",
+           "shape-unknown", "shape-negative", "rules-empty", "rules-comma", "expect-empty", "expect-unreadable",
+           "view-unwritable", "save-directory", "unknown-function",
            "two-programs", "out-of-bounds", "unknown-rules", "unknown-target", "view-not-a-plan",
            "view-missing", "check-missing", "check-no-ruleset", "check-empty-folder", "check-syntax",
            "unknown-command"]
