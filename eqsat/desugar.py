@@ -159,7 +159,7 @@ def _rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     _chosen_indices(fdef, sizes, stores)
     _drop_parameter_copies(fdef, params, resolve, stores)
     _rename_rebindings(fdef, stores, params)
-    slice_bounds.check_bounds(fdef, sizes, stores)
+    slice_bounds.check_bounds(fdef, sizes, stores, resolve)
     env = _Env(fdef, params, sizes, resolve, stores)
     fdef.body = _Sums(lambda name: name not in stores and resolve(name) is builtins.sum).block(fdef.body)
     env.visit(fdef)

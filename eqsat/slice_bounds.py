@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 import copy
 
+import numpy as np
+
 
 def affine(e, atoms: dict | None = None) -> dict | None:
     """`e` (integer syntax) as {name: coefficient, "": constant}; a non-affine part whose
@@ -129,16 +131,36 @@ def after_docstring(fdef: ast.FunctionDef) -> int:
         isinstance(first.value.value, str) else 0
 
 
-def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
+def _with_values(e, constants: dict):
+    """A copy of expression `e` with the names in `constants` replaced by their values."""
+    if not any(isinstance(x, ast.Name) and x.id in constants for x in ast.walk(e)):
+        return e
+
+    class Sub(ast.NodeTransformer):
+        def visit_Name(self, n):
+            return ast.copy_location(ast.Constant(constants[n.id]), n) if n.id in constants else n
+
+    return Sub().visit(copy.deepcopy(e))
+
+
+def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict, resolve=None) -> None:
     """Before the other rewrites: every slice bound that is neither absent nor a negative
     constant is proved non-negative (module docstring), given the loops around it; where
     that needs a condition on sizes, `assert cond` is added at the top of the function;
-    where it cannot be told, the subscript is marked (`eqsat_why`) and left as written."""
+    where it cannot be told, the subscript is marked (`eqsat_why`) and left as written.
+    `resolve(name)`: what a name the function does not bind means (a module's integer
+    constant, `W = 8`, is its value: `x[w * W:(w + 1) * W]`)."""
     single = {}  # names bound once, to their value (an integer local: `n = N - 1`)
+    constants: dict = {}  # the module's integer constants the function reads
     for n in ast.walk(fdef):
         if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and \
                 stores.get(n.targets[0].id) == 1:
             single[n.targets[0].id] = n.value
+        elif resolve is not None and isinstance(n, ast.Name) and n.id not in stores and n.id not in sizes and \
+                n.id not in constants:
+            v = resolve(n.id)
+            if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+                constants[n.id] = int(v)
     asserts: dict = {}
 
     def minima(e, loops: dict) -> list:
@@ -147,6 +169,8 @@ def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
         variable by its range or by a condition around the slice, `loops`); [] where none
         can be told."""
         atoms: dict = {}
+        if constants:  # (their values, so `(w + 1) * W` is affine)
+            e = _with_values(e, constants)
         a = affine(e, atoms)
         if a is None:
             return []

@@ -1487,3 +1487,23 @@ def p(ξ: f32["N", "K"], w: f32["K", "M"], β: f32) -> f32["N", "M"]:
 ''')
     plan = runs_as_written(prog, {"N": 7, "K": 4, "M": 5}, seed=3)
     assert [k.kind for k in plan.kernels] == ["matmul"], plan
+
+
+def test_a_module_constant_in_a_slice_bound(tmp_program):
+    """`x[w * W:(w + 1) * W]` with `W = 8` at module level: the constant's value makes the
+    bound affine and provably non-negative (it was refused: "may be negative"), and the
+    window sums are one reduction."""
+    prog = tmp_program('''
+import numpy as np
+
+W = 8
+
+@program
+def p(x: f32["N"]) -> f32["N // 8"]:
+    r = np.empty((N // W,), dtype=np.float32)
+    for w in range(N // W):
+        r[w] = np.sum(x[w * W:(w + 1) * W])
+    return r
+''')
+    plan = runs_as_written(prog, {"N": 40}, seed=5)
+    assert [k.kind for k in plan.kernels] == ["reduction"], plan
