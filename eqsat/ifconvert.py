@@ -351,7 +351,28 @@ def _predicated_locals(s: If, dims, shapes, path, outside=None):
             out.append(_guard(x, cond, holds))
     for x, then, other in merges:
         out.append(Assign(s.loc, x, Select(s.loc, copy.deepcopy(cond), Ref(s.loc, then), Ref(s.loc, other))))
-    return out, mine | below
+    return _merged_accumulations(out), mine | below
+
+
+def _merged_accumulations(stmts: list) -> list:
+    """Adjacent accumulations into one scalar by the same operation, the later reading
+    nothing the earlier set, as one: `s += (a if c else 0.0)` then `s += (0.0 if c else -b)`
+    (the two branches of `if c: s += a else: s -= b`) is `s += ((a if c else 0.0) + (0.0
+    if c else -b))`, so a loop around it is one reduction, not a loop whose scalar "is
+    updated by several statements". A sum in another order: the same up to rounding, as
+    every reduction a plan computes."""
+    out: list = []
+    for x in stmts:
+        last = out[-1] if out else None
+        if (isinstance(x, Assign) and isinstance(last, Assign) and x.aug and last.aug and x.name == last.name
+                and x.aug_op == last.aug_op in ("+", "*") and x.value.ty is None and last.value.ty is None
+                and x.name not in _names(x.value) and not _is_hoisted(x)):
+            merged = copy.copy(last)
+            merged.value = Bin(last.loc, x.aug_op, last.value, x.value)
+            out[-1] = merged
+        else:
+            out.append(x)
+    return out
 
 
 def _localized(s: If, path, outside=None) -> tuple:

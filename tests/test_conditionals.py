@@ -185,6 +185,24 @@ def p(x: f32["M", "N"]) -> f32["M"]:
         out[i] = s
     return out
 ''', ["reduction"]),
+    # each branch accumulates its own term (`s += a` / `s -= b`): one sum of the two
+    # selected terms (it was a loop: "'s' is updated by several statements in loop 'k'")
+    "accumulation_in_both_branches": ('''
+@program
+def p(a: f32["M", "K"], b: f32["M", "K"]) -> f32["M"]:
+    y = empty((M,))
+    for i in range(M):
+        s = 0.0
+        for k in range(K):
+            if a[i, k] > 0.0:
+                s += a[i, k]
+            elif a[i, k] > -0.5:
+                s += 2.0 * b[i, k]
+            else:
+                s -= b[i, k]
+        y[i] = s
+    return y
+''', ["reduction"]),
     # a conditional accumulation stays a reduction
     "positive_mean": ('''
 @program
