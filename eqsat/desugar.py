@@ -156,6 +156,7 @@ def _rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     for n in ast.walk(fdef):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             stores[n.id] = stores.get(n.id, 0) + 1
+    _clamped_indices(fdef, sizes, stores)
     _chosen_indices(fdef, sizes, stores)
     _drop_parameter_copies(fdef, params, resolve, stores)
     _rename_rebindings(fdef, stores, params)
@@ -173,6 +174,76 @@ def _rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     _drop_size_rebinds(fdef, sizes)
     _loops_without_continue(fdef.body, [0])
     ast.fix_missing_locations(fdef)
+
+
+def _clamped_indices(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
+    """An integer local bound once to a clamp of an index, `ii = min(max(i + d, 0), N - 1)`
+    (integer arithmetic of loop variables, sizes and constants, through builtin min and
+    max), read as an index after it is set in the same block, is that expression there:
+    `x[ii]` is `x[min(max(i + d, 0), N - 1)]`, which the language reads (a clamped index; the
+    local itself was refused as an index). A read before the binding in its block (a value
+    of an earlier iteration) is left as it is."""
+    loopvars = {t.id for n in ast.walk(fdef) if isinstance(n, ast.For) for t in ast.walk(n.target)
+                if isinstance(t, ast.Name)}
+
+    def integral(e) -> bool:
+        if isinstance(e, ast.Constant):
+            return type(e.value) is int
+        if isinstance(e, ast.Name):
+            return (e.id in loopvars or e.id in sizes) and e.id not in ("min", "max")
+        if isinstance(e, ast.BinOp):
+            return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)) and \
+                integral(e.left) and integral(e.right)
+        if isinstance(e, ast.UnaryOp):
+            return isinstance(e.op, ast.USub) and integral(e.operand)
+        if isinstance(e, ast.Call):
+            return isinstance(e.func, ast.Name) and e.func.id in ("min", "max") and e.func.id not in stores and \
+                len(e.args) >= 2 and not e.keywords and all(integral(a) for a in e.args)
+        return False
+
+    def clamp(st):
+        """(name, value) where `st` binds an integer local once to a clamp, else None."""
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and \
+                stores.get(st.targets[0].id) == 1 and st.targets[0].id not in loopvars and \
+                isinstance(st.value, ast.Call) and integral(st.value):
+            return st.targets[0].id, st.value
+        return None
+
+    class Reads(ast.NodeTransformer):
+        def __init__(self, bound: dict):
+            self.bound = bound
+
+        def visit_Subscript(self, n):
+            self.generic_visit(n)
+            if isinstance(n.ctx, ast.Load):
+                elts = list(n.slice.elts) if isinstance(n.slice, ast.Tuple) else [n.slice]
+                if any(isinstance(e, ast.Name) and e.id in self.bound for e in elts):
+                    new = [ast.copy_location(copy.deepcopy(self.bound[e.id]), e)
+                           if isinstance(e, ast.Name) and e.id in self.bound else e for e in elts]
+                    n.slice = ast.Tuple(elts=new, ctx=ast.Load()) if len(new) > 1 else new[0]
+            return n
+
+    def block(stmts: list, bound: dict) -> None:
+        bound = dict(bound)
+        for st in stmts:
+            if isinstance(st, ast.For):  # (a loop rebinding a name a value reads: not inside it)
+                rebound = {t.id for t in ast.walk(st) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+                inside = {k: v for k, v in bound.items()
+                          if not rebound & {x.id for x in ast.walk(v) if isinstance(x, ast.Name)}}
+            else:
+                inside = bound
+            if inside:
+                Reads(inside).visit(st)
+            got = clamp(st)
+            if got is not None:
+                bound[got[0]] = got[1]
+            for field in ("body", "orelse"):
+                inner = getattr(st, field, None)
+                if isinstance(inner, list) and not isinstance(st, ast.FunctionDef):
+                    block(inner, inside)
+
+    if any(clamp(st) for st in ast.walk(fdef)):
+        block(fdef.body, {})
 
 
 def _chosen_indices(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:

@@ -1507,3 +1507,31 @@ def p(x: f32["N"]) -> f32["N // 8"]:
 ''')
     plan = runs_as_written(prog, {"N": 40}, seed=5)
     assert [k.kind for k in plan.kernels] == ["reduction"], plan
+
+
+def test_a_clamped_index_bound_to_a_local(tmp_program):
+    """`ii = min(max(i + di, 0), H - 1)` then `a[ii, jj]` (a box blur with clamped edges,
+    as image code writes it): the local is its clamp where it is read as an index (it was
+    refused: "index uses 'ii', which is neither a loop variable nor a dimension"). A read
+    before the binding in its block keeps the earlier iteration's value: not rewritten."""
+    prog = tmp_program('''
+@program
+def p(a: f32["H", "W"]) -> f32["H", "W"]:
+    out = empty((H, W))
+    for i in range(H):
+        for j in range(W):
+            s = 0.0
+            for di in range(-1, 2):
+                ii = min(max(i + di, 0), H - 1)
+                for dj in range(-1, 2):
+                    jj = min(max(j + dj, 0), W - 1)
+                    s += a[ii, jj]
+            out[i, j] = s / 9.0
+    return out
+''')
+    plan = runs_as_written(prog, {"H": 9, "W": 11}, seed=6)
+    assert [k.kind for k in plan.kernels] == ["reduction"], plan
+    x = random_args(prog, {"H": 9, "W": 11}, seed=6)[0]
+    padded = np.pad(x.astype(np.float64), 1, mode="edge")
+    truth = sum(padded[1 + di:10 + di, 1 + dj:12 + dj] for di in (-1, 0, 1) for dj in (-1, 0, 1)) / 9
+    assert np.allclose(plan.run(x), truth, atol=1e-5)
