@@ -425,6 +425,16 @@ def _load_rule_file(path: str):
     if not isinstance(rs, Ruleset):
         raise ArgumentError(f"{path}: a rule file must define `ruleset` (an egglog @ruleset), got "
                             f"{type(rs).__name__ if rs is not None else 'none'}")
+    facts = getattr(mod, "analysis", None)
+    if facts is not None and not isinstance(facts, Ruleset):
+        raise ArgumentError(f"{path}: a rule file's `analysis` is an egglog @ruleset of the facts its rewrites "
+                            f"read, got {type(facts).__name__}")
+    for r in filter(None, (rs, facts)):
+        try:
+            r._update_egg_decls()  # (egglog-python builds a ruleset's rules when first used: a sort mismatch now)
+        except Exception as e:  # noqa: BLE001 - the user's rules: report which file, not egglog's traceback
+            said = " ".join(x.strip() for x in str(e).splitlines() if x.strip())[:400]
+            raise ArgumentError(f"{path}: egglog cannot use its rules: {type(e).__name__}: {said}") from None
     return mod
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import EqsatError
+from .errors import ArgumentError, EqsatError
 
 PROBES = '''
 from eqsat import *
@@ -152,8 +152,10 @@ def check(user_sources: list, builtin: list) -> None:
             except EqsatError as e:
                 err = UnsoundRule(f"rule source {label}: probe program {prog.name!r} failed with it: {e}")
                 break
-            except Exception as e:  # noqa: BLE001 - egglog refusing the rules (a sort mismatch, say)
-                err = UnsoundRule(f"rule source {label}: egglog cannot use its rules: {type(e).__name__}: {e}")
+            except Exception as e:  # noqa: BLE001 - egglog refusing the rules (an ungrounded variable, say)
+                # (bad input, not an unsound rule: the file is not a rule set egglog can run)
+                said = " ".join(x.strip() for x in str(e).splitlines() if x.strip())[:400]
+                err = ArgumentError(f"rule source {label}: egglog cannot use its rules: {type(e).__name__}: {said}")
                 break
             for name, n in plan.report.rule_matches.items():
                 matched[name] = matched.get(name, 0) + n

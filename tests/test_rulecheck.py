@@ -102,7 +102,8 @@ def ruleset(x: Sc):
 
 def test_a_rule_file_egglog_cannot_use_is_refused_naming_it(tmp_path, tmp_program, checking):
     """A rewrite from a scalar to a tensor: egglog refuses it when the rules are built, which
-    once surfaced as its raw ConvertError, naming no file."""
+    once surfaced as its raw ConvertError, naming no file; it is bad input (ArgumentError),
+    said when the file is loaded, not a probe's finding."""
     path = tmp_path / "wrong_sort.py"
     path.write_text('''
 from egglog import rewrite, ruleset
@@ -113,7 +114,7 @@ def ruleset(a: Sc, t: Ten):
     yield rewrite(Sc.fn("relu", a)).to(t)
 ''')
     prog = tmp_program(PROGRAM)
-    with pytest.raises(rulecheck.UnsoundRule, match=f"{path}: egglog cannot use its rules: ConvertError"):
+    with pytest.raises(eqsat.ArgumentError, match=f"{path}: egglog cannot use its rules: ConvertError"):
         eqsat.optimize(prog, {"M": 2, "N": 3}, rules=["inline", str(path)])
 
 
@@ -139,3 +140,21 @@ def ruleset(a: Sc):
     with warnings.catch_warnings():
         warnings.simplefilter("error", rulecheck.UnsoundRuleWarning)
         eqsat.optimize(prog, {"M": 2, "N": 3}, rules=["inline", str(sound)])  # its one rule matches probes
+
+
+def test_a_rule_file_whose_analysis_is_no_ruleset_is_refused(tmp_path, tmp_program):
+    """`analysis = 42` in a rule file (a probe's) was accepted and ignored."""
+    path = tmp_path / "bad_analysis.py"
+    path.write_text('''
+from egglog import rewrite, ruleset
+from eqsat.sorts import Sc
+
+@ruleset
+def ruleset(x: Sc):
+    yield rewrite(Sc.add(x, Sc.lit(0.0))).to(Sc.add(Sc.lit(0.0), x))
+
+analysis = 42
+''')
+    prog = tmp_program(PROGRAM)
+    with pytest.raises(eqsat.ArgumentError, match=f"{path}: a rule file's `analysis`.*int"):
+        eqsat.optimize(prog, {"M": 2, "N": 3}, rules=["inline", str(path)])
