@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import copy
 import math
+import re
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -94,6 +95,28 @@ def _select(cond, value, a: Node, b: Node) -> Node:
             _select(rest[0], value, a, b)
         return _select(first, value, inner, b) if cond.op == "and" else _select(first, value, a, inner)
     raise NotFunctional("a condition that is not a comparison has no functional form here")
+
+
+# temporaries the front end and if-conversion name after a user's variable, and the name
+# they stand for in a message: `eqsat_if_sc_10`, `eqsat_x1_d`, `eqsat_s3_acc`, `eqsat_r2_t`
+_TEMP_OF = re.compile(r"eqsat_(?:if_(?P<a>[A-Za-z_]\w*?)_\d+|(?:x|s|r)\d+_(?P<b>[A-Za-z_]\w*))$")
+_TEMP_SAID = [(re.compile(r"eqsat_if_\d+"), "an if's condition"),
+              (re.compile(r"eqsat_red\d+_of\d*"), "the operand of a numpy reduction (computed into a buffer)"),
+              (re.compile(r"eqsat_red\d+(_\w+)?"), "a numpy reduction's accumulator")]
+
+
+def shown_names(text: str) -> str:
+    """A reason with each quoted temporary named after a user's variable (`'eqsat_if_sc_10'`)
+    said as that variable (`'sc'`), and a condition's temporary (`'eqsat_if_3'`) as such."""
+    def name(m):
+        word = m.group(1)
+        said = next((text for pattern, text in _TEMP_SAID if pattern.fullmatch(word)), None)
+        if said is not None:
+            return said
+        t = _TEMP_OF.match(word)
+        return repr(t.group("a") or t.group("b")) if t else m.group(0)
+
+    return re.sub(r"'(eqsat_\w+)'", name, text) if "'eqsat_" in text else text
 
 
 class NotFunctional(Exception):
@@ -561,7 +584,7 @@ class _Lowerer:
                     raise NotFunctional(f"dataflow analysis failed ({why})") from None
                 functional = {n: None if t is None else self.normalized(t) for n, t in functional.items()}
             except NotFunctional as why:
-                reason = str(why)
+                reason = shown_names(str(why))
                 live = self.read_after if s is self.current_top else None
                 split = _fission(s, self, live) if lift and isinstance(s, For) and len(_leaves(s)) > 1 else None
                 if split is not None:

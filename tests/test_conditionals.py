@@ -610,3 +610,16 @@ def p(x: f32["M"]) -> f32["M"]:
         want = eqsat.reference(prog, x)
         for backend in ("numpy", "triton"):
             np.testing.assert_allclose(plan.run(x, backend=backend), want, rtol=1e-6, equal_nan=True)
+
+
+def test_a_kept_nest_names_the_users_variable_not_a_temporary():
+    """A reason naming a temporary if-conversion or the front end made says the user's
+    variable (`'eqsat_if_sc_10' is updated ...` was what a probe read)."""
+    from eqsat.lower import shown_names
+
+    assert shown_names("'eqsat_if_sc_10' is updated inside a reduction loop") == \
+        "'sc' is updated inside a reduction loop"
+    assert shown_names("a store into 'eqsat_x1_d' is not indexed") == "a store into 'd' is not indexed"
+    assert "condition" in shown_names("'eqsat_if_3' may be read before it is assigned")
+    assert "numpy reduction" in shown_names("'eqsat_red0_of' may be read before it is assigned")
+    assert shown_names("'acc' may be read") == "'acc' may be read"
