@@ -116,7 +116,7 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
         if user:
             from .rules import FAMILIES
 
-            rulecheck.check(user, list(FAMILIES))
+            rulecheck.check(user, list(FAMILIES), seconds=RULECHECK_SHARE * limits.seconds)
             t = lap("rule check", t0)
     from .rules import ASSUMING
 
@@ -258,6 +258,10 @@ def optimize(prog, shapes: dict, *, target: str = "h100", rules=None, limits: Li
 # below this many e-nodes an e-graph's memory is not worth returning (malloc_trim costs ~0.7 ms,
 # a sixth of a small program's optimize())
 TRIM_NODES = 5_000
+
+# the share of Limits.seconds a user's rule files' check may take (once per file and process:
+# `rulecheck.check`; its probes' saturation is what it bounds)
+RULECHECK_SHARE = 0.4
 
 
 def _assuming_plan(exact: "Plan", assuming: list, t0: float) -> "Plan":

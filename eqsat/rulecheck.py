@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import math
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -123,9 +124,15 @@ def _key(source, label: str):
     return ("object", id(source), label)
 
 
-def check(user_sources: list, builtin: list) -> None:
+# each probe program's optimize() with a user's rules runs at most this long
+PROBE_SECONDS = 2.0
+
+
+def check(user_sources: list, builtin: list, seconds: float = math.inf) -> None:
     """Raise UnsoundRule if adding any of `user_sources` ((label, ruleset source) pairs, as
-    `optimize(rules=...)` accepts them) to the `builtin` family names breaks a probe."""
+    `optimize(rules=...)` accepts them) to the `builtin` family names breaks a probe.
+    `seconds`: what the whole check may take (a share of the caller's `Limits.seconds`):
+    each probe's saturation gets its part (a plan stopped early is still checked)."""
     if os.environ.get("EQSAT_CHECK_RULES", "1") == "0":
         return
     from .api import optimize, resolve_rules
@@ -142,12 +149,14 @@ def check(user_sources: list, builtin: list) -> None:
         err = None
         matched: dict = {}
         rng = np.random.default_rng(0)
-        for prog in _probes():
+        probes = _probes()
+        each = min(PROBE_SECONDS, seconds / (len(probes) * len(user_sources)))
+        for prog in probes:
             args = _program_args(prog, DIMS, rng)
             want = np.asarray(reference(prog, *args), dtype=np.float64)
             try:
                 plan = optimize(prog, DIMS, rules=list(builtin) + [source], _checked=True,
-                                limits=Limits(seconds=2.0, nodes=20_000))
+                                limits=Limits(seconds=each, nodes=20_000))
                 got = np.asarray(plan.run(*args), dtype=np.float64)
             except EqsatError as e:
                 err = UnsoundRule(f"rule source {label}: probe program {prog.name!r} failed with it: {e}")

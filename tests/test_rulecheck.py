@@ -158,3 +158,34 @@ analysis = 42
     prog = tmp_program(PROGRAM)
     with pytest.raises(eqsat.ArgumentError, match=f"{path}: a rule file's `analysis`.*int"):
         eqsat.optimize(prog, {"M": 2, "N": 3}, rules=["inline", str(path)])
+
+
+def test_the_check_takes_a_share_of_the_time_limit(tmp_path, tmp_program, checking, monkeypatch):
+    """The probes of a user's rule file run within a share of the caller's Limits.seconds
+    (each ran at its own 2 s: a probe's exploding rule set took 5 s at Limits(seconds=1)),
+    and a program is still optimized, correctly, after it."""
+    from eqsat import api
+
+    path = tmp_path / "commute.py"
+    path.write_text('''
+from egglog import rewrite, ruleset
+from eqsat.sorts import Sc
+
+@ruleset
+def ruleset(x: Sc, y: Sc):
+    yield rewrite(Sc.add(x, y)).to(Sc.add(y, x))
+''')
+    seen = []
+    real = api.optimize
+
+    def spy(prog, dims, **kw):
+        if kw.get("_checked"):
+            seen.append(kw["limits"].seconds)
+        return real(prog, dims, **kw)
+
+    monkeypatch.setattr(api, "optimize", spy)
+    prog = tmp_program(PROGRAM)
+    plan = eqsat.optimize(prog, {"M": 2, "N": 3}, rules=["inline", str(path)], limits=eqsat.Limits(seconds=1.0))
+    assert seen and sum(seen) <= api.RULECHECK_SHARE * 1.0 + 1e-9, seen
+    args = random_args(prog, {"M": 2, "N": 3}, seed=0)
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
