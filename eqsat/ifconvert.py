@@ -87,7 +87,7 @@ def _convert(s, dims: dict, shapes: dict, path: tuple):
             out = _convert(b, dims, shapes, path + (s,))
             body.extend(out if isinstance(out, list) else [out])
         new = copy.copy(s)
-        new.body = body
+        new.body = _merged_accumulations(body)  # (`s += a[k]` then a converted `if`'s `s += ...`)
         return new
     if isinstance(s, If) and path:
         flat = _predicated(s, dims, shapes, path)

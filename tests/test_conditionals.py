@@ -203,6 +203,20 @@ def p(a: f32["M", "K"], b: f32["M", "K"]) -> f32["M"]:
         y[i] = s
     return y
 ''', ["reduction"]),
+    # an accumulation, then a conditional one into the same sum: one reduction
+    "accumulation_then_a_conditional_one": ('''
+@program
+def p(a: f32["M", "K"], b: f32["M", "K"]) -> f32["M"]:
+    y = empty((M,))
+    for i in range(M):
+        s = 0.0
+        for k in range(K):
+            s += a[i, k] * b[i, k]
+            if a[i, k] > 0.5:
+                s -= b[i, k]
+        y[i] = s
+    return y
+''', ["reduction"]),
     # a conditional accumulation stays a reduction
     "positive_mean": ('''
 @program
