@@ -1029,6 +1029,7 @@ class _Env(ast.NodeTransformer):
         if not (isinstance(it, ast.Call) and self.callee(it.func) is builtins.range and not it.keywords and
                 isinstance(n.target, ast.Name) and len(it.args) in (2, 3)):
             return
+        it.args = [self._constants_in(a) for a in it.args]  # (`range(k0, k0 + TILE)`, TILE = 4 in the module)
         lo, hi = it.args[0], it.args[1]
         step = _number(it.args[2]) if len(it.args) == 3 else 1
         if type(step) is not int or step < 1:
@@ -1053,6 +1054,25 @@ class _Env(ast.NodeTransformer):
                 n.eqsat_tile_of = (lo.id, width)  # (a tile of a loop over `lo` by `width`, normalized above)
         n.iter = ast.copy_location(ast.Call(func=it.func, args=[count], keywords=[]), it)
         n.body = [_Renamed({}, {n.target.id: at}).visit(st) for st in n.body]
+
+    def _constants_in(self, e):
+        """`e` with each name of a module's integer constant (bound outside the function, no
+        size) replaced by its value."""
+        def constant(x) -> bool:
+            if not (isinstance(x, ast.Name) and x.id not in self.stores and x.id not in self.sizes):
+                return False
+            v = self.resolve(x.id)
+            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+        if not any(constant(x) for x in ast.walk(e)):
+            return e
+
+        class Sub(ast.NodeTransformer):
+            def visit_Name(self, x):
+                return ast.copy_location(ast.Constant(int(env.resolve(x.id))), x) if constant(x) else x
+
+        env = self
+        return Sub().visit(copy.deepcopy(e))
 
     def _clamped_bounds(self, n):
         """`for j in range(max(a, b), min(c, d))` (a skewed or tiled nest's bounds): j runs

@@ -1535,3 +1535,25 @@ def p(a: f32["H", "W"]) -> f32["H", "W"]:
     padded = np.pad(x.astype(np.float64), 1, mode="edge")
     truth = sum(padded[1 + di:10 + di, 1 + dj:12 + dj] for di in (-1, 0, 1) for dj in (-1, 0, 1)) / 9
     assert np.allclose(plan.run(x), truth, atol=1e-5)
+
+
+def test_a_module_constant_as_a_tile_width(tmp_program):
+    """`for k0 in range(0, K, 4): for k in range(k0, k0 + TILE)` with `TILE = 4` at module
+    level is the tiled matmul it is with the literal (it was a masked reduction)."""
+    prog = tmp_program('''
+TILE = 4
+
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k0 in range(0, K, TILE):
+                for k in range(k0, k0 + TILE):
+                    acc += a[i, k] * b[k, j]
+            c[i, j] = acc
+    return c
+''')
+    plan = runs_as_written(prog, {"M": 16, "N": 12, "K": 8}, seed=7)
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
