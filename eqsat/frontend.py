@@ -187,6 +187,7 @@ class _Parser:
                 raise self.err(x, f"{x.id!r}: names starting with 'eqsat_' are reserved for eqsat's temporaries")
         # a top-level loop reusing a name the function binds otherwise, dead after it: renamed
         loopnames.rename_reused(fdef)
+        loopnames.rename_nest_locals(fdef)
         # Python's other spellings of the language's forms (`A[i][j]`, `x.shape[0]`, `np.exp`)
         sizes = {nm for nm, (kind, _) in self.sym.items() if kind == "dim"} | set(out_dims)
         desugar.rewrite(fdef, params, sizes, self.resolve_global)

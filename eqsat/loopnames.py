@@ -81,3 +81,88 @@ def _only_rebound_inside(s, name: str) -> bool:
                 return False
             inside |= {id(y) for y in ast.walk(x)} - {id(y) for y in ast.walk(x.iter)}
     return all(id(x) in inside for x in ast.walk(s) if isinstance(x, ast.Name) and x.id == name)
+
+
+def rename_nest_locals(fdef: ast.FunctionDef) -> list:
+    """Rename, in place, an index local that several top-level loop nests bind (`j = i - 1`
+    in two nests, as two conv layers written alike do), inside a nest where it is that
+    nest's own: its first mention there is `name = value` (an index: integer arithmetic of
+    loop variables, sizes and constants; not under an `if`) directly in the body of a loop
+    that holds every mention of it in the nest, and
+    nothing after the nest reads it before binding it again. That loop then never reads a
+    value from before it, so the name is a local of the nest under another name (`j_n1`),
+    and the front end's rule for an index local (bound once) holds. Returns the names."""
+    params = {a.arg for a in fdef.args.args}
+    stored: dict = {}  # name -> the top-level statements binding it
+    for k, top in enumerate(fdef.body):
+        for x in ast.walk(top):
+            if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store):
+                stored.setdefault(x.id, set()).add(k)
+    taken = {x.id for x in ast.walk(fdef) if isinstance(x, ast.Name)} | params
+    bound = set(stored) | params
+    done = []
+    for k, top in enumerate(fdef.body):
+        if not isinstance(top, ast.For):
+            continue
+        for name in sorted(n for n, ks in stored.items() if k in ks and len(ks) > 1 and n not in params):
+            loop = _binding_loop(top, name, bound)
+            if loop is None or not _dead_after(fdef.body[k + 1:], name):
+                continue
+            inside = {id(x) for b in loop.body for x in ast.walk(b)}
+            if any(isinstance(x, ast.Name) and x.id == name and id(x) not in inside for x in ast.walk(top)):
+                continue  # (mentioned outside the loop that binds it)
+            new = f"{name}_n{k}"
+            while new in taken:
+                new += "_"
+            taken.add(new)
+            for b in loop.body:
+                for x in ast.walk(b):
+                    if isinstance(x, ast.Name) and x.id == name:
+                        x.id = new
+            done.append(name)
+    return done
+
+
+def _binding_loop(top: ast.For, name: str, bound: set):
+    """The loop (in `top`, through loops only) whose body binds `name` by its first mention in
+    `top`, a plain `name = value` of an index (integer arithmetic of loop variables, sizes
+    and constants: `bound` holds the names the function binds), not reading it; None where
+    the first mention is anything else (a read, a loop variable, an augmented assignment, a
+    mention under an `if`, a value of another kind)."""
+    def mentions(node) -> bool:
+        return any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(node))
+
+    def index_like(e, loopvars: set) -> bool:
+        """Integer arithmetic of the enclosing loops' variables, names the function does not
+        bind (sizes, module constants) and integer constants, through min and max."""
+        if isinstance(e, ast.Constant):
+            return type(e.value) is int
+        if isinstance(e, ast.Name):
+            return e.id in loopvars or e.id not in bound
+        if isinstance(e, ast.BinOp):
+            return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)) and \
+                index_like(e.left, loopvars) and index_like(e.right, loopvars)
+        if isinstance(e, ast.UnaryOp):
+            return isinstance(e.op, ast.USub) and index_like(e.operand, loopvars)
+        if isinstance(e, ast.Call):
+            return isinstance(e.func, ast.Name) and e.func.id in ("min", "max") and not e.keywords and \
+                all(index_like(a, loopvars) for a in e.args)
+        return False
+
+    def first(loop: ast.For, loopvars: set):
+        """(found, the binding loop or None): found is False where `loop` does not mention it."""
+        if mentions(loop.target) or mentions(loop.iter) or loop.orelse:
+            return True, None
+        loopvars = loopvars | {x.id for x in ast.walk(loop.target) if isinstance(x, ast.Name)}
+        for st in loop.body:
+            if not mentions(st):
+                continue
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and \
+                    st.targets[0].id == name and not mentions(st.value) and index_like(st.value, loopvars):
+                return True, loop
+            if isinstance(st, ast.For):
+                return first(st, loopvars)
+            return True, None
+        return False, None
+
+    return first(top, set())[1]

@@ -1557,3 +1557,27 @@ def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
 ''')
     plan = runs_as_written(prog, {"M": 16, "N": 12, "K": 8}, seed=7)
     assert [k.kind for k in plan.kernels] == ["matmul"], plan
+
+
+def test_an_index_local_bound_in_two_nests(tmp_program):
+    """Two nests written alike each bind `j = i - 1` and read `x[j]` (two conv layers of a
+    network written the same way): inside each nest the local is the nest's own (its first
+    mention there binds it), so each is renamed and read as an index (it was refused: an
+    index local must be bound once in the function)."""
+    prog = tmp_program('''
+import numpy as np
+
+@program
+def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
+    a = np.zeros((N,))
+    b = np.zeros((N,))
+    for i in range(1, N):
+        j = i - 1
+        a[i] = x[j]
+    for i in range(1, N):
+        j = i - 1
+        b[i] = 2.0 * x[j] + a[j]
+    return a, b
+''')
+    plan = runs_as_written(prog, {"N": 9}, seed=8)
+    assert "loop" not in [k.kind for k in plan.kernels], plan
