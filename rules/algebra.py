@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from egglog import String, f64, i64, ne, rewrite, rule, ruleset, union, eq
 
-from eqsat.sorts import Ix, Sc, Var
+from eqsat.sorts import Ix, Ixs, Sc, Ten, Var
 
 
 def _index_values(v, w, u, k, c):
@@ -52,7 +52,7 @@ def _index_values(v, w, u, k, c):
 
 @ruleset
 def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u: Var, k: i64, k2: i64,
-            cmp: String, c1: f64, c2: f64):
+            cmp: String, c1: f64, c2: f64, ta: Ten, tb: Ten, tc: Ten, ia: Ixs, ib: Ixs, ic: Ixs):
     # sum[v] -x -> -(sum[v] x)
     yield rewrite(Sc.red("sum", v, n, Sc.fn("neg", x))).to(Sc.fn("neg", Sc.red("sum", v, n, x)))
     # sum[v] (x + y) -> sum[v] x + sum[v] y, and for x - y
@@ -66,6 +66,14 @@ def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u:
         # the constant elsewhere in a two-factor product under a sum -> in front
         for prod in (Sc.mul(x, Sc.mul(s, y)), Sc.mul(x, Sc.mul(y, s)), Sc.mul(Sc.mul(x, s), y)):
             yield rewrite(Sc.red("sum", v, n, prod)).to(Sc.red("sum", v, n, Sc.mul(s, Sc.mul(x, y))))
+    # a product of three loads under a sum grouped each way, so the factor that goes with
+    # an operand (a column scale `s[j]` with `b[k, j]`) can be its prologue: `(a[i, k] *
+    # b[k, j]) * s[j]` -> `a[i, k] * (b[k, j] * s[j])` (loads only: a longer product's
+    # groupings would multiply)
+    la, lb, lc = Sc.load(ta, ia), Sc.load(tb, ib), Sc.load(tc, ic)
+    yield rewrite(Sc.red("sum", v, n, Sc.mul(Sc.mul(la, lb), lc))).to(Sc.red("sum", v, n, Sc.mul(la, Sc.mul(lb, lc))))
+    yield rewrite(Sc.red("sum", v, n, Sc.mul(Sc.mul(la, lb), lc))).to(Sc.red("sum", v, n, Sc.mul(lb, Sc.mul(la, lc))))
+    yield rewrite(Sc.red("sum", v, n, Sc.mul(la, Sc.mul(lb, lc)))).to(Sc.red("sum", v, n, Sc.mul(Sc.mul(la, lb), lc)))
     # sum[v] (x if m else 0) -> (sum[v] x) if m else 0, for a mask of index values free of v
     zero = Sc.lit(0.0)
     for lhs, g1 in _index_values(v, w, u, k, c1):

@@ -1581,3 +1581,25 @@ def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
 ''')
     plan = runs_as_written(prog, {"N": 9}, seed=8)
     assert "loop" not in [k.kind for k in plan.kernels], plan
+
+
+@pytest.mark.parametrize("term", ["a[i, k] * b[k, j] * s[j]", "s[j] * a[i, k] * b[k, j]", "a[i, k] * b[k, j] * r[i]",
+                                  "r[i] * (a[i, k] * b[k, j])"])
+def test_a_scale_vector_inside_the_sum_is_a_matmul_prologue(tmp_program, term):
+    """A per-column or per-row scale written inside the sum, in any grouping, is a matmul
+    whose operand is scaled (a prologue): `(a[i, k] * b[k, j]) * s[j]` was a reduction,
+    `a[i, k] * (b[k, j] * s[j])` a matmul."""
+    prog = tmp_program(f'''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"], s: f32["N"], r: f32["M"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += {term}
+            c[i, j] = acc
+    return c
+''')
+    plan = runs_as_written(prog, {"M": 16, "N": 12, "K": 8}, seed=9)
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
