@@ -1356,6 +1356,9 @@ class _Env(ast.NodeTransformer):
                 return self.visit(got)
         if obj is np.square and len(n.args) == 1 and not n.keywords:  # (x * x, exactly: one rounding)
             return ast.copy_location(ast.BinOp(left=n.args[0], op=ast.Mult(), right=copy.deepcopy(n.args[0])), n)
+        method_clip = obj is None and isinstance(n.func, ast.Attribute) and n.func.attr == "clip"
+        if (obj is np.clip or method_clip) and n.keywords:  # bounds by keyword: `x.clip(min=0.0)`
+            _clip_keywords(n, 1 if obj is np.clip else 0)
         if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr == "clip" and len(n.args) == 2 and \
                 not n.keywords and self.value_shape(n.func.value) is not SCALAR:
             # `x.clip(lo, hi)`, of a tensor or of an expression whose shape is not known yet
@@ -1744,6 +1747,10 @@ class _Sums(_Hoisting):
         self.is_sum = is_sum
 
     def visit_Call(self, n):
+        if isinstance(n.func, ast.Name) and self.is_sum(n.func.id) and 1 <= len(n.args) <= 2 and \
+                not n.keywords and isinstance(n.args[0], ast.ListComp):  # (the same sum: its list is not kept)
+            n.args[0] = ast.copy_location(ast.GeneratorExp(elt=n.args[0].elt, generators=n.args[0].generators),
+                                          n.args[0])
         if not (isinstance(n.func, ast.Name) and self.is_sum(n.func.id) and 1 <= len(n.args) <= 2 and
                 not n.keywords and isinstance(n.args[0], ast.GeneratorExp)):
             return self.generic_visit(n)
@@ -1899,6 +1906,23 @@ class _Renamed(ast.NodeTransformer):
         if n.id in self.rename:
             return ast.copy_location(ast.Name(id=self.rename[n.id], ctx=n.ctx), n)
         return n
+
+
+def _clip_keywords(n: ast.Call, first: int) -> None:
+    """`np.clip(a, min=lo)`, `x.clip(max=hi)` (numpy's keywords: `min`/`max`, or
+    `a_min`/`a_max`) in place as the positional call (an absent bound None); keywords of
+    other names are left for the front end to refuse."""
+    names = {"min": 0, "a_min": 0, "max": 1, "a_max": 1}
+    if any(k.arg not in names for k in n.keywords) or len(n.args) > first + 2 or (first and len(n.args) > first):
+        return  # (np.clip with a bound given by position takes both so: numpy's TypeError otherwise)
+    bounds = list(n.args[first:]) + [ast.Constant(None)] * (2 - len(n.args[first:]))
+    for k in n.keywords:
+        at = names[k.arg]
+        if at < len(n.args) - first:
+            return  # (given twice: Python's TypeError, refused as written)
+        bounds[at] = k.value
+    n.args = list(n.args[:first]) + bounds
+    n.keywords = []
 
 
 def _width(lo, hi) -> int | None:

@@ -422,6 +422,14 @@ class _Parser:
             raise self.err(n, "`return` must be the last statement of the program, outside loops")
         if isinstance(n, ast.Assert):
             return self.assert_(n, top)
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
+            out = next((k for k in n.value.keywords if k.arg == "out"), None)
+            called = getattr(n.value, "eqsat_source", None) or ast.unparse(n.value.func).replace("eqsat_lib_", "")
+            if out is not None:
+                raise self.err(n, f"unsupported statement: `{called}(..., out=...)`: write the result by assignment, "
+                                  f"`{ast.unparse(out.value)} = {called}(...)` (or `[...] = ` for a slice)")
+            raise self.err(n, f"unsupported statement: a call whose value is not used (`{called}(...)`): eqsat's "
+                              f"programs compute values; assign it")
         raise self.err(n, f"unsupported statement: {type(n).__name__}")
 
     def chained(self, n: ast.Assign, top: bool):
@@ -470,6 +478,10 @@ class _Parser:
         targets, value = n.targets[0].elts, n.value
         if any(isinstance(t, ast.Starred) for t in targets) or not isinstance(value, (ast.Tuple, ast.List)) or \
                 any(isinstance(v, ast.Starred) for v in value.elts):
+            if isinstance(value, ast.Call):  # (`h, e = np.histogram(a)`: a function returning a tuple)
+                raise self.err(n, f"unpacking the result of `{ast.unparse(value.func)}(...)`: a call returns one "
+                                  f"value here (unsupported function, or one that returns a tuple); unpacking "
+                                  f"assigns a tuple of values written out (`a, b = x, y`)")
             raise self.err(n, "unpacking assigns a tuple of values written out (`a, b = x, y`), without `*`")
         if len(value.elts) != len(targets):
             raise self.err(n, f"{len(targets)} targets but {len(value.elts)} values")

@@ -1603,3 +1603,54 @@ def p(a: f32["M", "K"], b: f32["K", "N"], s: f32["N"], r: f32["M"]) -> f32["M", 
 ''')
     plan = runs_as_written(prog, {"M": 16, "N": 12, "K": 8}, seed=9)
     assert [k.kind for k in plan.kernels] == ["matmul"], plan
+
+
+@pytest.mark.parametrize("expr", ["(x * 2.0).clip(min=0.0)", "np.clip(x, a_min=-0.5, a_max=0.5)",
+                                  "np.clip(x, max=0.5)", "x.clip(-0.25, max=0.5)"])
+def test_clip_bounds_by_keyword(tmp_program, expr):
+    """numpy's clip with its bounds by keyword (`min`/`max`, or `a_min`/`a_max`) is the clip
+    it is by position (the method's were refused: "unsupported function")."""
+    prog = tmp_program(PRELUDE + f'''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    return {expr}
+''')
+    plan = runs_as_written(prog, {"N": 9}, seed=10)
+    assert [k.kind for k in plan.kernels] == ["pointwise"], plan
+
+
+def test_sum_of_a_list_comprehension(tmp_program):
+    """`sum([e for k in range(K)])` is the sum of the generator (it was refused: "unsupported
+    function 'sum'")."""
+    prog = tmp_program('''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            c[i, j] = sum([a[i, k] * b[k, j] for k in range(K)])
+    return c
+''')
+    plan = runs_as_written(prog, {"M": 6, "N": 5, "K": 4}, seed=11)
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
+
+
+@pytest.mark.parametrize("stmt, words", [
+    ("    np.maximum(c, 0.0, out=c)", ["out=", "c = np.maximum"]),
+    ("    h, e = np.histogram(x, 10)", ["np.histogram", "returns one value"]),
+    ("    np.exp(c)", ["value is not used", "exp("]),
+])
+def test_unsupported_calls_say_what_to_write(tmp_program, stmt, words):
+    """A call as a statement (numpy's `out=`) and a call unpacked as a tuple are named in
+    the error (they said "unsupported statement: Expr" and "unpacking assigns a tuple of
+    values written out")."""
+    with pytest.raises(eqsat.ProgramError) as e:
+        tmp_program(PRELUDE + f'''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    c = x * 2.0
+{stmt}
+    return c
+''')
+    for w in words:
+        assert w in str(e.value), str(e.value)
