@@ -150,6 +150,7 @@ def _assert_extents(fdef, pairs: list) -> None:
 
 
 def _rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
+    _flags(fdef, {p.name for p in params})
     _early_returns(fdef)
     _iterations(fdef, resolve)
     stores: dict = {}
@@ -173,6 +174,43 @@ def _rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     fdef.body = reductions.block(fdef.body)  # (of what the slices' pass computed into buffers)
     _drop_size_rebinds(fdef, sizes)
     _loops_without_continue(fdef.body, [0])
+    ast.fix_missing_locations(fdef)
+
+
+def _flags(fdef: ast.FunctionDef, params: set) -> None:
+    """A local every binding of which is `True` or `False` (a flag: `keep = True`, then
+    `keep = False` under a condition) is a number, 1.0 or 0.0, and read as a condition
+    (`if keep:`, `x if keep else y`, `not keep`, `keep and c`) it is `keep != 0.0`: the same
+    choices. Other reads of it (arithmetic on a bool) are left to be refused."""
+    bound: dict = {}  # name -> whether every binding is a bool constant
+    for n in ast.walk(fdef):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+            n, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+        for t in targets:
+            for x in ast.walk(t):
+                if isinstance(x, ast.Name):
+                    ok = isinstance(n, ast.Assign) and len(n.targets) == 1 and t is x and \
+                        isinstance(n.value, ast.Constant) and type(n.value.value) is bool
+                    bound[x.id] = bound.get(x.id, True) and ok
+    flags = {k for k, ok in bound.items() if ok and k not in params}
+    if not flags:
+        return
+
+    def test(e):
+        """`e` read as a condition: a flag's name compared with 0.0."""
+        if isinstance(e, ast.Name) and e.id in flags:
+            return ast.copy_location(ast.Compare(left=e, ops=[ast.NotEq()], comparators=[ast.Constant(0.0)]), e)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+            e.operand = test(e.operand)
+        elif isinstance(e, ast.BoolOp):
+            e.values = [test(v) for v in e.values]
+        return e
+
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and n.targets[0].id in flags:
+            n.value = ast.copy_location(ast.Constant(1.0 if n.value.value else 0.0), n.value)
+        elif isinstance(n, (ast.If, ast.While, ast.IfExp)):
+            n.test = test(n.test)
     ast.fix_missing_locations(fdef)
 
 

@@ -1654,3 +1654,24 @@ def p(x: f32["N"]) -> f32["N"]:
 ''')
     for w in words:
         assert w in str(e.value), str(e.value)
+
+
+def test_a_boolean_flag_local(tmp_program):
+    """`keep = True`, then `keep = False` under a condition, read by `x if keep else 0.0`
+    and `not keep`: a flag is 1.0 or 0.0, read as a condition it is `keep != 0.0` (it was
+    refused: "unsupported constant True")."""
+    prog = tmp_program('''
+@program
+def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
+    out = empty((N,))
+    low = empty((N,))
+    for j in range(N):
+        keep = True
+        if j > 0 and x[j - 1] > x[j]:
+            keep = False
+        out[j] = x[j] if keep else 0.0
+        low[j] = 1.0 if not keep and x[j] < 0.0 else 0.0
+    return out, low
+''')
+    plan = runs_as_written(prog, {"N": 17}, seed=12)
+    assert "loop" not in [k.kind for k in plan.kernels], plan
