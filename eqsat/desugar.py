@@ -225,19 +225,8 @@ def _clamped_indices(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
                 if isinstance(t, ast.Name)}
 
     def integral(e) -> bool:
-        if isinstance(e, ast.Constant):
-            return type(e.value) is int
-        if isinstance(e, ast.Name):
-            return (e.id in loopvars or e.id in sizes) and e.id not in ("min", "max")
-        if isinstance(e, ast.BinOp):
-            return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)) and \
-                integral(e.left) and integral(e.right)
-        if isinstance(e, ast.UnaryOp):
-            return isinstance(e.op, ast.USub) and integral(e.operand)
-        if isinstance(e, ast.Call):
-            return isinstance(e.func, ast.Name) and e.func.id in ("min", "max") and e.func.id not in stores and \
-                len(e.args) >= 2 and not e.keywords and all(integral(a) for a in e.args)
-        return False
+        return slice_bounds.integer_expr(e, lambda name: name in loopvars or name in sizes,
+                             clamps=not ({"min", "max"} & set(stores)))
 
     def clamp(st):
         """(name, value) where `st` binds an integer local once to a clamp, else None."""
@@ -294,16 +283,7 @@ def _chosen_indices(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
                 if isinstance(t, ast.Name)}
 
     def integral(e) -> bool:
-        if isinstance(e, ast.Constant):
-            return type(e.value) is int
-        if isinstance(e, ast.Name):
-            return e.id in loopvars or e.id in sizes
-        if isinstance(e, ast.BinOp):
-            return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)) and \
-                integral(e.left) and integral(e.right)
-        if isinstance(e, ast.UnaryOp):
-            return isinstance(e.op, ast.USub) and integral(e.operand)
-        return False
+        return slice_bounds.integer_expr(e, lambda name: name in loopvars or name in sizes)
 
     def choice(e):
         return isinstance(e, ast.IfExp) and integral(e.body) and integral(e.orelse)
@@ -1096,21 +1076,13 @@ class _Env(ast.NodeTransformer):
     def _constants_in(self, e):
         """`e` with each name of a module's integer constant (bound outside the function, no
         size) replaced by its value."""
-        def constant(x) -> bool:
-            if not (isinstance(x, ast.Name) and x.id not in self.stores and x.id not in self.sizes):
-                return False
-            v = self.resolve(x.id)
-            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
-        if not any(constant(x) for x in ast.walk(e)):
-            return e
-
-        class Sub(ast.NodeTransformer):
-            def visit_Name(self, x):
-                return ast.copy_location(ast.Constant(int(env.resolve(x.id))), x) if constant(x) else x
-
-        env = self
-        return Sub().visit(copy.deepcopy(e))
+        values = {}
+        for x in ast.walk(e):
+            if isinstance(x, ast.Name) and x.id not in self.stores and x.id not in self.sizes:
+                v = self.resolve(x.id)
+                if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+                    values[x.id] = int(v)
+        return slice_bounds.with_values(e, values)
 
     def _clamped_bounds(self, n):
         """`for j in range(max(a, b), min(c, d))` (a skewed or tiled nest's bounds): j runs

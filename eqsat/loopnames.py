@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+from .slice_bounds import integer_expr
+
 
 def rename_reused(fdef: ast.FunctionDef) -> list:
     """Rename, in place, the variables of loops that reuse a name bound otherwise and dead
@@ -135,19 +137,7 @@ def _binding_loop(top: ast.For, name: str, bound: set):
     def index_like(e, loopvars: set) -> bool:
         """Integer arithmetic of the enclosing loops' variables, names the function does not
         bind (sizes, module constants) and integer constants, through min and max."""
-        if isinstance(e, ast.Constant):
-            return type(e.value) is int
-        if isinstance(e, ast.Name):
-            return e.id in loopvars or e.id not in bound
-        if isinstance(e, ast.BinOp):
-            return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)) and \
-                index_like(e.left, loopvars) and index_like(e.right, loopvars)
-        if isinstance(e, ast.UnaryOp):
-            return isinstance(e.op, ast.USub) and index_like(e.operand, loopvars)
-        if isinstance(e, ast.Call):
-            return isinstance(e.func, ast.Name) and e.func.id in ("min", "max") and not e.keywords and \
-                all(index_like(a, loopvars) for a in e.args)
-        return False
+        return integer_expr(e, lambda x: x in loopvars or x not in bound, clamps=True)
 
     def first(loop: ast.For, loopvars: set):
         """(found, the binding loop or None): found is False where `loop` does not mention it."""

@@ -18,6 +18,24 @@ import copy
 import numpy as np
 
 
+def integer_expr(e, index_name, clamps: bool = False) -> bool:
+    """`e` is integer arithmetic (+, -, *, //, %, unary -) of integer constants and names
+    `index_name(name)` accepts, and of builtin min and max of those where `clamps`."""
+    if isinstance(e, ast.Constant):
+        return type(e.value) is int
+    if isinstance(e, ast.Name):
+        return index_name(e.id)
+    if isinstance(e, ast.BinOp):
+        return isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)) and \
+            integer_expr(e.left, index_name, clamps) and integer_expr(e.right, index_name, clamps)
+    if isinstance(e, ast.UnaryOp):
+        return isinstance(e.op, ast.USub) and integer_expr(e.operand, index_name, clamps)
+    if clamps and isinstance(e, ast.Call):
+        return isinstance(e.func, ast.Name) and e.func.id in ("min", "max") and len(e.args) >= 2 and \
+            not e.keywords and all(integer_expr(a, index_name, clamps) for a in e.args)
+    return False
+
+
 def affine(e, atoms: dict | None = None) -> dict | None:
     """`e` (integer syntax) as {name: coefficient, "": constant}; a non-affine part whose
     names are all in `atoms`' keys ... is kept whole under its source text (when `atoms` is
@@ -131,7 +149,7 @@ def after_docstring(fdef: ast.FunctionDef) -> int:
         isinstance(first.value.value, str) else 0
 
 
-def _with_values(e, constants: dict):
+def with_values(e, constants: dict):
     """A copy of expression `e` with the names in `constants` replaced by their values."""
     if not any(isinstance(x, ast.Name) and x.id in constants for x in ast.walk(e)):
         return e
@@ -170,7 +188,7 @@ def check_bounds(fdef: ast.FunctionDef, sizes: set, stores: dict, resolve=None) 
         can be told."""
         atoms: dict = {}
         if constants:  # (their values, so `(w + 1) * W` is affine)
-            e = _with_values(e, constants)
+            e = with_values(e, constants)
         a = affine(e, atoms)
         if a is None:
             return []
