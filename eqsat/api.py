@@ -18,7 +18,7 @@ from egglog import Ruleset
 from . import alpha, assume, egraph, explain, relevance
 from .args import check_dims, check_program
 from .cost import ITEM, TARGETS, Model
-from .errors import ArgumentError, EqsatError
+from .errors import ArgumentError, EqsatError, one_line
 from .extract import ExtractionCycle, Extractor, NoForm
 from .limits import ANALYSIS_SHARE, Limits, give_back_memory, rare_full_collections
 from .lower import lower
@@ -437,8 +437,7 @@ def _load_rule_file(path: str):
         try:
             r._update_egg_decls()  # (egglog-python builds a ruleset's rules when first used: a sort mismatch now)
         except Exception as e:  # noqa: BLE001 - the user's rules: report which file, not egglog's traceback
-            said = " ".join(x.strip() for x in str(e).splitlines() if x.strip())[:400]
-            raise ArgumentError(f"{path}: egglog cannot use its rules: {type(e).__name__}: {said}") from None
+            raise ArgumentError(f"{path}: egglog cannot use its rules: {type(e).__name__}: {one_line(e)}") from None
     return mod
 
 

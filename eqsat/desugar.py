@@ -214,6 +214,12 @@ def _flags(fdef: ast.FunctionDef, params: set) -> None:
     ast.fix_missing_locations(fdef)
 
 
+def _loop_variables(fdef: ast.FunctionDef) -> set:
+    """The names the function's loops bind."""
+    return {t.id for n in ast.walk(fdef) if isinstance(n, ast.For) for t in ast.walk(n.target)
+            if isinstance(t, ast.Name)}
+
+
 def _clamped_indices(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
     """An integer local bound once to a clamp of an index, `ii = min(max(i + d, 0), N - 1)`
     (integer arithmetic of loop variables, sizes and constants, through builtin min and
@@ -221,8 +227,7 @@ def _clamped_indices(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
     `x[ii]` is `x[min(max(i + d, 0), N - 1)]`, which the language reads (a clamped index; the
     local itself was refused as an index). A read before the binding in its block (a value
     of an earlier iteration) is left as it is."""
-    loopvars = {t.id for n in ast.walk(fdef) if isinstance(n, ast.For) for t in ast.walk(n.target)
-                if isinstance(t, ast.Name)}
+    loopvars = _loop_variables(fdef)
 
     def integral(e) -> bool:
         return slice_bounds.integer_expr(e, lambda name: name in loopvars or name in sizes,
@@ -279,8 +284,7 @@ def _chosen_indices(fdef: ast.FunctionDef, sizes: set, stores: dict) -> None:
     then `t[y, w]`), is the choice between the two reads: `t[y, x] if x == 0 else
     t[y, x - 1]` (the read not taken is never made: the language masks it). The branches
     must be integer expressions of loop variables, sizes and integer constants."""
-    loopvars = {t.id for n in ast.walk(fdef) if isinstance(n, ast.For) for t in ast.walk(n.target)
-                if isinstance(t, ast.Name)}
+    loopvars = _loop_variables(fdef)
 
     def integral(e) -> bool:
         return slice_bounds.integer_expr(e, lambda name: name in loopvars or name in sizes)

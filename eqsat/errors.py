@@ -14,6 +14,12 @@ class Loc:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+def one_line(text, limit: int = 400) -> str:
+    """A message of several lines (an engine's error) as one line: its non-empty lines,
+    stripped, joined by spaces, cut at `limit` characters."""
+    return " ".join(x.strip() for x in str(text).splitlines() if x.strip())[:limit]
+
+
 class EqsatError(Exception):
     """Base class of the errors eqsat raises on purpose."""
 

@@ -18,6 +18,7 @@ import numpy as np
 from . import aliases, counters, desugar, lang, loopnames, pingpong, reductions
 from .args import SIZE_COMPARISONS
 from .errors import Loc, ProgramError
+from .names import LIB
 from .terms import allow_deep_recursion
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, Param, Program, Ref, Select, Store,
@@ -424,7 +425,7 @@ class _Parser:
             return self.assert_(n, top)
         if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call):
             out = next((k for k in n.value.keywords if k.arg == "out"), None)
-            called = getattr(n.value, "eqsat_source", None) or ast.unparse(n.value.func).replace("eqsat_lib_", "")
+            called = getattr(n.value, "eqsat_source", None) or ast.unparse(n.value.func).replace(LIB, "")
             if out is not None:
                 raise self.err(n, f"unsupported statement: `{called}(..., out=...)`: write the result by assignment, "
                                   f"`{ast.unparse(out.value)} = {called}(...)` (or `[...] = ` for a slice)")

@@ -451,14 +451,7 @@ def _live_in(branch: list) -> frozenset:
 
 def _live_in_both(b: If) -> frozenset:
     """`_live_in` of either branch of `b`, once per `ifconvert`."""
-    memo = getattr(_MEMO, "memo", None)
-    key = ("live", b)
-    got = memo.get(key) if memo is not None else None
-    if got is None:
-        got = _live_in(b.body) | _live_in(b.orelse)
-        if memo is not None:
-            memo[key] = got
-    return got
+    return _once("live", b, lambda x: _live_in(x.body) | _live_in(x.orelse))
 
 
 def _killed(branch: list) -> set:
@@ -475,16 +468,20 @@ def _killed(branch: list) -> set:
     return killed
 
 
+def _once(kind: str, b: If, compute) -> frozenset:
+    """`compute(b)`, once per `ifconvert` for each (kind, statement)."""
+    memo = getattr(_MEMO, "memo", None)
+    got = memo.get((kind, b)) if memo is not None else None
+    if got is None:
+        got = compute(b)
+        if memo is not None:
+            memo[(kind, b)] = got
+    return got
+
+
 def _killed_both(b: If) -> frozenset:
     """What both branches of `b` kill (`_killed`), once per `ifconvert`."""
-    memo = getattr(_MEMO, "memo", None)
-    key = ("killed", b)
-    got = memo.get(key) if memo is not None else None
-    if got is None:
-        got = frozenset(_killed(b.body) & _killed(b.orelse))
-        if memo is not None:
-            memo[key] = got
-    return got
+    return _once("killed", b, lambda x: frozenset(_killed(x.body) & _killed(x.orelse)))
 
 
 def _mentions(x, skip=frozenset()) -> frozenset:

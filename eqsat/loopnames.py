@@ -38,17 +38,22 @@ def rename_reused(fdef: ast.FunctionDef) -> list:
                 # iteration, or the statement itself after it, would read the loop's last value)
             if not _dead_after(fdef.body[k + 1:], t):
                 continue
-            new = f"{t}_loop"
-            while new in taken:
-                new += "_"
-            taken.add(new)
-            st.target.id = new
-            for b in st.body:
-                for x in ast.walk(b):
-                    if isinstance(x, ast.Name) and x.id == t:
-                        x.id = new
+            st.target.id = _rename_inside(st.body, t, f"{t}_loop", taken)
             done.append(t)
     return done
+
+
+def _rename_inside(stmts: list, old: str, new: str, taken: set) -> str:
+    """Rename `old` to `new` (with `_` appended until it is no name in `taken`) in
+    `stmts`, in place; returns the name given (now taken)."""
+    while new in taken:
+        new += "_"
+    taken.add(new)
+    for b in stmts:
+        for x in ast.walk(b):
+            if isinstance(x, ast.Name) and x.id == old:
+                x.id = new
+    return new
 
 
 def _dead_after(stmts: list, name: str) -> bool:
@@ -113,14 +118,7 @@ def rename_nest_locals(fdef: ast.FunctionDef) -> list:
             inside = {id(x) for b in loop.body for x in ast.walk(b)}
             if any(isinstance(x, ast.Name) and x.id == name and id(x) not in inside for x in ast.walk(top)):
                 continue  # (mentioned outside the loop that binds it)
-            new = f"{name}_n{k}"
-            while new in taken:
-                new += "_"
-            taken.add(new)
-            for b in loop.body:
-                for x in ast.walk(b):
-                    if isinstance(x, ast.Name) and x.id == name:
-                        x.id = new
+            _rename_inside(loop.body, name, f"{name}_n{k}", taken)
             done.append(name)
     return done
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ArgumentError, EqsatError
+from .errors import ArgumentError, EqsatError, one_line
 
 PROBES = '''
 from eqsat import *
@@ -163,8 +163,8 @@ def check(user_sources: list, builtin: list, seconds: float = math.inf) -> None:
                 break
             except Exception as e:  # noqa: BLE001 - egglog refusing the rules (an ungrounded variable, say)
                 # (bad input, not an unsound rule: the file is not a rule set egglog can run)
-                said = " ".join(x.strip() for x in str(e).splitlines() if x.strip())[:400]
-                err = ArgumentError(f"rule source {label}: egglog cannot use its rules: {type(e).__name__}: {said}")
+                err = ArgumentError(f"rule source {label}: egglog cannot use its rules: {type(e).__name__}: "
+                                    f"{one_line(e)}")
                 break
             for name, n in plan.report.rule_matches.items():
                 matched[name] = matched.get(name, 0) + n

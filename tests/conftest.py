@@ -71,6 +71,30 @@ def p(x: f32["M", "D"], {params}) -> f32["M", "D"]:
 '''
 
 
+def elif_chain_source(n: int, local: bool = False) -> str:
+    """A program `p` whose one loop body is an if/elif chain of `n` branches, each storing
+    `y[i]` (with `local`: through a local `u` the branch sets first) (for `tmp_program`)."""
+    if local:
+        branches = "\n".join(f"        elif t < {-1 + 2 * q / n:.3f}:\n            u = t * {q * 0.1:.2f}\n"
+                             f"            y[i] = u + {q}.0" for q in range(1, n))
+    else:
+        branches = "\n".join(f"        elif t < {-1 + 2 * q / n:.3f}:\n            y[i] = t * {q * 0.1:.2f}"
+                             for q in range(1, n))
+    return f'''
+@program
+def p(x: f32["M"]) -> f32["M"]:
+    y = empty((M,))
+    for i in range(M):
+        t = x[i]
+        if t < -1.0:
+            y[i] = 0.0
+{branches}
+        else:
+            y[i] = t
+    return y
+'''
+
+
 def random_args(prog, dims, seed=0):
     rng = np.random.default_rng(seed)
     out = []

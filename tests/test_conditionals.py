@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import eqsat
-from conftest import random_args, rel_err
+from conftest import elif_chain_source, random_args, rel_err
 
 D = {"M": 5, "N": 6, "K": 7}
 
@@ -598,22 +598,7 @@ def test_an_elif_chain_with_a_local_in_each_branch_is_one_elementwise_kernel(tmp
     sets it before reading it), so the nest is one elementwise kernel, not a loop refused
     for "'u' may be read before it is assigned"; the values are the reference's, NaN
     inputs included."""
-    n = 6
-    branches = "\n".join(f"        elif t < {-1 + 2 * q / n:.3f}:\n            u = t * {q * 0.1:.2f}\n"
-                         f"            y[i] = u + {q}.0" for q in range(1, n))
-    prog = tmp_program(f'''
-@program
-def p(x: f32["M"]) -> f32["M"]:
-    y = empty((M,))
-    for i in range(M):
-        t = x[i]
-        if t < -1.0:
-            y[i] = 0.0
-{branches}
-        else:
-            y[i] = t
-    return y
-''')
+    prog = tmp_program(elif_chain_source(6, local=True))
     plan = eqsat.optimize(prog, {"M": 64})
     assert [k.kind for k in plan.kernels] == ["pointwise"], plan
     rng = np.random.default_rng(0)

@@ -8,7 +8,7 @@ import math
 import pytest
 
 import eqsat
-from conftest import loop_chain_source, random_args, rel_err
+from conftest import elif_chain_source, loop_chain_source, random_args, rel_err
 from eqsat.errors import ArgumentError
 
 
@@ -413,21 +413,7 @@ def test_an_elif_chain_of_many_branches_computes_what_python_does(tmp_program):
     other = terms.select("<", t, two, a, b)
     assert terms.select("<", t, one, other, c) == Node("Sc.select", "<", t, one, other, c)
 
-    n = 60
-    br = "\n".join(f"        elif t < {-1 + 2 * q / n:.3f}:\n            y[i] = t * {q * 0.1:.2f}" for q in range(1, n))
-    prog = tmp_program(f'''
-@program
-def p(x: f32["M"]) -> f32["M"]:
-    y = empty((M,))
-    for i in range(M):
-        t = x[i]
-        if t < -1.0:
-            y[i] = 0.0
-{br}
-        else:
-            y[i] = t
-    return y
-''')
+    prog = tmp_program(elif_chain_source(60))
     plan = eqsat.optimize(prog, {"M": 16}, limits=eqsat.Limits(seconds=30))
     x = np.random.default_rng(0).uniform(-1.5, 1.5, 16).astype(np.float32)
     assert rel_err(plan.run(x), eqsat.reference(prog, x)) < 1e-6
