@@ -568,10 +568,11 @@ class Plan:
             params = self.program.params
             scalars = chosen.checked_scalars()
             if scalars:
+                divisors = chosen.divisor_scalars()
                 c = assume.Guarded(c, lambda: chosen.written_plan().compiled(backend), scalars,
                                    [params[i].dtype for i in scalars],
                                    f"{getattr(c, 'how', 'compiled')}; as written where a float scalar argument is "
-                                   f"inf or NaN")
+                                   f"inf or NaN" + (" or a divisor is zero" if divisors else ""), nonzero=divisors)
             if self.fallback is not None:
                 floats = [i for i, p in enumerate(params) if p.dtype is not int]
                 slow = self.fallback.compiled(backend)
@@ -594,6 +595,24 @@ class Plan:
         if self.as_written():
             return []
         return [i for i, p in enumerate(self.program.params) if p.shape is None and p.dtype is not int]
+
+    def divisor_scalars(self) -> list:
+        """Positions of the float scalar parameters the program divides by (`x / alpha`),
+        among `checked_scalars`: a zero one also runs the program as written, since the
+        algebra family moves a division out of a sum (`sum[k] x[k] / alpha == (sum[k] x[k]) /
+        alpha`: for alpha = 0, terms of both signs give NaN there, +-inf here)."""
+        checked = self.checked_scalars()
+        if not checked:
+            return []
+        names: set = set()
+        seen: set = set()
+        low = self.lowered
+        for r in [*low.roots, *(x for pair in low.unions for x in pair)]:
+            for n in walk(r, seen):
+                if n.op == "Sc.div":
+                    names.update(m.args[0] for m in walk(n.args[1]) if m.op == "Sc.param")
+        params = self.program.params
+        return [i for i in checked if params[i].name in names]
 
     def as_written(self) -> bool:
         """Is this plan the program as written (its lowered terms, none rewritten)?"""

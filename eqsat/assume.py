@@ -81,6 +81,13 @@ def all_finite(values, dtypes=None) -> bool:
     return True
 
 
+def nonzero_scalar(v, dtype) -> bool:
+    """A scalar argument is not zero once in its parameter's dtype (1e-50 is 0 in f32)."""
+    if hasattr(v, "item"):  # (a 0-d numpy array or torch tensor)
+        v = v.item()
+    return bool(lang.round_to(np.asarray(float(v)), dtype) != 0)
+
+
 _TORCH_DTYPE: dict = {}  # dtype name -> torch dtype, filled on first use (torch is imported lazily)
 
 
@@ -102,8 +109,10 @@ class Guarded:
     the product alpha * sum gives inf; terms of both signs give NaN there, +-inf here).
     Checking the scalars costs nothing next to a call."""
 
-    def __init__(self, fast, slow, positions: list, dtypes: list, how: str):
+    def __init__(self, fast, slow, positions: list, dtypes: list, how: str, nonzero: list = ()):
         self.fast, self._make_slow, self.positions, self.dtypes = fast, slow, positions, dtypes
+        # positions (among `positions`) that must also be nonzero in their dtype: a divisor
+        self.nonzero = [(i, dtypes[positions.index(i)]) for i in nonzero]
         self.plan = getattr(fast, "plan", None)
         self.how = how
         self._call = getattr(fast, "entry", fast)
@@ -116,7 +125,8 @@ class Guarded:
 
     def __call__(self, args):
         try:
-            ok = all_finite([args[i] for i in self.positions], self.dtypes)
+            ok = all_finite([args[i] for i in self.positions], self.dtypes) and \
+                all(nonzero_scalar(args[i], dt) for i, dt in self.nonzero)
         except Exception:  # noqa: BLE001 - a call the fallback's runner will refuse, saying why
             ok = False
         if ok:

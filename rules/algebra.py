@@ -66,6 +66,14 @@ def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u:
         # the constant elsewhere in a two-factor product under a sum -> in front
         for prod in (Sc.mul(x, Sc.mul(s, y)), Sc.mul(x, Sc.mul(y, s)), Sc.mul(Sc.mul(x, s), y)):
             yield rewrite(Sc.red("sum", v, n, prod)).to(Sc.red("sum", v, n, Sc.mul(s, Sc.mul(x, y))))
+    # a division by a literal or a parameter: sum[v] x / s -> (sum[v] x) / s, and the
+    # quotient as a factor, (x / s) * y and x * (y / s). Not for s = 0 (terms of both signs
+    # give NaN in the sum, +-inf after it): a literal is guarded here, a parameter checked on
+    # every call (`Plan.checked_scalars`: a zero divisor runs the program as written)
+    for s, nonzero in ((Sc.lit(c), [ne(c).to(0.0)]), (Sc.param(p), [])):
+        yield rewrite(Sc.red("sum", v, n, Sc.div(x, s))).to(Sc.div(Sc.red("sum", v, n, x), s), *nonzero)
+        for prod in (Sc.mul(Sc.div(x, s), y), Sc.mul(x, Sc.div(y, s))):
+            yield rewrite(Sc.red("sum", v, n, prod)).to(Sc.div(Sc.red("sum", v, n, Sc.mul(x, y)), s), *nonzero)
     # a product of three loads under a sum grouped each way, so the factor that goes with
     # an operand (a column scale `s[j]` with `b[k, j]`) can be its prologue: `(a[i, k] *
     # b[k, j]) * s[j]` -> `a[i, k] * (b[k, j] * s[j])` (loads only: a longer product's

@@ -28,6 +28,8 @@ the "forms" that `tests/test_spellings.py` and `bench/spellings_bench.py` count)
                                      where it stands: `(alpha * a) * b`, `(a * alpha) * b`,
                                      `a * (alpha * b)`, `a * (b * alpha)`, `alpha * (a * b)`,
                                      `(a * b) * alpha`, `alpha * a * b` (operands in either order)
+  cop:       mul | div               a factor on the right (a_right, b_right, prod_right)
+                                     multiplies or divides: `(a / alpha) * b`, `(a * b) / 2.0`
   lit:       2.0 | 0.5 | 3.0 | -0.5   the literal (const:lit only)
   prod:      ab | ba                 `a[..] * b[..]` or `b[..] * a[..]`
   epi:       relu | bias_j | bias_i | scale | gelu | sigmoid | tanh
@@ -276,16 +278,20 @@ def gen_spelling(ch) -> SpellingProgram:
         b.require("constant factor", _MUL)
     fa, fb = a_ref, b_ref
     cpos = ch.choice(CPOS) if cval is not None else None
+    cop = "*"
     if cpos:
         b.tag("cpos", cpos)
+        if cpos in ("a_right", "b_right", "prod_right"):  # (a factor on the right may divide)
+            cop = ch.choice(["*", "/"])
+            b.tag("cop", "mul" if cop == "*" else "div")
     if cpos == "a_left":
         fa = f"({cval} * {a_ref})"
     elif cpos == "a_right":
-        fa = f"({a_ref} * {cval})"
+        fa = f"({a_ref} {cop} {cval})"
     elif cpos == "b_left":
         fb = f"({cval} * {b_ref})"
     elif cpos == "b_right":
-        fb = f"({b_ref} * {cval})"
+        fb = f"({b_ref} {cop} {cval})"
     prod_order = ch.choice(["ab", "ba"])
     b.tag("prod", prod_order)
     x, y = (fa, fb) if prod_order == "ab" else (fb, fa)
@@ -293,7 +299,7 @@ def gen_spelling(ch) -> SpellingProgram:
     if cpos == "prod_left":
         P = f"{cval} * ({P})"
     elif cpos == "prod_right":
-        P = f"({P}) * {cval}"
+        P = f"({P}) {cop} {cval}"
     elif cpos == "lead":
         P = f"{cval} * {P}"
     if acc in ("isub", "sub"):

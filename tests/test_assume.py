@@ -199,3 +199,43 @@ def mm(A: f32["M", "K"], B: f32["K", "N"]) -> f32["M", "N"]:
     return A @ B * 2.0
 """)
     assert "inf or NaN" not in eqsat.optimize(mm, shapes).compiled("numpy").how
+
+
+def test_a_division_moved_out_of_a_sum_holds_for_a_zero_divisor(tmp_program):
+    """`acc += A[i, k] * B[k, j] / alpha` becomes `(A @ B) / alpha`, and `/ 2.0` likewise
+    (rules/algebra.py): exact up to rounding for a nonzero divisor only. With alpha = 0 a
+    row whose terms have both signs is NaN in the loop and +-inf after the matmul, so a
+    plan dividing by a scalar parameter also runs the program as written where it is zero
+    (in its dtype: 1e-50 is 0 in f32); a literal zero divisor is never moved."""
+    src = """
+@program
+def mmdiv(A: f32["M", "K"], B: f32["K", "N"], alpha: f32) -> f32["M", "N"]:
+    C = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += (A[i, k] / DIVISOR) * B[k, j]
+            C[i, j] = acc
+    return C
+"""
+    shapes = {"M": 4, "N": 3, "K": 2}
+    A = np.array([[1, -1], [1, 1], [2, -1], [0, 0]], np.float32)
+    B = np.ones((2, 3), np.float32)
+    for divisor in ("alpha", "2.0", "0.0"):
+        prog = tmp_program(src.replace("DIVISOR", divisor).replace("mmdiv", f"mmdiv_{divisor[0]}"))
+        for target, backend in (("cpu", "numpy"), ("h100", "triton")):
+            plan = eqsat.optimize(prog, shapes, target=target)
+            kinds = [k.kind for k in plan.kernels]
+            if divisor == "0.0":
+                assert "matmul" not in kinds, plan
+            else:
+                assert kinds == ["matmul"] and "div" in plan.kernels[0].epilogue, plan
+            if divisor == "alpha":
+                assert "a divisor is zero" in plan.compiled(backend).how
+            for alpha in (np.float32(1.5), 0.0, -0.0, 1e-50, np.inf, -3.0):
+                with np.errstate(all="ignore"):
+                    want = eqsat.reference(prog, A, B, np.float32(alpha))
+                    got = np.asarray(plan.run(A, B, alpha, backend=backend))
+                assert np.array_equal(np.isnan(got), np.isnan(want)), (divisor, target, alpha, got, want)
+                assert _agrees(got, want), (divisor, target, alpha, got, want)
