@@ -483,7 +483,9 @@ class NestFlow:
             before = "<" if leaf.path[d].step > 0 else ">"
             lex.append("(" + " and ".join(same + [f"M{d} {before} L{d}"]) + ")")
         cons = eqs + ["(" + " or ".join(lex) + ")"] if lex else eqs + ["false"]
-        lv = ", ".join(f"L{d}" for d in range(n))
+        # (a row read whole, `c[i, :] += ...`, has its free axes as dims of the sink space)
+        nfree = len(self.shapes.get(r.name, ())) - len(r.idx)
+        lv = ", ".join([f"L{d}" for d in range(n)] + [f"f{a}" for a in range(nfree)])
         mv = ", ".join(f"M{d}" for d in range(n))
         rel = rel.intersect(self._union([f"{{ R{r.rid}[{lv}] -> S{leaf.sid}[{mv}] : {' and '.join(cons)} }}"]))
         return self._last(rel, leaf)

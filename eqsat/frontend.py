@@ -698,6 +698,10 @@ class _Parser:
                                        f"and no name is left for the memory; use another name for the view")
             self.views[name] = (val, len(self.loop_stack), loc)
             return None
+        if aug is None and prior_view is None:
+            # `t = t + e` for a tensor `t` is `t += e` (no view of t is live: check_rebind), so
+            # an accumulation of a row or a matrix, `acc = acc + a[i, k] * b[k, :]`, is one
+            aug, val = _tensor_self_update(name, val, self.sym.get(name))
         if aug is not None:
             if name not in self.sym:
                 raise self.err(target, f"{name!r} is used before it is assigned")
@@ -1225,6 +1229,19 @@ def _self_update(target, value):
     if op in (ast.Add, ast.Mult) and same(value.right):
         return op, value.left
     return None, value
+
+
+def _tensor_self_update(name: str, val, sym):
+    """`t + e`, `e + t`, `t - e` for a tensor `t` of the value's own shape as (the augmented
+    op, e); else (None, val)."""
+    if not (isinstance(val, Bin) and val.op in ("+", "-") and sym is not None and sym[0] == "buffer" and
+            val.ty is not None and sym[1] is not None and tuple(val.ty) == tuple(sym[1])):
+        return None, val
+    if isinstance(val.a, Ref) and val.a.name == name:
+        return (ast.Add if val.op == "+" else ast.Sub), val.b
+    if val.op == "+" and isinstance(val.b, Ref) and val.b.name == name:
+        return ast.Add, val.a
+    return None, val
 
 
 RESERVED = set(lang.UNARY) | set(lang.BINARY) | set(lang.BUILDERS) | {"transpose", "range", "max", "min"}

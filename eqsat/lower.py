@@ -311,7 +311,7 @@ class _Lowerer:
         val = self.elem(s.value, rest, ctx)
         old = T.load(self.env[s.buf], [T.iv(v) for v in axes])
         if s.aug:
-            val = T.binop(AUG[s.aug_op], T.load(self.env[s.buf], idx + rest), val)
+            val = T.update(AUG[s.aug_op], T.load(self.env[s.buf], idx + rest), val)
         out = val
         for v, c in reversed(list(zip(axes, idx))):
             out = T.select("==", Node("Sc.idx", T.iv(v)), T.lit(float(c.args[0])), out, old)
@@ -333,7 +333,7 @@ class _Lowerer:
             self.maybe_unset.discard(s.name)
         if s.value.ty is None:
             v = self.scalar_top(s.value)
-            self.env[s.name] = _hoist_closed(T.binop(AUG[s.aug_op], self.env[s.name], v) if s.aug else v)
+            self.env[s.name] = _hoist_closed(T.update(AUG[s.aug_op], self.env[s.name], v) if s.aug else v)
             return
         if s.aug:
             v = self.tensor(Bin(s.loc, s.aug_op, Ref(s.loc, s.name, ty=s.value.ty), s.value, ty=s.value.ty))
@@ -1167,7 +1167,7 @@ class _NestRun:
                     self.checks.append((s, "aug", src, None))
                 old = term if term is not None else self.low.env[s.name]
                 vs = [self.low.new_var("t", n) for n in shape]
-                body = T.binop(AUG[s.aug_op], _load(old, [T.iv(v) for v in vs]),
+                body = T.update(AUG[s.aug_op], _load(old, [T.iv(v) for v in vs]),
                                self.low.elem(s.value, [T.iv(v) for v in vs], ctx))
                 term = T.compute(list(zip(vs, shape)), body)
             else:
@@ -1179,7 +1179,7 @@ class _NestRun:
             term, src = self._entry(self.scal, s.name)
             if s.name in self.written:
                 self.checks.append((s, "aug", src, None))
-            v = T.binop(AUG[s.aug_op], term if term is not None else self.low.env[s.name], v)
+            v = T.update(AUG[s.aug_op], term if term is not None else self.low.env[s.name], v)
         self.scal[s.name] = (v, Source(s, s.name, tuple(self.open)))
 
     def store(self, s: Store):
@@ -1197,7 +1197,7 @@ class _NestRun:
             term, src = self._entry(self.cur, s.buf)
             if s.buf in self.written:
                 self.checks.append((s, "aug", src, None))
-            val = T.binop(AUG[s.aug_op], _load(term if term is not None else self.low.env[s.buf], idx), val)
+            val = T.update(AUG[s.aug_op], _load(term if term is not None else self.low.env[s.buf], idx), val)
         self.define(s, s.buf, idx, inner, val)
 
     def define(self, s, buf, idx, inner, val, loops=None):
@@ -1299,14 +1299,14 @@ class _NestRun:
         contrib: dict = {}
         self._reduce(f, [], accs, contrib)
         outer = list(self.open)
-        for name, (s, op, red, term, idx, bound_loops) in contrib.items():
+        for name, (s, op, red, term, idx, bound_loops, inner) in contrib.items():
             init_term, init_src = before[name]
             key = "aug" if s.aug else id(_max_min(s)[2])
             self.checks.append((s, key, init_src, red))
             if name in self.low.shapes:
                 init = _load(init_term if init_term is not None else self.low.env[name], idx)
                 total = self._started(init, term) if op == "sum" else Node(f"Sc.{op}", init, term)
-                self.define(s, name, idx, [], total, loops=outer + bound_loops)
+                self.define(s, name, idx, inner, total, loops=outer + bound_loops)
                 src = self.cur[name][1]
                 self.cur[name] = (self.cur[name][0], Source(s, name, tuple(x for x in src.free if x in outer),
                                                             init_src))
@@ -1341,15 +1341,25 @@ class _NestRun:
         ctx = self.ctx()
         target = s.buf if isinstance(s, Store) else getattr(s, "name", None)
         if target in accs and accs[target] is s:
-            idx = None
+            idx, inner = None, []
+            op, e, _ = ("sum", s.value, None) if s.aug else _max_min(s)  # (`acc = max(acc, e)`, `y[i] = max(y[i], e)`)
             if isinstance(s, Store):
                 idx = [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx]
-                if len(idx) != len(self.low.shapes[s.buf]):
-                    raise NotFunctional("a whole-tensor accumulation inside a reduction loop")
-            op, e, _ = ("sum", s.value, None) if s.aug else _max_min(s)  # (`acc = max(acc, e)`, `y[i] = max(y[i], e)`)
-            body = self.low.scalar(e, ctx)
+                shape = self.low.shapes[s.buf]
+                if len(idx) < len(shape):  # a row (or block) accumulated whole: `c[i, :] += a[i, k] * b[k, :]`
+                    inner = [(self.low.new_var("e", n), n) for n in shape[len(idx):]]
+                    idx = idx + [T.iv(v) for v, _ in inner]
+                    body = self.low.elem(e, [T.iv(v) for v, _ in inner], ctx)
+                else:
+                    body = self.low.scalar(e, ctx)
+            elif s.value.ty is not None:  # a tensor local accumulated whole: `row += a[i, k] * b[k]`
+                inner = [(self.low.new_var("e", n), n) for n in self.low.shapes[s.name]]
+                idx = [T.iv(v) for v, _ in inner]
+                body = self.low.elem(e, idx, ctx)
+            else:
+                body = self.low.scalar(e, ctx)
             contrib[target] = (s, op, [f for f, _, _ in red], _wrap(op, [(v, x) for _, v, x in red], body),
-                               idx, list(bound))
+                               idx, list(bound), inner)
             return
         if isinstance(s, Store):
             raise NotFunctional(f"a store into {s.buf!r} inside the reduction loop is not an accumulation")
@@ -1366,7 +1376,7 @@ class _NestRun:
                 term, src = self._entry(self.scal, s.name)
                 if s.name in self.written:
                     self.checks.append((s, "aug", src, None))
-                value = T.binop(AUG[s.aug_op], term, self.low.scalar(s.value, ctx))
+                value = T.update(AUG[s.aug_op], term, self.low.scalar(s.value, ctx))
             else:
                 value = self.low.scalar(s.value, ctx)
             self.scal[s.name] = (value, Source(s, s.name, tuple(self.open)))
@@ -1433,10 +1443,9 @@ def _encloses(f: For, s) -> bool:
 
 
 def _is_acc(s) -> bool:
-    """A sum (`+=`) or builtin max/min accumulation (into a scalar or an element): what a
-    reduction loop may hold."""
-    return (isinstance(s, Store) or isinstance(s, Assign) and s.value.ty is None) and \
-        (s.aug and s.aug_op == "+" or _max_min(s) is not None)
+    """A sum (`+=`) or builtin max/min accumulation (into a scalar, an element, a row of
+    a buffer or a tensor local, `row += a[i, k] * b[k]`): what a reduction loop may hold."""
+    return isinstance(s, (Store, Assign)) and (s.aug and s.aug_op == "+" or _max_min(s) is not None)
 
 
 def _carried(f: For, body) -> bool:

@@ -762,8 +762,51 @@ class Scalarize(Hoisting):
             sec = parse(target, self.env)
             return None if sec is None else self.store(s, sec, target, value, op)
         if isinstance(target, ast.Name) and op is None and contains_section(value, self.env):
-            return self.bind(s, target.id, value)
+            update = self.self_update(target.id, value)
+            if update is None:
+                return self.bind(s, target.id, value)
+            op, value = update
+        if isinstance(target, ast.Name) and op is not None and contains_section(value, self.env):
+            # `c += np.outer(u, v)` updates c in place, as `c[:, :] += ...` does: a loop nest
+            # over c reading the value element by element (no buffer for it, so a loop
+            # around it accumulating into c is a reduction)
+            whole = self.whole_section(target.id)
+            if whole is not None:
+                sec, sub = whole
+                return self.store(s, sec, sub, value, op)
         return None
+
+    def self_update(self, name: str, value):
+        """`c = c + e` (`e + c`, `c - e`) as (the augmented op, e) where rebinding c and
+        updating it in place are alike: c is a local tensor no other name may view, and the
+        value has c's shape. Else None."""
+        if not (isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Sub))):
+            return None
+        if name in {a.arg for a in self.fdef.args.args} or self.shared(name) != {name}:
+            return None
+        mine = lambda x: isinstance(x, ast.Name) and x.id == name  # noqa: E731
+        if mine(value.left) and not mine(value.right):
+            update = (value.op, value.right)
+        elif isinstance(value.op, ast.Add) and mine(value.right) and not mine(value.left):
+            update = (value.op, value.left)
+        else:
+            return None
+        have, got = self.env.value_shape(ast.Name(id=name, ctx=ast.Load())), self.env.value_shape(value)
+        if have is None or got is None or have is SCALAR or got is SCALAR or list(have[0]) != list(got[0]):
+            return None
+        return update
+
+    def whole_section(self, name: str):
+        """(the Section, the subscript) of `name[:, ..., :]` for a tensor of known rank, else None."""
+        shape = self.env.value_shape(ast.Name(id=name, ctx=ast.Load()))
+        if shape is None or shape is SCALAR or not shape[1] or not shape[0]:
+            return None
+        rank = len(shape[0])
+        sub = ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()),
+                            slice=ast.Tuple(elts=[ast.Slice() for _ in range(rank)], ctx=ast.Load()) if rank > 1
+                            else ast.Slice(), ctx=ast.Store())
+        sec = parse(sub, self.env)
+        return None if sec is None else (sec, sub)
 
     def store(self, s, sec: Section, target, value, op):
         """`x[section] (op)= value`: a loop nest over the section."""

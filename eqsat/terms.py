@@ -218,6 +218,22 @@ def never_negative_zero(n: Node, budget: int = 64) -> bool:
 _NEGATED = {"<": ">=", ">=": "<", "<=": ">", ">": "<=", "==": "!=", "!=": "=="}
 
 
+def update(op: str, old: Node, val: Node) -> Node:
+    """`old op val`, an update run in sequence (not a reduction's step): where `val` is a
+    guarded increment, `e if c else 0.0` (eqsat/ifconvert.py's form of `if c: x += e`), the
+    update is `old + e if c else old`, so where c fails the value is old's own, -0.0 included
+    (old + 0.0 is 0.0 there). A reduction keeps the `+ (e if c else 0.0)` form, a masked sum
+    (the sign of a zero sum is a reduction's own business)."""
+    if op == "Sc.add" and val.op == "Sc.select":
+        cmp, l, r, a, b = val.args
+        zero = lit(0.0)
+        if b is zero and a is not zero:
+            return select(cmp, l, r, binop(op, old, a), old)
+        if a is zero and b is not zero:
+            return select(cmp, l, r, old, binop(op, old, b))
+    return binop(op, old, val)
+
+
 def select(cmp: str, l: Node, r: Node, a: Node, b: Node) -> Node:
     """`a if l cmp r else b`, with the foldings that need no assumption: inside a branch, a
     select on the same condition is the side the condition takes there (on its negation too

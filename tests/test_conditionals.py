@@ -622,3 +622,24 @@ def test_a_kept_nest_names_the_users_variable_not_a_temporary():
     assert "condition" in shown_names("'eqsat_if_3' may be read before it is assigned")
     assert "numpy reduction" in shown_names("'eqsat_red0_of' may be read before it is assigned")
     assert shown_names("'acc' may be read") == "'acc' may be read"
+
+
+@pytest.mark.parametrize("body", [
+    "    for i in range(1, N):\n        y[i] += 1.0\n",
+    "    for i in range(N):\n        if x[i] > 0.0:\n            y[i] += x[i]\n",
+    "    for i in range(N):\n        if i < 1:\n            y[i] = x[i]\n        else:\n            y[i] += 1.0\n",
+    "    for i in range(N):\n        s = y[i]\n        if x[i] > 0.0:\n            s += x[i]\n        y[i] = s\n",
+])
+def test_an_element_a_guarded_update_skips_keeps_its_sign_of_zero(tmp_program, body):
+    """`if c: y[i] += v` where c fails leaves y[i] as it was: -0.0 stays -0.0 (the update is
+    `y[i] + v if c else y[i]`, not `y[i] + (v if c else 0.0)`: -0.0 + 0.0 is 0.0)."""
+    prog = tmp_program("@program\ndef p(x: f32['N'], y: f32['N']) -> f32['N']:\n" + body + "    return y\n")
+    x = np.array([-0.0, 1.0, -0.0, 2.0], np.float32)
+    y = np.full(4, -0.0, np.float32)
+    want = eqsat.reference(prog, x, y.copy())
+    for target in ("cpu", "h100"):
+        plan = eqsat.optimize(prog, {"N": 4}, target=target)
+        for backend in ("numpy", "triton"):
+            got = np.asarray(plan.run(x, y.copy(), backend=backend))
+            assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want)), \
+                (target, backend, got, want, plan)

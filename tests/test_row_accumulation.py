@@ -1,0 +1,170 @@
+"""A matrix product accumulated a row or a whole matrix at a time inside the k loop: the
+"outer product" and "axpy" spellings of `c = a @ b`, as numpy code writes them. Each is a
+reduction over k of a tensor value (`eqsat/lower.py`: a store into part of a buffer, or a
+tensor local, accumulated whole; `eqsat/sections.py`: `c += np.outer(u, v)` updates c in
+place, `c = c + e` alike where nothing else may view c; `eqsat/frontend.py`: `t = t + e` is
+`t += e` for a tensor), so one matmul. Each program runs on both backends against
+`reference`; where a row is read between updates, or c is a parameter the caller passed,
+the value must still be right."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eqsat
+from conftest import random_args, rel_err
+
+PRELUDE = "import numpy as np\n"
+
+MATMUL = {
+    "slice_row_plus_equals": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for i in range(M):
+        for k in range(K):
+            c[i, :] += a[i, k] * b[k, :]
+    return c
+''',
+    "row_plus_equals": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = np.zeros((M, N))
+    for i in range(M):
+        for k in range(K):
+            c[i] += a[i, k] * b[k]
+    return c
+''',
+    "row_rebound_plus": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = np.zeros((M, N))
+    for i in range(M):
+        for k in range(K):
+            c[i] = c[i] + a[i, k] * b[k]
+    return c
+''',
+    "local_row_vector": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = empty((M, N))
+    for i in range(M):
+        row = np.zeros(N)
+        for k in range(K):
+            row += a[i, k] * b[k]
+        c[i] = row
+    return c
+''',
+    "local_row_rebound_with_epilogue": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"], bias: f32["N"]) -> f32["M", "N"]:
+    c = np.zeros((M, N))
+    for i in range(M):
+        acc = np.zeros(N)
+        for k in range(K):
+            acc = acc + a[i, k] * b[k, :]
+        c[i, :] = np.maximum(acc + bias, 0.0)
+    return c
+''',
+    "outer_product_plus_equals": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for k in range(K):
+        c += np.outer(a[:, k], b[k])
+    return c
+''',
+    "outer_product_rebound": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for k in range(K):
+        c = c + np.outer(a[:, k], b[k, :])
+    return c
+''',
+    "outer_product_minus_into_a_section": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for k in range(K):
+        c[:, :] -= np.outer(a[:, k], b[k])
+    return c
+''',
+    "broadcast_column_times_row": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = zeros((M, N))
+    for k in range(K):
+        c += a[:, k, None] * b[None, k, :]
+    return c
+''',
+}
+
+# forms that must stay right, whatever they become
+RIGHT = {
+    "row_read_between_updates": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> tuple[f32["M", "N"], f32["M", "K"]]:
+    c = empty((M, N))
+    d = empty((M, K))
+    for i in range(M):
+        row = np.zeros(N)
+        for k in range(K):
+            row += a[i, k] * b[k]
+            d[i, k] = row[0]
+        c[i] = row
+    return c, d
+''',
+    "parameter_rebound": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"], c: f32["M", "N"]) -> f32["M", "N"]:
+    for k in range(K):
+        c = c + np.outer(a[:, k], b[k])
+    return c
+''',
+    "view_of_the_accumulator_kept": '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> tuple[f32["M", "N"], f32["M", "N"]]:
+    c = zeros((M, N))
+    first = c + 0.0
+    for k in range(K):
+        c = c + np.outer(a[:, k], b[k])
+    return c, first
+''',
+    "rebound_to_a_broadcast_of_its_own_shape": '''
+@program
+def p(a: f32["M", "K"], bias: f32["K"]) -> f32["M", "K"]:
+    c = zeros((M, K))
+    for i in range(M):
+        c = c + bias
+        c[i, :] = c[i, :] * a[i, :]
+    return c
+''',
+}
+
+
+def _check(prog, dims):
+    args = random_args(prog, dims, seed=3)
+    with np.errstate(all="ignore"):
+        want = eqsat.reference(prog, *[np.copy(a) if isinstance(a, np.ndarray) else a for a in args])
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for backend in ("numpy", "triton"):
+        got = plan.run(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args], backend=backend)
+        pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
+        for g, w in pairs:
+            assert rel_err(g, w) < 1e-5, (backend, plan)
+    return plan
+
+
+@pytest.mark.parametrize("k", [3, 24])
+@pytest.mark.parametrize("name", sorted(MATMUL))
+def test_a_row_or_matrix_accumulated_whole_is_a_matmul(tmp_program, name, k):
+    prog = tmp_program(PRELUDE + MATMUL[name])
+    plan = _check(prog, {"M": 5, "N": 4, "K": k})
+    assert [x.kind for x in plan.kernels] == ["matmul"], plan
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT))
+def test_other_whole_updates_stay_right(tmp_program, name):
+    prog = tmp_program(PRELUDE + RIGHT[name])
+    _check(prog, {"M": 5, "N": 4, "K": 6})
