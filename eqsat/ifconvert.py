@@ -50,6 +50,7 @@ from itertools import count
 from .bounds import leaving_axis, loop_values
 from .ir import (
     Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_eval, ie_names, max_min,
+    sum_chain,
     written,
 )
 
@@ -575,6 +576,10 @@ def _is_hoisted(x) -> bool:
 def _guard(x, cond, holds: bool):
     """`x` run only where `cond` is `holds`: its value selected against the old one."""
     c = copy.deepcopy(cond)
+    chain = sum_chain(x) if not x.aug else None
+    if chain is not None:  # `y[i] = y[i] + a + b` is `y[i] += a + b` here, so it stays an accumulation
+        x = copy.copy(x)
+        x.aug, x.aug_op, x.value = True, "+", chain[1]
     if x.aug:  # `x += e` stays an accumulation: `x += (e if c else 0.0)` (1.0 for * and /)
         unit = Const(x.loc, 0.0 if x.aug_op == "+" else 1.0)
         val = Select(x.loc, c, x.value, unit, ty=x.value.ty) if holds else Select(x.loc, c, unit, x.value,

@@ -299,6 +299,41 @@ def max_min(s):
     return None
 
 
+def sum_chain(s):
+    """`y[i] = y[i] + a + b` (a left-to-right chain of + and - starting at the target, as
+    reference BLAS writes `C(I,J) = C(I,J) + A(I,L)*TEMP1 + B(I,L)*TEMP2`) -> ("sum", a + b,
+    the Index of y[i]), and `s = s + a - b` alike with the Ref of s; else None. (`y[i] = y[i]
+    + e` alone is `y[i] += e` already, from the front end.) Only a reduction reads it so, its
+    terms in another order as every reduction's; a statement run once keeps its own order."""
+    v = s.value
+    spine = []
+    while isinstance(v, Bin) and v.op in ("+", "-") and v.ty is None:
+        spine.append((v.op, v.b))
+        v = v.a
+    if len(spine) < 2:
+        return None
+    if isinstance(s, Assign) and isinstance(v, Ref) and v.name == s.name and s.value.ty is None:
+        pass
+    elif isinstance(s, Store) and not s.aug and not s.guarded and isinstance(v, Index) and v.base == s.buf and \
+            tuple(v.idx) == tuple(s.idx) and v.ty is None:
+        pass
+    else:
+        return None
+    spine.reverse()
+    op, rest = spine[0]
+    if op == "-":
+        rest = Call(rest.loc, "neg", (rest,))
+    for op, e in spine[1:]:
+        rest = Bin(e.loc, op, rest, e)
+    return "sum", rest, v
+
+
+def accumulation(s):
+    """A statement that accumulates into its own target without `+=`: `max_min` or
+    `sum_chain` (op, the accumulated value, the target's read), else None."""
+    return max_min(s) or sum_chain(s)
+
+
 def ie_names(e: IExpr) -> set:
     if e[0] == "name":
         return {e[1]}

@@ -46,7 +46,7 @@ from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Select, Store,
     Transpose, ie_affine, ie_eval, ie_names, written,
 )
-from .ir import idx_names as _idx_names, leaves as _leaves, max_min as _max_min
+from .ir import accumulation as _accumulation, idx_names as _idx_names, leaves as _leaves
 from .terms import Node
 from .hoist import hoist_invariant_reductions
 from .unroll import unrolled
@@ -187,6 +187,12 @@ class _Lowerer:
         # after it, the returns): what a nest kept as written leaves live (parallel.py)
         self.current_top = None
         self.read_after: set = set()
+        # while a fission part is lowered: what is read after that part (the later parts'
+        # reads before they assign, and what is read after the whole nest); a scalar it
+        # assigns outside this set is private to it, no output (`_as_written`)
+        self.part_after: set | None = None
+        self.part_private: set = set()  # the scalars so left out of the parts' outputs
+        self.part_kept: set = set()  # the scalars the parts do output
         self.surely_read_after: set = set()  # of those, the ones surely read (`_definitely_read`)
         # names a nest kept as written may leave unassigned (no statement since surely
         # assigned them): a later statement reading one has no functional form (a select
@@ -608,8 +614,15 @@ class _Lowerer:
             # written stays an alternative in each output's e-class (one compiled loop may
             # beat a copy kernel and a smaller loop)
             top = (self.current_top, self.read_after, self.surely_read_after)
+            outer_after, outer_private, outer_kept = self.part_after, self.part_private, self.part_kept
+            base = outer_after if outer_after is not None else (self.read_after if s is self.current_top else None)
+            self.part_private, self.part_kept = set(), set()
             for k, part in enumerate(parts):
                 part.views = getattr(s, "views", {})
+                if base is not None and not steps:
+                    assigned, exposed = set(), set()
+                    _exposed_reads(parts[k + 1:], assigned, exposed, self.dims)
+                    self.part_after = exposed | (base - assigned)
                 if steps and s is self.current_top:
                     # an unrolled iteration's statement is a top-level one: what is read after
                     # it is what the later ones read before assigning, and what is read after
@@ -626,9 +639,13 @@ class _Lowerer:
                         self.nest(part)
                 finally:
                     self.current_top, self.read_after, self.surely_read_after = top
+                    self.part_after = outer_after
             # (a scalar renamed or carried by expand.py is dead after the nest: no part
-            # defines the nest's own final value of it, so it gets no functional form)
-            functional = {n: self.env[n] for n in opaque if n in self.env and n not in dropped}
+            # defines the nest's own final value of it, so it gets no functional form; nor
+            # does one private to the parts that assign it)
+            private = self.part_private - self.part_kept
+            self.part_private, self.part_kept = outer_private | self.part_private, outer_kept | self.part_kept
+            functional = {n: self.env[n] for n in opaque if n in self.env and n not in dropped and n not in private}
             functional = {n: (t.args[0] if n in swrites and self._scalar_output(t) else t)
                           for n, t in functional.items()}
         for n, o in opaque.items():
@@ -664,6 +681,11 @@ class _Lowerer:
         nid = len(self.nests)
         reads, writes, swrites = set(), set(), set()
         _scan(s, reads, writes, swrites, set())
+        if self.part_after is not None:  # (a fission part: a scalar nothing reads after it is its own)
+            private = {n for n in swrites if n not in self.part_after and n not in self.shapes}
+            swrites -= private
+            self.part_private |= private
+            self.part_kept |= swrites
         names = [n for n in ast.walk(s.node) if isinstance(n, ast.Name)]
         used = {n.id for n in names}
         views = {v: e for v, e in getattr(s, "views", {}).items() if v in used}
@@ -1301,7 +1323,7 @@ class _NestRun:
         outer = list(self.open)
         for name, (s, op, red, term, idx, bound_loops, inner) in contrib.items():
             init_term, init_src = before[name]
-            key = "aug" if s.aug else id(_max_min(s)[2])
+            key = "aug" if s.aug else id(_accumulation(s)[2])
             self.checks.append((s, key, init_src, red))
             if name in self.low.shapes:
                 init = _load(init_term if init_term is not None else self.low.env[name], idx)
@@ -1342,7 +1364,7 @@ class _NestRun:
         target = s.buf if isinstance(s, Store) else getattr(s, "name", None)
         if target in accs and accs[target] is s:
             idx, inner = None, []
-            op, e, _ = ("sum", s.value, None) if s.aug else _max_min(s)  # (`acc = max(acc, e)`, `y[i] = max(y[i], e)`)
+            op, e, _ = ("sum", s.value, None) if s.aug else _accumulation(s)  # (`acc = max(acc, e)`, `y[i] = max(y[i], e)`)
             if isinstance(s, Store):
                 idx = [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx]
                 shape = self.low.shapes[s.buf]
@@ -1365,7 +1387,7 @@ class _NestRun:
             raise NotFunctional(f"a store into {s.buf!r} inside the reduction loop is not an accumulation")
         if isinstance(s, Alloc) or (isinstance(s, Assign) and s.value.ty is not None):
             raise NotFunctional("a tensor allocated or assigned inside a reduction loop")
-        if s.aug or _max_min(s) is not None:
+        if s.aug or _accumulation(s) is not None:
             cur = self.scal.get(s.name)
             if cur is None or cur[1].free != tuple(self.open):
                 raise NotFunctional(f"{s.name!r} is updated inside a reduction loop it is not reduced over")
@@ -1445,7 +1467,7 @@ def _encloses(f: For, s) -> bool:
 def _is_acc(s) -> bool:
     """A sum (`+=`) or builtin max/min accumulation (into a scalar, an element, a row of
     a buffer or a tensor local, `row += a[i, k] * b[k]`): what a reduction loop may hold."""
-    return isinstance(s, (Store, Assign)) and (s.aug and s.aug_op == "+" or _max_min(s) is not None)
+    return isinstance(s, (Store, Assign)) and (s.aug and s.aug_op == "+" or _accumulation(s) is not None)
 
 
 def _carried(f: For, body) -> bool:

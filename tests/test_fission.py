@@ -197,3 +197,39 @@ def test_grouped_fission(tmp_program, name):
                 np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5, err_msg=f"{backend}\n{plan}")
         for a, b in zip(args, before):  # parameters are passed by value
             assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
+def test_a_scalar_private_to_the_parts_is_no_output_and_the_parts_compile(tmp_program):
+    """llm.c's causal softmax: split into parts, each assigning `expv` (or `val`) before
+    reading it. Nothing reads them after the nest, so no part outputs them, and no part
+    takes the last value in to pass it on: the parts compile (a part that may leave an
+    output unassigned runs interpreted, as Python raises where numba reads a zero)."""
+    prog = tmp_program('''
+@program
+def p(q: f32["T", "HS"], k: f32["T", "HS"]) -> f32["T", "T"]:
+    preatt = zeros((T, T))
+    att = zeros((T, T))
+    for t in range(T):
+        maxval = -10000.0
+        for t2 in range(t + 1):
+            val = 0.0
+            for i in range(HS):
+                val += q[t, i] * k[t2, i]
+            if val > maxval:
+                maxval = val
+            preatt[t, t2] = val
+        expsum = 0.0
+        for t2 in range(t + 1):
+            expv = exp(preatt[t, t2] - maxval)
+            expsum += expv
+            att[t, t2] = expv
+        for t2 in range(t + 1):
+            att[t, t2] /= expsum
+    return att
+''')
+    dims = {"T": 256, "HS": 8}
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    assert any(x.kind == "loop" for x in plan.kernels) and "interpreted" not in str(plan), plan
+    rng = np.random.default_rng(0)
+    q, k = (rng.uniform(-1, 1, (256, 8)).astype(np.float32) for _ in range(2))
+    assert np.allclose(plan.run(q, k), eqsat.reference(prog, q, k), rtol=1e-4, atol=1e-6)

@@ -168,3 +168,68 @@ def test_a_row_or_matrix_accumulated_whole_is_a_matmul(tmp_program, name, k):
 def test_other_whole_updates_stay_right(tmp_program, name):
     prog = tmp_program(PRELUDE + RIGHT[name])
     _check(prog, {"M": 5, "N": 4, "K": 6})
+
+
+# `C[i, j] = C[i, j] + X + Y`: a chain of addends onto the accumulator (reference BLAS's
+# SSYR2K, SSYR2), a reduction over l whatever the grouping (`ir.sum_chain`)
+CHAINS = {
+    "syr2k_chain": ('''
+@program
+def p(A: f32["N", "K"], B: f32["N", "K"]) -> f32["N", "N"]:
+    C = zeros((N, N))
+    for j in range(N):
+        for l in range(K):
+            for i in range(N):
+                C[i, j] = C[i, j] + A[i, l] * B[j, l] + B[i, l] * A[j, l]
+    return C
+''', "matmul"),
+    "syr2k_upper_triangle_chain": ('''
+@program
+def p(A: f32["N", "K"], B: f32["N", "K"]) -> f32["N", "N"]:
+    C = zeros((N, N))
+    for j in range(N):
+        for l in range(K):
+            for i in range(j + 1):
+                C[i, j] = C[i, j] + A[i, l] * B[j, l] - B[i, l] * A[j, l]
+    return C
+''', "matmul"),
+    "scalar_chain": ('''
+@program
+def p(A: f32["N", "K"], B: f32["N", "K"]) -> f32["N", "N"]:
+    C = empty((N, N))
+    for i in range(N):
+        for j in range(N):
+            s = 0.0
+            for l in range(K):
+                s = s - A[i, l] * B[j, l] + 2.0 * A[j, l] * B[i, l]
+            C[i, j] = s
+    return C
+''', "matmul"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_a_chain_of_addends_onto_the_accumulator_is_a_reduction(tmp_program, name):
+    src, kind = CHAINS[name]
+    prog = tmp_program(PRELUDE + src)
+    plan = _check(prog, {"N": 6, "K": 5})
+    assert kind in [x.kind for x in plan.kernels] and not any(x.kind == "loop" for x in plan.kernels), plan
+
+
+def test_a_chain_run_once_keeps_its_order(tmp_program):
+    """Outside a reduction `y[i] = y[i] + a[i] + b[i]` is computed as written, left to
+    right: (1e8 + 1) + -1e8 is 0 in f32 where 1e8 + (1 - 1e8) is 8."""
+    prog = tmp_program('''
+@program
+def p(y: f32["N"], a: f32["N"], b: f32["N"]) -> f32["N"]:
+    for i in range(N):
+        y[i] = y[i] + a[i] + b[i]
+    return y
+''')
+    y, a, b = (np.array(v, np.float32) for v in ([1e8, 1.0], [1.0, 2.0], [-1e8, 3.0]))
+    want = eqsat.reference(prog, y.copy(), a, b)
+    for target in ("cpu", "h100"):
+        plan = eqsat.optimize(prog, {"N": 2}, target=target)
+        for backend in ("numpy", "triton"):
+            got = np.asarray(plan.run(y.copy(), a, b, backend=backend))
+            assert np.array_equal(got, want), (target, backend, got, want)
