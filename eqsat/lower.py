@@ -686,6 +686,8 @@ class _Lowerer:
             swrites -= private
             self.part_private |= private
             self.part_kept |= swrites
+        elif s is self.current_top:  # (nor is one of a whole statement an output: `temp = alpha * A[j, l]`)
+            swrites = {n for n in swrites if n in self.read_after or n in self.shapes}
         names = [n for n in ast.walk(s.node) if isinstance(n, ast.Name)]
         used = {n.id for n in names}
         views = {v: e for v, e in getattr(s, "views", {}).items() if v in used}
