@@ -153,32 +153,26 @@ def _privates(f: For, root, live) -> set | None:
 def _carries_nothing(flow: NestFlow, f: For, depth: int, private=frozenset()) -> bool:
     """No two instances of statements inside `f` that agree on the loops around `f` and differ
     in `f`'s own iteration touch one location, one of them writing it (the `private`
-    names, one location per iteration, aside)."""
+    names, one location per iteration, aside).
+
+    One isl problem for all the statements: every pair of instances touching one location
+    (one writing it) is mapped to the iterations of the loops down to `f` both run in, and
+    none may agree on the loops around `f` and differ in `f` (pair by pair, a loop body of
+    700 statements took 80 s here)."""
     inside = [leaf for leaf in flow.leaves if len(leaf.path) > depth and leaf.path[depth] is f]
-    acc_w, acc_r = {}, {}
-    for leaf in inside:
-        acc_w[leaf.sid] = flow._union([a for _, a in flow._leaf_accesses(
-            leaf, [(n, idx) for n, idx in _writes(leaf.stmt) if n not in private])])
-        acc_r[leaf.sid] = flow._union([a for _, a in flow._leaf_accesses(
-            leaf, [(n, idx) for _, n, idx in _reads(leaf.stmt) if n not in private])])
-    for a in inside:
-        for b in inside:
-            if b.sid < a.sid:
-                continue
-            wa, ra, wb, rb = acc_w[a.sid], acc_r[a.sid], acc_w[b.sid], acc_r[b.sid]
-            # a -> b instance pairs touching one location, one writing (either order covers
-            # b -> a: the iteration condition below is symmetric)
-            conflict = wa.apply_range(wb.union(rb).reverse()).union(ra.apply_range(wb.reverse()))
-            if not conflict.intersect(_other_iteration(flow, a, b, depth)).is_empty():
-                return False
-    return True
-
-
-def _other_iteration(flow: NestFlow, a, b, depth: int):
-    """{ S_a[...] -> S_b[...] : the same iteration of the loops around depth `depth`, another
-    iteration of the loop at `depth` }."""
-    xs = [f"x{k}" for k in range(len(a.path))]
-    ys = [f"y{k}" for k in range(len(b.path))]
+    if not inside:
+        return True
+    writes = flow._union([a for leaf in inside for _, a in flow._leaf_accesses(
+        leaf, [(n, idx) for n, idx in _writes(leaf.stmt) if n not in private])])
+    reads = flow._union([a for leaf in inside for _, a in flow._leaf_accesses(
+        leaf, [(n, idx) for _, n, idx in _reads(leaf.stmt) if n not in private])])
+    # instance pairs touching one location, one writing (both orders: the condition is symmetric)
+    conflict = writes.apply_range(writes.union(reads).reverse()).union(reads.apply_range(writes.reverse()))
+    xs = ", ".join(f"x{k}" for k in range(depth + 1))
+    ys = ", ".join(f"y{k}" for k in range(depth + 1))
+    down_to_f = flow._union([
+        f"{{ S{leaf.sid}[{', '.join(f'x{k}' for k in range(len(leaf.path)))}] -> I[{xs}] }}" for leaf in inside])
+    pairs = conflict.apply_domain(down_to_f).apply_range(down_to_f)
     same = [f"x{k} = y{k}" for k in range(depth)]
-    cond = " and ".join(same + [f"(x{depth} < y{depth} or x{depth} > y{depth})"])
-    return flow._union([f"{{ S{a.sid}[{', '.join(xs)}] -> S{b.sid}[{', '.join(ys)}] : {cond} }}"])
+    other = flow._union([f"{{ I[{xs}] -> I[{ys}] : {' and '.join(same + [f'(x{depth} < y{depth} or x{depth} > y{depth})'])} }}"])
+    return pairs.intersect(other).is_empty()
