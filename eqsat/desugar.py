@@ -178,21 +178,31 @@ def _rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
 
 
 def _flags(fdef: ast.FunctionDef, params: set) -> None:
-    """A local every binding of which is `True` or `False` (a flag: `keep = True`, then
-    `keep = False` under a condition) is a number, 1.0 or 0.0, and read as a condition
+    """A local every binding of which is `True` or `False`, or `not` of a flag (`keep = True`,
+    then `keep = False` under a condition; `flip = not flip`) is a number, 1.0 or 0.0, and read as a condition
     (`if keep:`, `x if keep else y`, `not keep`, `keep and c`) it is `keep != 0.0`: the same
     choices. Other reads of it (arithmetic on a bool) are left to be refused."""
-    bound: dict = {}  # name -> whether every binding is a bool constant
+    bound: dict = {}  # name -> whether every binding is a bool constant, or `not` of a name
+    negates: dict = {}  # name -> the names its `flag = not other` bindings read
     for n in ast.walk(fdef):
         targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
             n, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
         for t in targets:
             for x in ast.walk(t):
                 if isinstance(x, ast.Name):
-                    ok = isinstance(n, ast.Assign) and len(n.targets) == 1 and t is x and \
-                        isinstance(n.value, ast.Constant) and type(n.value.value) is bool
-                    bound[x.id] = bound.get(x.id, True) and ok
+                    plain = isinstance(n, ast.Assign) and len(n.targets) == 1 and t is x
+                    const = plain and isinstance(n.value, ast.Constant) and type(n.value.value) is bool
+                    toggle = plain and isinstance(n.value, ast.UnaryOp) and isinstance(n.value.op, ast.Not) and \
+                        isinstance(n.value.operand, ast.Name)
+                    if toggle:
+                        negates.setdefault(x.id, set()).add(n.value.operand.id)
+                    bound[x.id] = bound.get(x.id, True) and (const or toggle)
     flags = {k for k, ok in bound.items() if ok and k not in params}
+    while True:  # (`flag = not other` makes a flag only where other is one)
+        drop = {k for k in flags if not negates.get(k, set()) <= flags}
+        if not drop:
+            break
+        flags -= drop
     if not flags:
         return
 
@@ -208,7 +218,11 @@ def _flags(fdef: ast.FunctionDef, params: set) -> None:
 
     for n in ast.walk(fdef):
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and n.targets[0].id in flags:
-            n.value = ast.copy_location(ast.Constant(1.0 if n.value.value else 0.0), n.value)
+            if isinstance(n.value, ast.Constant):
+                n.value = ast.copy_location(ast.Constant(1.0 if n.value.value else 0.0), n.value)
+            else:  # `flag = not other`: 0.0 where other is set, else 1.0
+                n.value = ast.copy_location(ast.IfExp(test=test(n.value.operand), body=ast.Constant(0.0),
+                                                      orelse=ast.Constant(1.0)), n.value)
         elif isinstance(n, (ast.If, ast.While, ast.IfExp)):
             n.test = test(n.test)
     ast.fix_missing_locations(fdef)

@@ -1675,3 +1675,25 @@ def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
 ''')
     plan = runs_as_written(prog, {"N": 17}, seed=12)
     assert "loop" not in [k.kind for k in plan.kernels], plan
+
+
+def test_a_flag_toggled_by_not(tmp_program):
+    """`flag = not flag` (and `b = not a` of another flag) keeps a flag a flag: 0.0 where
+    it was set, else 1.0 (it was refused: "unsupported constant True")."""
+    prog = tmp_program('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    flag = True
+    for i in range(N):
+        other = not flag
+        if flag:
+            y[i] = x[i]
+        elif other and x[i] > 0.0:
+            y[i] = -x[i]
+        else:
+            y[i] = 0.5
+        flag = not flag
+    return y
+''')
+    runs_as_written(prog, {"N": 9}, seed=3)
