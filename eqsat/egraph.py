@@ -416,7 +416,11 @@ STALL_ROUNDS = 3  # rounds in a row without a new e-node that count as saturatio
 EXTRACT_MB_PER_NODE = 1.6e-3  # resident memory reading back and extracting takes an e-node (measured:
 # 617 MB peak after saturation stopped at 339 MB with 184k e-nodes, bench/stress_bench.py case 5)
 RSS_EVERY = 0.01  # seconds between readings of resident memory (`_Budget.resident`)
-MIN_ROUNDS = 3  # rounds of rewrites before the time limit applies (see _Budget)
+MIN_ROUNDS = 3  # rounds of rewrites the time limit lets run late, up to GRACE (see _Budget)
+GRACE = 1.15  # those rounds may be predicted to end (extraction included) by this share of the limit
+# popping the prepared e-graph after the call takes a share of the rule engine's time (0.25-0.4
+# measured: 0.22 s after 0.56 s of rules, 0.44 after 1.66; 3.5 ms after 10 ms on the corpus)
+POP_SHARE = 0.35
 
 
 class _Budget:
@@ -431,10 +435,12 @@ class _Budget:
     from the end of the first `MIN_ROUNDS` rounds on: a matmul written as loops with an
     epilogue needs three (one normalizes the reduction, the support rules then mark it a
     candidate; the next round rewrites it to a matmul; the third fuses its epilogue, without
-    which the loop's own reduction kernel is cheaper at small sizes), so a limit shorter
-    than the front end and three rounds gives a late answer (a 200-layer loop chain: 200
-    matmuls in 2.5-3 s at `seconds=1`) rather than the program as written. The node and
-    memory limits hold from the first step."""
+    which the loop's own reduction kernel is cheaper at small sizes), so those rounds may run
+    a little late: up to `GRACE` times the limit, predicted (a step past it is not started,
+    and saturation then stops with what it has, the program as written where nothing was
+    found yet; past GRACE, 20 loop-written mat-vec products at `seconds=0.5` took 2.5 s).
+    After the rules, popping the prepared e-graph takes about `POP_SHARE` of their time:
+    counted too. The node and memory limits hold from the first step."""
 
     def __init__(self, limits: Limits, rep: SaturationReport, start: float | None = None):
         self.limits, self.rep = limits, rep
@@ -470,14 +476,20 @@ class _Budget:
         if nodes * growth > lim.nodes * 2:
             return (f"node limit (at {nodes} e-nodes, growing {growth:.1f}x a step, the next "
                     f"step would pass {lim.nodes})")
-        if self.rep.iterations < MIN_ROUNDS:
-            return None  # the first rounds always run (see the note)
-        elapsed = time.perf_counter() - self.start
-        if elapsed + nodes * lim.extract_seconds_per_node > lim.seconds:
+        now = time.perf_counter()
+        elapsed = now - self.start
+        rules = now - self.t0  # (what popping the e-graph afterwards scales with)
+        next_nodes, step = nodes * growth, seconds * growth
+        after_next = elapsed + step + next_nodes * lim.extract_seconds_per_node + POP_SHARE * (rules + step)
+        if self.rep.iterations < MIN_ROUNDS:  # (the first rounds run late, up to GRACE: see the note)
+            if after_next > GRACE * lim.seconds:
+                return (f"time limit (after {elapsed:.2f} s, in the first {MIN_ROUNDS} rounds, the next step and "
+                        f"extracting its ~{int(next_nodes)} e-nodes would pass {GRACE:g} x {lim.seconds:g} s)")
+            return None
+        if elapsed + nodes * lim.extract_seconds_per_node + POP_SHARE * rules > lim.seconds:
             return (f"time limit ({lim.seconds:g} s; {elapsed:.2f} s spent, extracting "
                     f"{nodes} e-nodes left)")
-        next_nodes = nodes * growth
-        if elapsed + seconds * growth + next_nodes * lim.extract_seconds_per_node > lim.seconds:
+        if after_next > lim.seconds:
             return (f"time limit (after {elapsed:.2f} s, the next step and extracting its "
                     f"~{int(next_nodes)} e-nodes would pass {lim.seconds:g} s)")
         return None

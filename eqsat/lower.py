@@ -681,8 +681,14 @@ class _Lowerer:
         nid = len(self.nests)
         reads, writes, swrites = set(), set(), set()
         _scan(s, reads, writes, swrites, set())
-        if self.part_after is not None:  # (a fission part: a scalar nothing reads after it is its own)
-            private = {n for n in swrites if n not in self.part_after and n not in self.shapes}
+        if self.part_after is not None:
+            # a fission part: a scalar it may leave unassigned that nothing reads after it is
+            # its own (as an output it would make the part run interpreted: Python raises
+            # where numba reads a zero); one it surely assigns stays an output, as before
+            # (pruning those too changed how LDL^T's parts grew the e-graph: 157k e-nodes)
+            assigned, exposed = set(), set()
+            _exposed_reads([s], assigned, exposed, self.dims)
+            private = {n for n in swrites - assigned if n not in self.part_after and n not in self.shapes}
             swrites -= private
             self.part_private |= private
             self.part_kept |= swrites
