@@ -43,9 +43,8 @@ class Limits:
                  extraction): loop nests whose lifting is predicted to pass it are kept
                  as written without analysis (lower.lift_next), and saturation stops when its next
                  step and the extraction after it are predicted to pass it. The first
-                 `egraph.MIN_ROUNDS` (3) rounds of rewrites always run (on what was
-                 lowered), so a limit shorter than the front end and those rounds is
-                 passed by that much (egraph._Budget)
+                 `egraph.MIN_ROUNDS` (3) rounds of rewrites may run late, up to
+                 `egraph.GRACE` (1.15) times the limit, predicted (egraph._Budget)
     match_limit: a rule matching more often than this in a step is skipped in that step
                  (egglog's back-off scheduler; keeps x*y = y*x from exploding). Each step
                  is its own call into egglog with a fresh scheduler, so a ban lasts one
