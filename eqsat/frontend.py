@@ -189,6 +189,7 @@ class _Parser:
         # a top-level loop reusing a name the function binds otherwise, dead after it: renamed
         loopnames.rename_reused(fdef)
         loopnames.rename_nest_locals(fdef)
+        loopnames.rename_loop_privates(fdef)  # (a local each of several loops binds first: one each)
         # Python's other spellings of the language's forms (`A[i][j]`, `x.shape[0]`, `np.exp`)
         sizes = {nm for nm, (kind, _) in self.sym.items() if kind == "dim"} | set(out_dims)
         desugar.rewrite(fdef, params, sizes, self.resolve_global)

@@ -154,3 +154,100 @@ def _binding_loop(top: ast.For, name: str, bound: set):
         return False, None
 
     return first(top, set())[1]
+
+
+def rename_loop_privates(fdef: ast.FunctionDef) -> list:
+    """Rename, in place, a local that a loop body binds first (`temp1 = alpha * A[k, j]` at
+    the top of the body, not reading it) where nothing after the loop reads the value it
+    leaves, and the function mentions the name outside the loop too: reference BLAS reuses
+    one TEMP1 in sibling loops (SSYMM, STRMM), which read as one variable is carried from
+    loop to loop (the nest was kept: "'temp1' reads a value written in another iteration").
+    Each such loop's is a variable of its own (`temp1_p1`). Inner loops first; returns the
+    names renamed."""
+    params = {a.arg for a in fdef.args.args}
+    taken = {x.id for x in ast.walk(fdef) if isinstance(x, ast.Name)} | params
+    # (a loop variable bound again in its body is the front end's to refuse, as written)
+    loopvars = {t.id for n in ast.walk(fdef) if isinstance(n, ast.For) for t in ast.walk(n.target)
+                if isinstance(t, ast.Name)}
+    done: list = []
+
+    def visit(stmts: list, path: list):
+        for k in reversed(range(len(stmts))):  # (the later of sibling loops first: see _first_mention)
+            s = stmts[k]
+            here = path + [(stmts, k)]
+            for field in ("body", "orelse"):
+                sub = getattr(s, field, None)
+                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                    visit(sub, here + [(s, field)])
+            if isinstance(s, ast.For) and not s.orelse:
+                for name in sorted(_first_bound(s.body) - params - loopvars):
+                    if _mentioned_outside(fdef, s, name) and _dead_after_loop(here, path, name):
+                        done.append(name)
+                        _rename_inside(s.body, name, f"{name}_p{len(done)}", taken)
+
+    visit(fdef.body, [])
+    return done
+
+
+def _mentions(node, name: str) -> bool:
+    return any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(node))
+
+
+def _plain_bind(s, name: str) -> bool:
+    """`name = value` with a value that does not read it."""
+    return isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and \
+        s.targets[0].id == name and not _mentions(s.value, name)
+
+
+def _first_bound(body: list) -> set:
+    """The names whose first mention in `body` is a plain binding directly in it."""
+    seen: set = set()
+    out: set = set()
+    for s in body:
+        names = {x.id for x in ast.walk(s) if isinstance(x, ast.Name)}
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+            name = s.targets[0].id
+            if name not in seen and _plain_bind(s, name):
+                out.add(name)
+        seen |= names
+    return out
+
+
+def _mentioned_outside(fdef, loop: ast.For, name: str) -> bool:
+    inside = {id(x) for b in loop.body for x in ast.walk(b)}
+    return any(isinstance(x, ast.Name) and x.id == name and id(x) not in inside for x in ast.walk(fdef))
+
+
+def _dead_after_loop(here: list, path: list, name: str) -> bool:
+    """Whether nothing reads the value of `name` the loop at `here` leaves: walking out
+    from it, at every level the statements after it (and, in a loop's body, those before it,
+    which the next iteration runs) first mention it by a plain binding, or not at all."""
+    levels = here  # [(stmts, k), (owner, field), (stmts, k), ...] from the function's body down
+    i = len(levels) - 1
+    while i >= 0:
+        stmts, k = levels[i]
+        verdict = _first_mention(stmts[k + 1:], name)
+        if verdict is not None:
+            return verdict
+        owner = levels[i - 1][0] if i >= 1 else None
+        if isinstance(owner, (ast.For, ast.While)):
+            if _mentions(owner.iter if isinstance(owner, ast.For) else owner.test, name):
+                return False  # (its range read again: no, a `for` reads it once; a while's test
+                # is read every time: either way, keep it simple)
+            verdict = _first_mention(stmts[:k], name)
+            if verdict is not None:
+                return verdict
+        i -= 2
+    return True
+
+
+def _first_mention(stmts: list, name: str):
+    """True where the first statement mentioning `name` binds it plainly, False where it
+    is any other mention, None where none does."""
+    for s in stmts:
+        if not _mentions(s, name):
+            continue
+        if isinstance(s, ast.For) and not s.orelse and not _mentions(s.iter, name) and name in _first_bound(s.body):
+            continue  # (a loop binding it first never reads the value it comes with, and may not run)
+        return _plain_bind(s, name)
+    return None

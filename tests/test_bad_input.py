@@ -1475,7 +1475,7 @@ def test_rebinding_a_name_while_a_view_of_it_is_live():
             v = c
             for i in range(2):  # (at the top a rebinding is a new name, v the old memory: desugar)
                 c = x * 2.0  # ERR:rebind-viewed
-            return v
+            return v + c  # (c read after the loop: the loop's c is the function's c, not its own)
 
     expect_program_error(build, "rebind-viewed", "'c' is rebound while 'v'", "view")
 

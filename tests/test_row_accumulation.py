@@ -233,3 +233,64 @@ def p(y: f32["N"], a: f32["N"], b: f32["N"]) -> f32["N"]:
         for backend in ("numpy", "triton"):
             got = np.asarray(plan.run(y.copy(), a, b, backend=backend))
             assert np.array_equal(got, want), (target, backend, got, want)
+
+
+# one scalar reused by sibling loops (reference SSYMM's TEMP1): each loop's is its own
+# (`loopnames.rename_loop_privates`), so the products are matmuls; where a later read sees
+# the value a loop leaves, the name stays one variable and the answer stays right
+REUSED = {
+    "ssymm_right_temp_reused": ('''
+@program
+def p(alpha: f32, A: f32["N", "N"], B: f32["M", "N"], C: f32["M", "N"]) -> f32["M", "N"]:
+    for j in range(N):
+        temp1 = alpha * A[j, j]
+        for i in range(M):
+            C[i, j] = temp1 * B[i, j]
+        for k in range(j):
+            temp1 = alpha * A[k, j]
+            for i in range(M):
+                C[i, j] = C[i, j] + temp1 * B[i, k]
+        for k in range(j + 1, N):
+            temp1 = alpha * A[j, k]
+            for i in range(M):
+                C[i, j] = C[i, j] + temp1 * B[i, k]
+    return C
+''', True),
+    "read_after_the_loop": ('''
+@program
+def p(A: f32["N", "N"], B: f32["M", "N"]) -> tuple[f32["M", "N"], f32["N"]]:
+    C = zeros((M, N))
+    last = empty((N,))
+    for j in range(N):
+        t = A[j, j]
+        for k in range(j):
+            t = A[k, j]
+            for i in range(M):
+                C[i, j] += t * B[i, k]
+        last[j] = t
+    return C, last
+''', False),
+    "read_by_the_next_iteration": ('''
+@program
+def p(A: f32["N", "N"], B: f32["M", "N"]) -> tuple[f32["M", "N"], f32["N"]]:
+    C = zeros((M, N))
+    first = empty((N,))
+    t = 0.5
+    for j in range(N):
+        first[j] = t
+        for k in range(j):
+            t = A[k, j]
+            for i in range(M):
+                C[i, j] += t * B[i, k]
+    return C, first
+''', False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REUSED))
+def test_a_scalar_reused_by_sibling_loops(tmp_program, name):
+    src, matmul = REUSED[name]
+    prog = tmp_program(PRELUDE + src)
+    plan = _check(prog, {"M": 48, "N": 40})
+    if matmul:
+        assert "matmul" in [x.kind for x in plan.kernels] and "loop" not in [x.kind for x in plan.kernels], plan
