@@ -200,15 +200,24 @@ def _plain_bind(s, name: str) -> bool:
 
 
 def _first_bound(body: list) -> set:
-    """The names whose first mention in `body` is a plain binding directly in it."""
+    """The names whose first mention in `body` is a plain binding directly in it, or one in
+    a branch of an `if` (first there too) that holds every mention of it in `body` (reference
+    STRMM's `if A[k, j] != 0.0: temp = alpha * A[k, j]; ...`): no mention reads a value
+    from before the body."""
     seen: set = set()
     out: set = set()
-    for s in body:
+    for k, s in enumerate(body):
         names = {x.id for x in ast.walk(s) if isinstance(x, ast.Name)}
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             name = s.targets[0].id
             if name not in seen and _plain_bind(s, name):
                 out.add(name)
+        elif isinstance(s, ast.If):
+            later = {x.id for t in body[k + 1:] for x in ast.walk(t) if isinstance(x, ast.Name)}
+            test = {x.id for x in ast.walk(s.test) if isinstance(x, ast.Name)}
+            for branch, other in ((s.body, s.orelse), (s.orelse, s.body)):
+                others = {x.id for t in other for x in ast.walk(t) if isinstance(x, ast.Name)}
+                out |= {n for n in _first_bound(branch) if n not in seen | later | test | others}
         seen |= names
     return out
 

@@ -270,6 +270,27 @@ def p(A: f32["N", "N"], B: f32["M", "N"]) -> tuple[f32["M", "N"], f32["N"]]:
         last[j] = t
     return C, last
 ''', False),
+    "bound_under_an_if_in_sibling_loops": ('''
+@program
+def p(alpha: f32, A: f32["N", "N"], B: f32["M", "N"]) -> tuple[f32["M", "N"], f32["M", "N"]]:
+    C = zeros((M, N))
+    D = zeros((M, N))
+    for j in range(N):
+        for k in range(j):
+            if A[k, j] != 0.0:
+                temp = alpha * A[k, j]
+                for i in range(M):
+                    C[i, j] += temp * B[i, k]
+        for k in range(j + 1, N):
+            if A[k, j] > 0.0:
+                temp = alpha * A[j, k]
+                for i in range(M):
+                    D[i, j] += temp * B[i, k]
+            else:
+                temp = 0.5
+                D[0, j] += temp
+    return C, D
+''', False),
     "read_by_the_next_iteration": ('''
 @program
 def p(A: f32["N", "N"], B: f32["M", "N"]) -> tuple[f32["M", "N"], f32["N"]]:
