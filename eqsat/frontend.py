@@ -15,7 +15,7 @@ import inspect
 
 import numpy as np
 
-from . import aliases, counters, desugar, lang, loopnames, pingpong, reductions
+from . import aliases, counters, desugar, lang, loopnames, pingpong, reductions, sections
 from .args import SIZE_COMPARISONS
 from .errors import Loc, ProgramError
 from .names import LIB
@@ -627,7 +627,7 @@ class _Parser:
         if isinstance(target, ast.Subscript):
             buf, idx = self.subscript_parts(target)
             if aug is None:  # `t[i] = t[i] + e` is `t[i] += e` (a view's store too)
-                aug, value = _self_update(target, value)
+                aug, value = sections.self_update(target, value)
             if buf in self.views:  # a write through a view is a write into the memory it shares
                 return self.view_store(n, target, buf, idx, value, aug)
             kind, ty = self.lookup(target.value, buf)
@@ -681,7 +681,7 @@ class _Parser:
             self.declare(name, ("buffer", shape))
             return Alloc(loc, name, shape, self.fn_name(value.func))
         if aug is None and self.sym.get(name, ("",))[0] == "slocal":
-            aug, value = _self_update(target, value)  # `s = s + e` is `s += e`, and * - / alike
+            aug, value = sections.self_update(target, value)  # `s = s + e` is `s += e`, and * - / alike
         if prior_view is not None:  # `y = relu(y)` with y a view: the value reads the old binding
             self.views[name] = prior_view
             try:
@@ -1216,20 +1216,6 @@ def _const_int(t):
 
     v = ie_eval(t, {})
     return v or None
-
-
-def _self_update(target, value):
-    """`t = t op e` (and `t = e + t`, `t = e * t`) as (the augmented op, e); else (None, value)."""
-    if not isinstance(value, ast.BinOp):
-        return None, value
-    same = lambda x: ast.dump(x, annotate_fields=False).replace("Load()", "Store()") == \
-        ast.dump(target, annotate_fields=False).replace("Load()", "Store()")  # noqa: E731
-    op = type(value.op)
-    if op in (ast.Add, ast.Sub, ast.Mult, ast.Div) and same(value.left):
-        return op, value.right
-    if op in (ast.Add, ast.Mult) and same(value.right):
-        return op, value.left
-    return None, value
 
 
 def _tensor_self_update(name: str, val, sym):

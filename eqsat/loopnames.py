@@ -59,17 +59,14 @@ def _rename_inside(stmts: list, old: str, new: str, taken: set) -> str:
 def _dead_after(stmts: list, name: str) -> bool:
     """Whether the statements after a loop never read `name` before binding it again: the
     first that mentions it is `name = value` with a value that does not read it."""
-    def reads(e) -> bool:
-        return any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(e))
-
     for s in stmts:
-        if not reads(s):
+        if not _mentions(s, name):
             continue
         if isinstance(s, ast.For) and isinstance(s.target, ast.Name) and s.target.id == name:
-            return not reads(s.iter)  # (another loop over the name: checked as this one, or refused)
+            return not _mentions(s.iter, name)  # (another loop over the name: checked as this one, or refused)
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and \
                 s.targets[0].id == name:
-            return not reads(s.value)
+            return _plain_bind(s, name)
         if not _only_rebound_inside(s, name):
             return False
         # (every mention is inside loops over the name, nested in s: they may run no
@@ -129,9 +126,6 @@ def _binding_loop(top: ast.For, name: str, bound: set):
     and constants: `bound` holds the names the function binds), not reading it; None where
     the first mention is anything else (a read, a loop variable, an augmented assignment, a
     mention under an `if`, a value of another kind)."""
-    def mentions(node) -> bool:
-        return any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(node))
-
     def index_like(e, loopvars: set) -> bool:
         """Integer arithmetic of the enclosing loops' variables, names the function does not
         bind (sizes, module constants) and integer constants, through min and max."""
@@ -139,14 +133,13 @@ def _binding_loop(top: ast.For, name: str, bound: set):
 
     def first(loop: ast.For, loopvars: set):
         """(found, the binding loop or None): found is False where `loop` does not mention it."""
-        if mentions(loop.target) or mentions(loop.iter) or loop.orelse:
+        if _mentions(loop.target, name) or _mentions(loop.iter, name) or loop.orelse:
             return True, None
         loopvars = loopvars | {x.id for x in ast.walk(loop.target) if isinstance(x, ast.Name)}
         for st in loop.body:
-            if not mentions(st):
+            if not _mentions(st, name):
                 continue
-            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and \
-                    st.targets[0].id == name and not mentions(st.value) and index_like(st.value, loopvars):
+            if _plain_bind(st, name) and index_like(st.value, loopvars):
                 return True, loop
             if isinstance(st, ast.For):
                 return first(st, loopvars)

@@ -1218,9 +1218,9 @@ class _NestRun:
         idx = [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx]
         inner = []
         if len(idx) < len(shape):  # a whole-tensor store into a slice
-            inner = [(self.low.new_var("e", n), n) for n in shape[len(idx):]]
-            idx = idx + [T.iv(v) for v, _ in inner]
-            val = self.low.elem(s.value, [T.iv(v) for v, _ in inner], ctx)
+            inner, at = self._axes(shape[len(idx):])
+            idx = idx + at
+            val = self.low.elem(s.value, at, ctx)
         else:
             val = self.low.scalar(s.value, ctx)
         if s.aug:
@@ -1229,6 +1229,11 @@ class _NestRun:
                 self.checks.append((s, "aug", src, None))
             val = T.update(AUG[s.aug_op], _load(term if term is not None else self.low.env[s.buf], idx), val)
         self.define(s, s.buf, idx, inner, val)
+
+    def _axes(self, shape) -> tuple:
+        """Fresh variables over `shape`'s axes: ([(variable, extent)], their index terms)."""
+        inner = [(self.low.new_var("e", n), n) for n in shape]
+        return inner, [T.iv(v) for v, _ in inner]
 
     def define(self, s, buf, idx, inner, val, loops=None):
         """buf[idx] = val for every value of the loops its index uses: a new tensor value.
@@ -1377,14 +1382,13 @@ class _NestRun:
                 idx = [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx]
                 shape = self.low.shapes[s.buf]
                 if len(idx) < len(shape):  # a row (or block) accumulated whole: `c[i, :] += a[i, k] * b[k, :]`
-                    inner = [(self.low.new_var("e", n), n) for n in shape[len(idx):]]
-                    idx = idx + [T.iv(v) for v, _ in inner]
-                    body = self.low.elem(e, [T.iv(v) for v, _ in inner], ctx)
+                    inner, at = self._axes(shape[len(idx):])
+                    idx = idx + at
+                    body = self.low.elem(e, at, ctx)
                 else:
                     body = self.low.scalar(e, ctx)
             elif s.value.ty is not None:  # a tensor local accumulated whole: `row += a[i, k] * b[k]`
-                inner = [(self.low.new_var("e", n), n) for n in self.low.shapes[s.name]]
-                idx = [T.iv(v) for v, _ in inner]
+                inner, idx = self._axes(self.low.shapes[s.name])
                 body = self.low.elem(e, idx, ctx)
             else:
                 body = self.low.scalar(e, ctx)

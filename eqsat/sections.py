@@ -45,6 +45,20 @@ def subscript(name: str, idx: list, ctx=None):
                          slice=idx[0] if len(idx) == 1 else ast.Tuple(elts=idx, ctx=ast.Load()), ctx=ctx or ast.Load())
 
 
+def self_update(target, value):
+    """`t = t op e` (and `t = e + t`, `t = e * t`) as (the augmented op, e); else (None, value)."""
+    if not isinstance(value, ast.BinOp):
+        return None, value
+    same = lambda x: ast.dump(x, annotate_fields=False).replace("Load()", "Store()") == \
+        ast.dump(target, annotate_fields=False).replace("Load()", "Store()")  # noqa: E731
+    op = type(value.op)
+    if op in (ast.Add, ast.Sub, ast.Mult, ast.Div) and same(value.left):
+        return op, value.right
+    if op in (ast.Add, ast.Mult) and same(value.right):
+        return op, value.left
+    return None, value
+
+
 # ---------------------------------------------------------------------- sections
 
 
@@ -780,17 +794,12 @@ class Scalarize(Hoisting):
         """`c = c + e` (`e + c`, `c - e`) as (the augmented op, e) where rebinding c and
         updating it in place are alike: c is a local tensor no other name may view, and the
         value has c's shape. Else None."""
-        if not (isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Sub))):
+        op, e = self_update(ast.Name(id=name, ctx=ast.Store()), value)
+        if op not in (ast.Add, ast.Sub) or any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(e)):
             return None
         if name in {a.arg for a in self.fdef.args.args} or self.shared(name) != {name}:
             return None
-        mine = lambda x: isinstance(x, ast.Name) and x.id == name  # noqa: E731
-        if mine(value.left) and not mine(value.right):
-            update = (value.op, value.right)
-        elif isinstance(value.op, ast.Add) and mine(value.right) and not mine(value.left):
-            update = (value.op, value.left)
-        else:
-            return None
+        update = (op(), e)
         have, got = self.env.value_shape(ast.Name(id=name, ctx=ast.Load())), self.env.value_shape(value)
         if have is None or got is None or have is SCALAR or got is SCALAR or list(have[0]) != list(got[0]):
             return None
