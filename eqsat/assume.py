@@ -42,10 +42,12 @@ _ZERO = Node("Sc.lit", 0.0)
 
 
 def _masked_product(s: Node) -> bool:
+    """`x * y if c else 0.0` (or the other way round), also under further such masks."""
     if s.op != "Sc.select":
         return False
     a, b = s.args[3], s.args[4]
-    return (a.op == "Sc.mul" and b is _ZERO) or (b.op == "Sc.mul" and a is _ZERO)
+    return (b is _ZERO and (a.op == "Sc.mul" or _masked_product(a))) or \
+        (a is _ZERO and (b.op == "Sc.mul" or _masked_product(b)))
 
 
 def check_seconds(program, dims: dict, target) -> float:

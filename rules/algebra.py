@@ -52,7 +52,8 @@ def _index_values(v, w, u, k, c):
 
 @ruleset
 def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u: Var, k: i64, k2: i64,
-            cmp: String, c1: f64, c2: f64, ta: Ten, tb: Ten, tc: Ten, ia: Ixs, ib: Ixs, ic: Ixs):
+            cmp: String, c1: f64, c2: f64, ta: Ten, tb: Ten, tc: Ten, ia: Ixs, ib: Ixs, ic: Ixs,
+            f: String, l1: Sc, r1: Sc, l2: Sc, r2: Sc):
     # sum[v] -x -> -(sum[v] x)
     yield rewrite(Sc.red("sum", v, n, Sc.fn("neg", x))).to(Sc.fn("neg", Sc.red("sum", v, n, x)))
     # sum[v] (x + y) -> sum[v] x + sum[v] y, and for x - y
@@ -91,6 +92,11 @@ def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u:
                 out = Sc.select(cmp, lhs, rhs, Sc.red("sum", v, n, x), zero) if then_x else \
                     Sc.select(cmp, lhs, rhs, zero, Sc.red("sum", v, n, x))
                 yield rule(eq(red).to(Sc.red("sum", v, n, sel)), *g1, *g2).then(union(red).with_(out))
+    # two masks with zero else-branches nest either way: (x if m1 else 0) if m2 else 0 is x
+    # where both hold, 0 elsewhere, in either order (a NaN comparison is false in both), so
+    # the one a rule wants innermost can be (a zero-skip guard around a triangle's loop)
+    yield rewrite(Sc.select(cmp, l1, r1, Sc.select(f, l2, r2, x, zero), zero)).to(
+        Sc.select(f, l2, r2, Sc.select(cmp, l1, r1, x, zero), zero))
     # a zero start of an accumulation: 0 + sum -> sum. Of a sum only: 0.0 + x is x but for
     # x = -0.0 (0.0 + -0.0 is 0.0, and 1 / it inf, not -inf), and the program's sum, which
     # starts from 0.0, is never -0.0; a kernel's sum is -0.0 only where every term is

@@ -19,6 +19,10 @@ Preconditions:
 Before:  sum[k] (a[k, i] * b[k, j] if k > i else 0.0)
 After:   sum[k] (a[k, i] if k > i else 0.0) * b[k, j]        (then: masked(a)^T @ b)
 
+A guard that skips a zero factor is no mask at all for finite inputs:
+Before:  sum[j] (x[j] * a[i, j] if x[j] != 0.0 else 0.0)    (old reference SGEMV, SSYRK)
+After:   sum[j] x[j] * a[i, j]                               (then: a @ x)
+
 A scalar parameter's factor (finite by the check) moves out of the
 mask first, so that the algebra family takes it out of the sum and the product left has
 two loads: `sum[i] (alpha * b[i, j] * a[i, k] if i > k else 0.0)` (symm) becomes
@@ -44,6 +48,11 @@ def ruleset(x: Sc, l: Sc, r: Sc, f: String, v: Var, n: i64, name: String, idx: I
     yield rewrite(Sc.select(f, l, r, Sc.mul(p, x), zero)).to(Sc.mul(p, Sc.select(f, l, r, x, zero)))
     yield rewrite(Sc.select(f, l, r, zero, Sc.mul(p, x))).to(Sc.mul(p, Sc.select(f, l, r, zero, x)))
     for prod in (Sc.mul(x, y), Sc.mul(y, x)):
+        # a zero-skip guard on a factor (reference BLAS's `IF (X(J).NE.ZERO)`): where x is 0
+        # the product is 0 * y = 0 for a finite y (its sign aside, which a sum does not keep)
+        for guard in (Sc.select("!=", x, zero, prod, zero), Sc.select("!=", zero, x, prod, zero),
+                      Sc.select("==", x, zero, zero, prod), Sc.select("==", zero, x, zero, prod)):
+            yield rewrite(Sc.red("sum", v, n, guard)).to(Sc.red("sum", v, n, prod))
         # the mask on the product's true side, and on its false side
         yield rewrite(Sc.red("sum", v, n, Sc.select(f, l, r, prod, zero))).to(
             Sc.red("sum", v, n, Sc.mul(Sc.select(f, l, r, x, zero), y)))

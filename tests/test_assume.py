@@ -239,3 +239,52 @@ def mmdiv(A: f32["M", "K"], B: f32["K", "N"], alpha: f32) -> f32["M", "N"]:
                     got = np.asarray(plan.run(A, B, alpha, backend=backend))
                 assert np.array_equal(np.isnan(got), np.isnan(want)), (divisor, target, alpha, got, want)
                 assert _agrees(got, want), (divisor, target, alpha, got, want)
+
+
+@pytest.mark.parametrize("form", ["gemv", "triangle"])
+def test_a_zero_skip_guard_is_a_matmul_for_finite_inputs(tmp_program, form):
+    """Reference BLAS skips zero multipliers (`if x[j] != 0.0: y[i] += x[j] * A[i, j]`, old
+    SGEMV; SSYRK's guard around a triangle's loop): for finite inputs the guard changes
+    nothing in the sum (0 * a is 0), so it is a matmul under the finite assumption
+    (rules/finite.py); with an inf where the guard skips, the loop never multiplies it and
+    the plan runs the exact one."""
+    body = {"gemv": '''
+@program
+def p(A: f32["M", "N"], x: f32["N"]) -> f32["M"]:
+    y = zeros((M,))
+    for j in range(N):
+        if x[j] != 0.0:
+            for i in range(M):
+                y[i] += x[j] * A[i, j]
+    return y
+''', "triangle": '''
+@program
+def p(A: f32["M", "N"], x: f32["N", "M"]) -> f32["M", "M"]:
+    C = zeros((M, M))
+    for j in range(M):
+        for l in range(N):
+            if x[l, j] != 0.0:
+                for i in range(j + 1):
+                    C[i, j] += x[l, j] * A[i, l]
+    return C
+'''}[form]
+    prog = tmp_program(body)
+    dims = {"M": 48, "N": 40}
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    assert "matmul" in [k.kind for k in plan.kernels] and plan.assumes, plan
+    rng = np.random.default_rng(1)
+    A = rng.uniform(-1, 1, (48, 40)).astype(np.float32)
+    x = rng.uniform(-1, 1, (40,) if form == "gemv" else (40, 48)).astype(np.float32)
+    x[x > 0.5] = 0.0
+    A_inf = A.copy()
+    A_inf[:, 3] = np.inf  # (column 3: where x[3] is 0 the loop never reads it)
+    if form == "gemv":
+        x[3] = 0.0
+    else:
+        x[3, :] = 0.0
+    for a in (A, A_inf):
+        with np.errstate(all="ignore"):
+            want = eqsat.reference(prog, a, x)
+            for backend in ("numpy", "triton"):
+                got = np.asarray(plan.run(a, x, backend=backend))
+                assert np.array_equal(np.isnan(got), np.isnan(want)) and _agrees(got, want), (form, backend)
