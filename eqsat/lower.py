@@ -681,13 +681,13 @@ class _Lowerer:
         nid = len(self.nests)
         reads, writes, swrites = set(), set(), set()
         _scan(s, reads, writes, swrites, set())
+        exposed, assigned = set(), set()  # (read before assigned; assigned by every run)
+        _exposed_reads([s], assigned, exposed, self.dims)
         if self.part_after is not None:
             # a fission part: a scalar it may leave unassigned that nothing reads after it is
             # its own (as an output it would make the part run interpreted: Python raises
             # where numba reads a zero); one it surely assigns stays an output, as before
             # (pruning those too changed how LDL^T's parts grew the e-graph: 157k e-nodes)
-            assigned, exposed = set(), set()
-            _exposed_reads([s], assigned, exposed, self.dims)
             private = {n for n in swrites - assigned if n not in self.part_after and n not in self.shapes}
             swrites -= private
             self.part_private |= private
@@ -715,8 +715,6 @@ class _Lowerer:
         # before any assignment, or an output some run of the nest may leave unassigned
         # (a scalar every iteration sets first, an accumulator `acc = 0.0`, does not: were
         # it passed, a nest kept as written would need the nest that last set it to run)
-        exposed, assigned = set(), set()
-        _exposed_reads([s], assigned, exposed, self.dims)
         scalar_in = sorted(n for n in exposed | (swrites - assigned) if n in self.env and n not in self.shapes)
         # (names without a value before the nest, read before they are assigned, or left
         # unassigned by some run; not eqsat's own temporaries)
@@ -1214,15 +1212,7 @@ class _NestRun:
 
     def store(self, s: Store):
         ctx = self.ctx()
-        shape = self.low.shapes[s.buf]
-        idx = [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx]
-        inner = []
-        if len(idx) < len(shape):  # a whole-tensor store into a slice
-            inner, at = self._axes(shape[len(idx):])
-            idx = idx + at
-            val = self.low.elem(s.value, at, ctx)
-        else:
-            val = self.low.scalar(s.value, ctx)
+        idx, inner, val = self._value_at(s.buf, [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx], s.value, ctx)
         if s.aug:
             term, src = self._entry(self.cur, s.buf)
             if s.buf in self.written:
@@ -1230,10 +1220,17 @@ class _NestRun:
             val = T.update(AUG[s.aug_op], _load(term if term is not None else self.low.env[s.buf], idx), val)
         self.define(s, s.buf, idx, inner, val)
 
-    def _axes(self, shape) -> tuple:
-        """Fresh variables over `shape`'s axes: ([(variable, extent)], their index terms)."""
-        inner = [(self.low.new_var("e", n), n) for n in shape]
-        return inner, [T.iv(v) for v, _ in inner]
+    def _value_at(self, name: str, lead, e, ctx) -> tuple:
+        """(the full index, the fresh axes, the value) of `e` stored into `name` at index
+        `lead`: where `lead` leaves trailing axes (a row `c[i, :]`, a tensor local's whole,
+        `lead` = []), `e` read element by element over fresh variables on them; else (a
+        scalar: `lead` None) the scalar `e`."""
+        shape = self.low.shapes.get(name, ()) if lead is not None else ()
+        if lead is not None and len(lead) < len(shape):
+            inner = [(self.low.new_var("e", n), n) for n in shape[len(lead):]]
+            at = [T.iv(v) for v, _ in inner]
+            return lead + at, inner, self.low.elem(e, at, ctx)
+        return lead, [], self.low.scalar(e, ctx)
 
     def define(self, s, buf, idx, inner, val, loops=None):
         """buf[idx] = val for every value of the loops its index uses: a new tensor value.
@@ -1376,22 +1373,12 @@ class _NestRun:
         ctx = self.ctx()
         target = s.buf if isinstance(s, Store) else getattr(s, "name", None)
         if target in accs and accs[target] is s:
-            idx, inner = None, []
             op, e, _ = ("sum", s.value, None) if s.aug else _accumulation(s)  # (`acc = max(acc, e)`, `y[i] = max(y[i], e)`)
-            if isinstance(s, Store):
-                idx = [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx]
-                shape = self.low.shapes[s.buf]
-                if len(idx) < len(shape):  # a row (or block) accumulated whole: `c[i, :] += a[i, k] * b[k, :]`
-                    inner, at = self._axes(shape[len(idx):])
-                    idx = idx + at
-                    body = self.low.elem(e, at, ctx)
-                else:
-                    body = self.low.scalar(e, ctx)
-            elif s.value.ty is not None:  # a tensor local accumulated whole: `row += a[i, k] * b[k]`
-                inner, idx = self._axes(self.low.shapes[s.name])
-                body = self.low.elem(e, idx, ctx)
-            else:
-                body = self.low.scalar(e, ctx)
+            # into an element, a row accumulated whole (`c[i, :] += a[i, k] * b[k, :]`), a
+            # tensor local accumulated whole (`row += a[i, k] * b[k]`), or a scalar
+            lead = [self.low.ix(i, ctx.loopvars, s.loc) for i in s.idx] if isinstance(s, Store) else \
+                [] if s.value.ty is not None else None
+            idx, inner, body = self._value_at(target, lead, e, ctx)
             contrib[target] = (s, op, [f for f, _, _ in red], _wrap(op, [(v, x) for _, v, x in red], body),
                                idx, list(bound), inner)
             return
