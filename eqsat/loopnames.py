@@ -163,6 +163,10 @@ def rename_loop_privates(fdef: ast.FunctionDef) -> list:
     loopvars = {t.id for n in ast.walk(fdef) if isinstance(n, ast.For) for t in ast.walk(n.target)
                 if isinstance(t, ast.Name)}
     done: list = []
+    # (a break, continue or return skips statements: the paths out of a loop are then not
+    # the statements after it, which `_dead_after_loop` reads; left as written)
+    jumps = any(isinstance(x, (ast.Break, ast.Continue, ast.Return)) for b in fdef.body if not isinstance(b, ast.Return)
+                for x in ast.walk(b))
 
     def visit(stmts: list, path: list):
         for k in reversed(range(len(stmts))):  # (the later of sibling loops first: see _first_mention)
@@ -172,7 +176,7 @@ def rename_loop_privates(fdef: ast.FunctionDef) -> list:
                 sub = getattr(s, field, None)
                 if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
                     visit(sub, here + [(s, field)])
-            if isinstance(s, ast.For) and not s.orelse:
+            if isinstance(s, ast.For) and not s.orelse and not jumps:
                 for name in sorted(_first_bound(s.body) - params - loopvars):
                     if _mentioned_outside(fdef, s, name) and _dead_after_loop(here, path, name):
                         done.append(name)
@@ -229,16 +233,17 @@ def _dead_after_loop(here: list, path: list, name: str) -> bool:
     while i >= 0:
         stmts, k = levels[i]
         verdict = _first_mention(stmts[k + 1:], name)
-        if verdict is not None:
+        if verdict is not None:  # (the statements after it run on every path out of it: no jumps)
             return verdict
         owner = levels[i - 1][0] if i >= 1 else None
         if isinstance(owner, (ast.For, ast.While)):
             if _mentions(owner.iter if isinstance(owner, ast.For) else owner.test, name):
                 return False  # (its range read again: no, a `for` reads it once; a while's test
                 # is read every time: either way, keep it simple)
-            verdict = _first_mention(stmts[:k], name)
-            if verdict is not None:
-                return verdict
+            if _first_mention(stmts[:k], name) is False:
+                return False  # (read by the next iteration)
+            # (bound again by the next iteration, or not mentioned: the value may still leave
+            # the loop after its last iteration, so the levels further out decide)
         i -= 2
     return True
 

@@ -315,3 +315,25 @@ def test_a_scalar_reused_by_sibling_loops(tmp_program, name):
     plan = _check(prog, {"M": 48, "N": 40})
     if matmul:
         assert "matmul" in [x.kind for x in plan.kernels] and "loop" not in [x.kind for x in plan.kernels], plan
+
+
+def test_a_loop_local_read_after_the_loops_around_it_stays_one_variable(tmp_program):
+    """The dataflow campaign's: `s = alpha` in the innermost loop is read by `return s` after
+    every loop; the loop around it binds s again on its next iteration, but its last
+    iteration's value leaves (renaming the inner s returned A[i, i])."""
+    prog = tmp_program('''
+@program
+def p(A: f32['N', 'N'], alpha: f32):
+    s = 0.0
+    for i in range(N):
+        for j in range(N):
+            s = A[i, i]
+            for k in range(N):
+                s = alpha
+    return s
+''')
+    for n in (1, 3):
+        A = np.random.default_rng(n).uniform(-1, 1, (n, n)).astype(np.float32)
+        for target in ("cpu", "h100"):
+            plan = eqsat.optimize(prog, {"N": n}, target=target)
+            assert float(plan.run(A, 0.75)) == float(eqsat.reference(prog, A, 0.75)) == 0.75, plan
