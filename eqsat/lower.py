@@ -615,7 +615,10 @@ class _Lowerer:
             # beat a copy kernel and a smaller loop)
             top = (self.current_top, self.read_after, self.surely_read_after)
             outer_after, outer_private, outer_kept = self.part_after, self.part_private, self.part_kept
-            base = outer_after if outer_after is not None else (self.read_after if s is self.current_top else None)
+            # (off: pruning a part's private scalars gave a wrong result, the dataflow campaign's
+            # `acc1 *= 0.5` under `if k <= j` in a split nest; until it is understood, parts output
+            # every scalar, as before)
+            base = None
             self.part_private, self.part_kept = set(), set()
             for k, part in enumerate(parts):
                 part.views = getattr(s, "views", {})
