@@ -188,8 +188,10 @@ class _Lowerer:
         self.current_top = None
         self.read_after: set = set()
         # while a fission part is lowered: what is read after that part (the later parts'
-        # reads before they assign, and what is read after the whole nest); a scalar it
-        # assigns outside this set is private to it, no output (`_as_written`)
+        # reads before they assign, and what is read after the whole nest; for a statement
+        # of an iteration of a part unrolled, the later statements' reads and what is read
+        # after the part); a scalar it may leave unassigned outside this set is private to
+        # it, no output (`_as_written`)
         self.part_after: set | None = None
         self.part_private: set = set()  # the scalars so left out of the parts' outputs
         self.part_kept: set = set()  # the scalars the parts do output
@@ -615,14 +617,15 @@ class _Lowerer:
             # beat a copy kernel and a smaller loop)
             top = (self.current_top, self.read_after, self.surely_read_after)
             outer_after, outer_private, outer_kept = self.part_after, self.part_private, self.part_kept
-            # (off: pruning a part's private scalars gave a wrong result, the dataflow campaign's
-            # `acc1 *= 0.5` under `if k <= j` in a split nest; until it is understood, parts output
-            # every scalar, as before)
-            base = None
+            base = outer_after if outer_after is not None else (self.read_after if s is self.current_top else None)
             self.part_private, self.part_kept = set(), set()
             for k, part in enumerate(parts):
                 part.views = getattr(s, "views", {})
-                if base is not None and not steps:
+                if base is not None and not (steps and s is self.current_top):
+                    # (an unrolled iteration inside a part too: what is read after it is what
+                    # the later iterations' statements read before assigning, `s = acc1` after
+                    # the loop that may update `acc1`, and what is read after the part; the
+                    # part's own set, kept, would leave `acc1` private to that loop, dropped)
                     assigned, exposed = set(), set()
                     _exposed_reads(parts[k + 1:], assigned, exposed, self.dims)
                     self.part_after = exposed | (base - assigned)

@@ -233,3 +233,40 @@ def p(q: f32["T", "HS"], k: f32["T", "HS"]) -> f32["T", "T"]:
     rng = np.random.default_rng(0)
     q, k = (rng.uniform(-1, 1, (256, 8)).astype(np.float32) for _ in range(2))
     assert np.allclose(plan.run(q, k), eqsat.reference(prog, q, k), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_a_scalar_an_unrolled_iteration_leaves_to_the_next_statement_is_an_output(tmp_program, n):
+    """The dataflow campaign's `acc1 *= 0.5` under `if k <= j`: the nest splits (acc2 carried
+    in a buffer) and the part that keeps the rest is unrolled over `i`. The `j` loop of an
+    iteration may leave `acc1` unassigned and nothing after the part reads it, but the
+    iteration's next statement, `s = acc1`, does: the loop must output it (it was left out as
+    private to the loop, and `s` got `acc1 = 1.0`: 1.0 for 0.5 at N=1)."""
+    prog = tmp_program('''
+@program
+def p(x: f32["N"], alpha: f32, A: f32["N", "N"]):
+    s = 0.0
+    for i in range(N):
+        acc1 = 1.0
+        for j in range(N):
+            acc2 = 0.0
+            for k in range(N):
+                if i > 0:
+                    s = x[i - 1] * alpha
+                if k <= j:
+                    acc1 *= 0.5
+                elif k < j:
+                    s = A[i, i]
+            s = acc2
+        s = acc1
+    return s
+''')
+    plan = eqsat.optimize(prog, {"N": n})
+    assert len(plan.lowered.nests) > 1, plan  # split into parts: the case this test is about
+    for seed in (0, 1, 2):
+        rng = np.random.default_rng(seed)
+        args = (rng.standard_normal(n).astype(np.float32), float(rng.uniform(0.5, 1.5)),
+                rng.standard_normal((n, n)).astype(np.float32))
+        want = eqsat.reference(prog, *args, shapes={"N": n})
+        assert want == 0.5 ** (n * (n + 1) // 2)
+        np.testing.assert_allclose(np.asarray(plan.run(*args)), want, rtol=1e-6, err_msg=str(plan))
