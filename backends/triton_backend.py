@@ -31,6 +31,26 @@ from eqsat.terms import Node, leaving_axes, python_number, unlist, viewed_input
 from .codegen import Emitter, literal, loaded, params
 from .tuning import DEFAULT
 
+
+_BITS = {"tl.float32": ("tl.int32", -2**31), "tl.float64": ("tl.int64", -2**63)}
+
+
+def negative_zero(shape: str = "()", dtype: str = "tl.float32") -> str:
+    """-0.0 in kernel source, made from its bits: compiled for a GPU (Triton 3.6 on an H200),
+    a literal -0.0 and `tl.full(shape, -0.0, ...)` came out as +0.0 (x * -0.0 lost its sign,
+    and a store's `+ -0.0` turned every -0.0 it stored into 0.0), which the interpreter hid."""
+    ity, bits = _BITS[dtype]
+    return f"tl.full({shape}, {bits}, {ity}).to({dtype}, bitcast=True)"
+
+
+def _negative_zero(x: float) -> bool:
+    return float(x) == 0.0 and math.copysign(1.0, float(x)) < 0
+
+
+def float_literal(x: float) -> str:
+    """A float32 constant in kernel source (`codegen.literal`; -0.0 by its bits)."""
+    return negative_zero() if _negative_zero(x) else literal(x)
+
 # elements per program of an elementwise or reduction kernel: with Triton's default 4 warps
 # (128 threads) each thread holds 4 consecutive elements, so contiguous loads and the flat
 # store are 16-byte vectors (at 128 every thread held one: all scalar, checked in sm_90 PTX)
@@ -91,7 +111,7 @@ class _Gen(Emitter):
         if op != "Sc.lit" and python_number(n):  # computed in float64, rounded once (terms.python_number)
             out = self.tmp(f"({self.py(n)}).to(tl.float32)")
         elif op == "Sc.lit":
-            out = literal(n.args[0])
+            out = float_literal(n.args[0])
         elif op == "Sc.param":
             # a tensor, not the argument itself: Triton's interpreter passes a float
             # parameter as a Python float, whose 1.0 / 0.0 raises where the GPU's fp32
@@ -140,7 +160,8 @@ class _Gen(Emitter):
         computes it (a function of one: the language's float32 function, widened)."""
         op = n.op
         if op == "Sc.lit":  # (an exact float64 constant: a bare literal would be a float32 one)
-            out = self.tmp(f"tl.full([1], {literal(n.args[0])}, tl.float64)")
+            x = n.args[0]
+            out = self.tmp(negative_zero("[1]", "tl.float64") if _negative_zero(x) else f"tl.full([1], {literal(x)}, tl.float64)")
         elif op == "Sc.idx":  # (in int64, as the reference: `(i * M + j) * 100000` passes int32)
             out = self.tmp(f"(({self.ix(n.args[0], wide=True)}) + tl.zeros({self.shape}, tl.int64)).to(tl.float64)")
         elif op in _BIN:
@@ -201,8 +222,8 @@ def _fn(name: str, x: str) -> str:
     sig = f"(1.0 / (1.0 + tl.exp(-{x})))"
     if name == "relu":
         return f"tl.where({x} <= 0.0, 0.0, {x})"  # (-0.0 too: numpy's maximum(-0.0, 0) is 0.0)
-    if name == "neg":
-        return f"(-{x})"
+    if name == "neg":  # (not `-x`: Triton 3.6 compiles it as 0.0 - x, whose -(0.0) is 0.0)
+        return f"({x} * -1.0)"
     if name == "exp":
         return f"tl.exp({x})"
     if name == "sqrt":
@@ -310,7 +331,7 @@ class Kernel:
             lines = ["@triton.jit", f"def {self.name}({args}, BLOCK: tl.constexpr):",
                      "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
                      f"    mask = offs < {total}"] + g.lines + [
-                     f"    tl.store(out + offs, {val} + tl.full((BLOCK,), -0.0, tl.float32), mask=mask)"]
+                     f"    tl.store(out + offs, {val} + {negative_zero('(BLOCK,)')}, mask=mask)"]
             self.grid = (max(1, -(-total // BLOCK)),)
             self.meta = {"BLOCK": BLOCK}
         else:
@@ -323,7 +344,7 @@ class Kernel:
                      "    offs = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]",
                      f"    mask = offs < {total}",
                      "    lanes = tl.arange(0, RBLOCK)[None, :]"] + g.lines + [
-                     f"    tl.store(out + offs, {val} + tl.full((XBLOCK, 1), -0.0, tl.float32), mask=mask)"]
+                     f"    tl.store(out + offs, {val} + {negative_zero('(XBLOCK, 1)')}, mask=mask)"]
             self.grid = (max(1, -(-total // xblock)),)
             self.meta = {"XBLOCK": xblock, "RBLOCK": rblock}
         self.source = "\n".join(lines)
@@ -401,7 +422,7 @@ class Kernel:
             # broadcast with zeros, not `acc * 0.0`: a NaN in the accumulator must not reach an
             # element whose epilogue does not read it (a masked select)
             f"    tl.store(out + {ob}rm[:, None] * {N} + rn[None, :], "
-            f"{val} + tl.full((BLOCK_M, BLOCK_N), -0.0, tl.float32), mask=mask)"]
+            f"{val} + {negative_zero('(BLOCK_M, BLOCK_N)')}, mask=mask)"]
         self.source = "\n".join(lines)
         self.gemm_size = (M, N, batch)
         self.flops = 2 * M * N * int(K) * batch
