@@ -24,7 +24,7 @@ import threading
 import numpy as np
 
 from eqsat import lang
-from eqsat.args import bind_args, to_numpy
+from eqsat.args import bind_args, scalar_arg, to_numpy
 from eqsat.terms import unlist, walk
 
 from . import numpy_backend, tuning
@@ -65,6 +65,7 @@ class TritonCompiled:
                       for k in plan.kernels]
         host = [k.nest for k in plan.kernels if k.kind == "loop"]
         self.tuner = tuning.Tuner()
+        self._checked: set = set()  # the call signatures `_bind` has checked (`_signature`)
         tiles = (f"matmul tiles tuned per shape on the first call ({len(self.tuner.configs)} configs; see .configs)"
                  if self.tuner.on else f"matmul tiles {tuning.DEFAULT} (the default, not tuned)")
         self.how = "triton kernels, intermediates on the device" + (
@@ -87,24 +88,13 @@ class TritonCompiled:
         # there, else on the host (CPU tensors in, CPU tensors out, also on a GPU machine)
         out_device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.device.type != "cpu"),
                           torch.device("cpu"))
-        inputs, scalars = {}, {}
-        # device tensors stay where they are: every argument is checked as on the host, a
-        # device tensor through a stand-in of its shape (no copy)
-        device = frozenset(i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.device.type != "cpu")
-        host_args = [_stand_in(a) if i in device else to_numpy(a) if isinstance(a, torch.Tensor) else a
-                     for i, a in enumerate(args)]
-        if device:
-            self._check_device_dtypes(args, device)
-        vals, dims = bind_args(plan.program, host_args, plan.unbound_dims(), copy=False, keep=device)
-        plan.check_dims_of_call(dims)
-        vals = [args[i] if i in device else v for i, v in enumerate(vals)]
-        for p, v in zip(plan.program.params, vals):
-            if p.dtype is int:
-                continue
-            if p.shape is None:
-                scalars[p.name] = float(v)
-            else:
-                inputs[p.name] = self._input_to_device(v, p.dtype)
+        signature = self._signature(args)
+        if signature is not None and signature in self._checked:
+            inputs, scalars = self._bind_checked(args)
+        else:
+            inputs, scalars = self._bind(args)
+            if signature is not None:
+                self._checked.add(signature)
         env = _Env(self, inputs, scalars)
         for kind, g, fn in self.steps:
             if kind == "loop":
@@ -146,14 +136,75 @@ class TritonCompiled:
                 outs[i] = lang.as_dtype(outs[i], dtype)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def _bind(self, args) -> tuple[dict, dict]:
+        """The call's tensors on the device (by parameter name) and its float scalars, every
+        argument checked (`args.bind_args`)."""
+        torch, plan = self.torch, self.plan
+        inputs, scalars = {}, {}
+        # device tensors stay where they are: every argument is checked as on the host, a
+        # device tensor through a stand-in of its shape (no copy)
+        device = frozenset(i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.device.type != "cpu")
+        host_args = [_stand_in(a) if i in device else to_numpy(a) if isinstance(a, torch.Tensor) else a
+                     for i, a in enumerate(args)]
+        if device:
+            self._check_device_dtypes(args, device)
+        vals, dims = bind_args(plan.program, host_args, plan.unbound_dims(), copy=False, keep=device)
+        plan.check_dims_of_call(dims)
+        vals = [args[i] if i in device else v for i, v in enumerate(vals)]
+        for p, v in zip(plan.program.params, vals):
+            if p.dtype is int:
+                continue
+            if p.shape is None:
+                scalars[p.name] = float(v)
+            else:
+                inputs[p.name] = self._input_to_device(v, p.dtype)
+        return inputs, scalars
+
+    def _signature(self, args) -> tuple | None:
+        """What `_bind`'s checks read of a call whose tensors are all float torch tensors
+        where the kernels run (on the GPU; on the host under the interpreter): each one's
+        dtype, shape and device, each scalar's type; None for any other call (numpy arrays,
+        tensors elsewhere, integer parameters: checked every time)."""
+        torch = self.torch
+        params = self.plan.program.params
+        if len(args) != len(params):
+            return None
+        sig = []
+        for p, a in zip(params, args):
+            if p.dtype is int:
+                return None
+            if p.shape is None:
+                if isinstance(a, torch.Tensor) or type(a) not in (float, int, np.float32, np.float64):
+                    return None
+                sig.append(type(a))
+            elif (isinstance(a, torch.Tensor) and a.device.type == self.device
+                  and a.dtype in (torch.float32, torch.float16, torch.bfloat16)):
+                sig.append((a.dtype, tuple(a.shape), a.device))
+            else:
+                return None
+        return tuple(sig)
+
+    def _bind_checked(self, args) -> tuple[dict, dict]:
+        """`_bind` for a call of a signature `_bind` has checked: the same tensors (on the
+        device, as they are, in their declared dtype) and scalars, no check repeated."""
+        inputs, scalars = {}, {}
+        for p, a in zip(self.plan.program.params, args):
+            if p.shape is None:
+                scalars[p.name] = float(scalar_arg(p, self.plan.program, a))
+            else:
+                inputs[p.name] = a if a.dtype == self._torch_dtype(p.dtype) else self._input_to_device(a, p.dtype)
+        return inputs, scalars
+
     def _launch_tuned(self, g, fn, out, call):
         """Launch a matmul kernel with its config for this shape, tuned on first use (the
         timed launches each write all of `out`; the chosen config then writes it once more)."""
         dtypes = tuple(str(a.dtype) for a in call if isinstance(a, self.torch.Tensor))
         key = (g.name, g.shape, dtypes, self.precision)
-        strides = tuple(x for x in call if type(x) is int)  # (scalar parameters are floats)
-        shared = tuning.launch_key(self._device_name(), g.source, g.name, (*g.gemm_size, *g.shape),
-                                   (*strides, *dtypes), self.precision)
+        def shared():  # (made on the first launch of a key only: it hashes the source)
+            strides = tuple(x for x in call if type(x) is int)  # (scalar parameters are floats)
+            return tuning.launch_key(self._device_name(), g.source, g.name, (*g.gemm_size, *g.shape),
+                                     (*strides, *dtypes), self.precision)
+
         cfg = self.tuner.config(key, lambda c: fn[c.grid(*g.gemm_size)](out, *call, **c.launch), shared, g.flops)
         fn[cfg.grid(*g.gemm_size)](out, *call, **cfg.launch)
 

@@ -245,11 +245,13 @@ class Tuner:
         self.choices: dict = {}  # key -> Choice
         self._lock = threading.Lock()
 
-    def config(self, key: tuple, launch: Callable, shared: str | None = None, flops: float | None = None) -> Config:
+    def config(self, key: tuple, launch: Callable, shared: str | Callable | None = None,
+               flops: float | None = None) -> Config:
         """The config for `key` (its first element the kernel's name), tuned with
         `launch(config)` on first use when tuning is on (or taken from the cache, where an
-        earlier runner tuned the launch `shared`); DEFAULT when it is off, or when the
-        product's `flops` are below `min_flops`."""
+        earlier runner tuned the launch `shared`: its `launch_key`, or a function making it,
+        called on first use only); DEFAULT when it is off, or when the product's `flops` are
+        below `min_flops`."""
         if not self.on:
             return DEFAULT
         got = self.choices.get(key)
@@ -260,6 +262,7 @@ class Tuner:
                     got = self.choices[key] = Choice(
                         DEFAULT, False, f"default: {flops:.3g} flops, below the {self.min_flops:.3g} worth tuning")
                 if got is None:
+                    shared = shared() if callable(shared) else shared
                     cache = self.cache if self.cache is not None else shared_cache()
                     kept = None if shared is None else cache.get(shared)
                     if kept is not None:

@@ -33,7 +33,7 @@ def check_program(prog, who: str) -> None:
         raise ArgumentError(f"{who} expects a function decorated with @eqsat.program, got {type(prog).__name__}")
 
 
-def _scalar(p, prog, a):
+def scalar_arg(p, prog, a):
     if isinstance(a, bool) or isinstance(a, (complex, np.complexfloating)) or isinstance(a, str):
         raise ArgumentError(f"parameter {p.name!r} of {prog.name} is a real scalar, got {a!r}")
     try:
@@ -72,7 +72,7 @@ def bind_args(prog, args, shapes=None, copy=True, keep=frozenset()) -> tuple[lis
             out.append(int(a))
             continue
         if p.shape is None:
-            out.append(_scalar(p, prog, a))
+            out.append(scalar_arg(p, prog, a))
             continue
         if a is None:
             raise ArgumentError(f"parameter {p.name!r} of {prog.name} is a tensor {list(p.shape)}, got None")
