@@ -66,6 +66,7 @@ class TritonCompiled:
         host = [k.nest for k in plan.kernels if k.kind == "loop"]
         self.tuner = tuning.Tuner()
         self._checked: set = set()  # the call signatures `_bind` has checked (`_signature`)
+        self.narrow = self._narrow_outputs()
         tiles = (f"matmul tiles tuned per shape on the first call ({len(self.tuner.configs)} configs; see .configs)"
                  if self.tuner.on else f"matmul tiles {tuning.DEFAULT} (the default, not tuned)")
         self.how = "triton kernels, intermediates on the device" + (
@@ -105,7 +106,7 @@ class TritonCompiled:
                 arr = env.tensor(t)
                 call += [arr, *arr.stride()]
             call += [scalars[p] for p in g.params]
-            out = torch.empty(g.shape, dtype=torch.float32, device=self.device)
+            out = torch.empty(g.shape, dtype=self.narrow.get(g.k.term, torch.float32), device=self.device)
             _STATE.launching = True
             try:
                 if g.gemm_size and self.tuner.on:
@@ -135,6 +136,24 @@ class TritonCompiled:
             elif dtype is not lang.f32:
                 outs[i] = lang.as_dtype(outs[i], dtype)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _narrow_outputs(self) -> dict:
+        """Kernel output term -> the 16-bit torch dtype its kernel stores it in: a result
+        declared f16 that no other step reads is rounded by the kernel's store (as
+        `.to()` after it would round the f32 value: to nearest even), not written in f32 and
+        converted by another pass over it."""
+        plan = self.plan
+        declared: dict = {}
+        for root, dtype, is_scalar in zip(plan.roots, plan.program.out_dtypes, plan.lowered.outputs_scalar):
+            declared.setdefault(root, set()).add(None if is_scalar else dtype.name)
+        read = set()
+        for kind, g, _ in self.steps:
+            for t in ([plan.nest_terms[g.nest]] if kind == "loop" else g.inputs):
+                read.update(walk(t))
+        # (not bf16: Triton's interpreter truncates a store's f32 -> bf16 where .to() rounds)
+        narrow = {"f16": self.torch.float16}
+        return {g.k.term: narrow[d] for kind, g, _ in self.steps if kind == "kernel" and g.k.term not in read
+                for d in declared.get(g.k.term, ()) if d in narrow and len(declared[g.k.term]) == 1}
 
     def _bind(self, args) -> tuple[dict, dict]:
         """The call's tensors on the device (by parameter name) and its float scalars, every
@@ -198,7 +217,7 @@ class TritonCompiled:
     def _launch_tuned(self, g, fn, out, call):
         """Launch a matmul kernel with its config for this shape, tuned on first use (the
         timed launches each write all of `out`; the chosen config then writes it once more)."""
-        dtypes = tuple(str(a.dtype) for a in call if isinstance(a, self.torch.Tensor))
+        dtypes = tuple(str(a.dtype) for a in (out, *call) if isinstance(a, self.torch.Tensor))
         key = (g.name, g.shape, dtypes, self.precision)
         def shared():  # (made on the first launch of a key only: it hashes the source)
             strides = tuple(x for x in call if type(x) is int)  # (scalar parameters are floats)

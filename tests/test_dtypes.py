@@ -194,3 +194,29 @@ def test_mixed_dtypes_on_triton_agree_with_the_reference(tmp_program, name):
     assert tout.dtype == tdt[prog.out_dtypes[0].name] and tout.device.type == "cpu"
     terr = np.linalg.norm(tout.float().numpy().astype(np.float64) - want) / np.linalg.norm(want)
     assert terr < TOL[narrowest], terr
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_a_narrow_result_is_rounded_by_its_kernels_store(tmp_program, dtype):
+    """An f16 result no other kernel reads is stored narrow by the kernel that computes it
+    (no f32 tensor and conversion pass after it), bit for bit what rounding the f32 value
+    gives; an intermediate another kernel reads stays f32, and so does a bf16 result (the
+    interpreter's store truncates to bf16, where rounding is to nearest)."""
+    prog = tmp_program(f'''
+@program
+def p(x: {dtype}["M", "K"], w: {dtype}["K", "N"], v: {dtype}["N", "N"]) -> tuple[{dtype}["M", "N"], {dtype}["M", "N"]]:
+    h = gelu(x @ w)
+    return h, h @ v
+''')
+    dims = {"M": 16, "N": 24, "K": 8}
+    plan = eqsat.optimize(prog, dims)
+    runner = plan.compiled("triton")
+    assert len(runner.narrow) == (dtype == "f16") and len(plan.kernels) >= 2  # h @ v, not h: a kernel reads h
+    rng = np.random.default_rng(3)
+    args = [lang.as_dtype(rng.standard_normal(s).astype(np.float32), getattr(lang, dtype))
+            for s in ((16, 8), (8, 24), (24, 24))]
+    narrow = plan.run(*args, backend="triton")
+    runner.narrow = {}
+    wide = plan.run(*args, backend="triton")
+    for a, b in zip(narrow, wide):
+        assert a.dtype == b.dtype and np.array_equal(a.view(np.uint16), b.view(np.uint16))
