@@ -48,6 +48,7 @@ import threading
 from itertools import count
 
 from .bounds import leaving_axis, loop_values
+from .limits import check_deadline
 from .ir import (
     Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_eval, ie_names, max_min,
     sum_chain,
@@ -295,6 +296,7 @@ def _predicated_locals(s: If, dims, shapes, path, outside=None):
     """`_predicated`, and the names localized at this level or inside it: (statements,
     names) or None. `outside`: the names the nest mentions outside `s` (None: read off the
     nest, `path[0]`)."""
+    check_deadline()  # (each level of an elif chain reads the levels inside it again)
     s, mine, merges, outside = _localized(s, path, outside)
     below: frozenset = frozenset()  # (the locals of the levels inside this one)
     stmts = []  # (statement, holds) or (statement, None) for an unconditional one
@@ -575,6 +577,7 @@ def _is_hoisted(x) -> bool:
 
 def _guard(x, cond, holds: bool):
     """`x` run only where `cond` is `holds`: its value selected against the old one."""
+    check_deadline()  # (an elif chain of n branches guards its statements n^2 / 2 times)
     c = copy.deepcopy(cond)
     chain = sum_chain(x) if not x.aug else None
     if chain is not None:  # `y[i] = y[i] + a + b` is `y[i] += a + b` here, so it stays an accumulation

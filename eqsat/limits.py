@@ -6,6 +6,7 @@ import gc
 import math
 import os
 import threading
+import time
 from dataclasses import dataclass, field, fields
 
 from .errors import ArgumentError
@@ -98,6 +99,34 @@ class Limits:
 # kept as written: one long loop body's flow problem (600 statements: ~3 s) cannot take the
 # limit. Which nests are analysed at all is `lower.lift_next`'s prediction.
 ANALYSIS_SHARE = 2 / 3
+
+
+class OutOfTime(Exception):
+    """A loop nest's analysis ran past its deadline (`analysis_deadline`): the nest is
+    kept as written. isl's own operations are bounded by a quota (`dataflow.operation_quota`);
+    this bounds the Python passes around them (if-conversion of a long elif chain, the
+    lowering of what it makes), which check it where their work grows."""
+
+
+_DEADLINE = threading.local()
+
+
+@contextlib.contextmanager
+def analysis_deadline(at: float | None):
+    """`check_deadline` raises OutOfTime past `at` (a `time.perf_counter()` value; None: no
+    deadline) on this thread for the duration."""
+    before = getattr(_DEADLINE, "at", None)
+    _DEADLINE.at = at
+    try:
+        yield
+    finally:
+        _DEADLINE.at = before
+
+
+def check_deadline() -> None:
+    at = getattr(_DEADLINE, "at", None)
+    if at is not None and time.perf_counter() > at:
+        raise OutOfTime
 
 
 def _half_of_memory() -> float:

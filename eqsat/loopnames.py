@@ -177,7 +177,7 @@ def rename_loop_privates(fdef: ast.FunctionDef) -> list:
                 if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
                     visit(sub, here + [(s, field)])
             if isinstance(s, ast.For) and not s.orelse and not jumps:
-                for name in sorted(_first_bound(s.body) - params - loopvars):
+                for name in sorted(_first_bound(s.body, {}) - params - loopvars):
                     if _mentioned_outside(fdef, s, name) and _dead_after_loop(here, path, name):
                         done.append(name)
                         _rename_inside(s.body, name, f"{name}_p{len(done)}", taken)
@@ -196,27 +196,42 @@ def _plain_bind(s, name: str) -> bool:
         s.targets[0].id == name and not _mentions(s.value, name)
 
 
-def _first_bound(body: list) -> set:
+def _first_bound(body: list, memo: dict | None = None) -> set:
     """The names whose first mention in `body` is a plain binding directly in it, or one in
     a branch of an `if` (first there too) that holds every mention of it in `body` (reference
     STRMM's `if A[k, j] != 0.0: temp = alpha * A[k, j]; ...`): no mention reads a value
-    from before the body."""
+    from before the body. `memo`: `_names_in`'s, for the statements as they are now."""
+    memo = {} if memo is None else memo
     seen: set = set()
     out: set = set()
     for k, s in enumerate(body):
-        names = {x.id for x in ast.walk(s) if isinstance(x, ast.Name)}
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             name = s.targets[0].id
             if name not in seen and _plain_bind(s, name):
                 out.add(name)
         elif isinstance(s, ast.If):
-            later = {x.id for t in body[k + 1:] for x in ast.walk(t) if isinstance(x, ast.Name)}
-            test = {x.id for x in ast.walk(s.test) if isinstance(x, ast.Name)}
+            later = _names_in(body[k + 1:], memo)
+            test = _names_in([s.test], memo)
             for branch, other in ((s.body, s.orelse), (s.orelse, s.body)):
-                others = {x.id for t in other for x in ast.walk(t) if isinstance(x, ast.Name)}
-                out |= {n for n in _first_bound(branch) if n not in seen | later | test | others}
-        seen |= names
+                out |= _first_bound(branch, memo) - (seen | later | test | _names_in(other, memo))
+        seen |= _names_in([s], memo)
     return out
+
+
+def _names_in(nodes: list, memo: dict) -> frozenset:
+    """The names the nodes mention; an `if`'s once (by its id in `memo`), so an elif chain of
+    n branches costs n, not n^2 / 2, walks of a branch."""
+    out: set = set()
+    for n in nodes:
+        got = memo.get(id(n))
+        if got is None:
+            if isinstance(n, ast.If):
+                got = _names_in([n.test], memo) | _names_in(n.body, memo) | _names_in(n.orelse, memo)
+            else:
+                got = frozenset(x.id for x in ast.walk(n) if isinstance(x, ast.Name))
+            memo[id(n)] = got
+        out |= got
+    return frozenset(out)
 
 
 def _mentioned_outside(fdef, loop: ast.For, name: str) -> bool:

@@ -41,6 +41,7 @@ from .bounds import _index_of, check_bounds
 from .dataflow import Conditional, Mismatch, NestFlow, Source, operation_quota, quota_spent, span, trip
 from .desugar import ALLOCATE, clamped
 from .ifconvert import ifconvert
+from .limits import OutOfTime, analysis_deadline, check_deadline
 from .errors import ProgramError
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Select, Store,
@@ -495,6 +496,7 @@ class _Lowerer:
         if isinstance(e, Call):
             return _call(e, lambda a: self.scalar(a, ctx))
         if isinstance(e, Select):
+            check_deadline()  # (if-conversion's selects nest as deep as an elif chain is long)
             return _select(e.cond, lambda x: self.scalar(x, ctx), self.scalar(e.a, ctx), self.scalar(e.b, ctx))
         if isinstance(e, MatMul):  # a dot product of two vectors
             return self.vector_product(e, [], ctx)
@@ -568,41 +570,52 @@ class _Lowerer:
         return T.compute(list(zip(vs, shape)), self.elem(e, [T.iv(v) for v in vs], ctx))
 
     # ------------------------------------------------------------ nests
+    def _analysed(self, s, lift: bool, why: str):
+        """`nest`'s analysis of `s`: (its functional form or None, why not, the parts it is
+        split into or None, the buffers those carry scalars in, the scalars dropped, whether
+        the parts are its iterations unrolled). OutOfTime past the deadline, from anywhere."""
+        functional, reason, parts, buffers, dropped, steps = None, "", None, {}, set(), False
+        try:
+            if not lift:
+                raise NotFunctional(why or KEPT_FOR_TIME)
+            try:
+                whole = reroll(s, self.dims, getattr(s, "views", {}))  # (loops written in pieces, as one)
+                merged = unsplit(whole, self.dims, self.fresh, _reorder_check(whole, self))
+                functional = _NestRun(self, ifconvert(merged, self.dims, self.shapes)).run()
+            except isl.Error as e:  # an analysis it cannot state: keep the nest as written
+                raise NotFunctional(f"dataflow analysis failed ({e})") from None
+            functional = {n: None if t is None else self.normalized(t) for n, t in functional.items()}
+        except NotFunctional as e:
+            reason = shown_names(str(e))
+            live = self.read_after if s is self.current_top else None
+            split = _fission(s, self, live) if lift and isinstance(s, For) and len(_leaves(s)) > 1 else None
+            if split is not None:
+                parts, buffers, dropped = split
+            elif lift and isinstance(s, For):
+                # a short sequential loop around nests: its iterations, lowered one by one
+                parts = unrolled(s, self.dims)
+                steps = parts is not None
+        return functional, reason, parts, buffers, dropped, steps
+
     def nest(self, s, lift: bool = True, why: str = ""):
         """Lower nest `s`: kept as written (a `loop` kernel), and with a functional form
         where the analysis proves one; `lift=False` keeps it as written without trying, for
         `why` (by default: the time limit)."""
         _declare_shapes(s, self)  # tensors allocated or bound inside the nest
-        functional, reason, parts, dropped = None, "", None, set()
         steps = False  # whether `parts` are the iterations of `s` unrolled
         nid = len(self.nests)  # the id `_as_written` gives it (parts are numbered after it)
         lift = lift and nid not in self.keep
         # past `abandon`, isl stops (its operations bounded by the time left) and the nest
         # is kept as written: one nest's analysis may not take the whole time limit
         quota = None if self.abandon is None or not lift else max(self.abandon - clock(), 0.0) * ISL_OPS_PER_SECOND
-        with operation_quota(quota):
+        # (and the Python passes around isl stop at `abandon` too: limits.check_deadline)
+        with operation_quota(quota), analysis_deadline(None if quota is None else self.abandon):
             try:
-                if not lift:
-                    raise NotFunctional(why or KEPT_FOR_TIME)
-                try:
-                    whole = reroll(s, self.dims, getattr(s, "views", {}))  # (loops written in pieces, as one)
-                    merged = unsplit(whole, self.dims, self.fresh, _reorder_check(whole, self))
-                    functional = _NestRun(self, ifconvert(merged, self.dims, self.shapes)).run()
-                except isl.Error as why:  # an analysis it cannot state: keep the nest as written
-                    raise NotFunctional(f"dataflow analysis failed ({why})") from None
-                functional = {n: None if t is None else self.normalized(t) for n, t in functional.items()}
-            except NotFunctional as why:
-                reason = shown_names(str(why))
-                live = self.read_after if s is self.current_top else None
-                split = _fission(s, self, live) if lift and isinstance(s, For) and len(_leaves(s)) > 1 else None
-                if split is not None:
-                    parts, buffers, dropped = split
-                elif lift and isinstance(s, For):
-                    # a short sequential loop around nests: its iterations, lowered one by one
-                    parts, buffers, dropped = unrolled(s, self.dims), {}, set()
-                    steps = parts is not None
-            if quota is not None and quota_spent():
-                functional, parts, dropped, reason = None, None, set(), ABANDONED_FOR_TIME
+                functional, reason, parts, buffers, dropped, steps = self._analysed(s, lift, why)
+                if quota is not None and quota_spent():
+                    raise OutOfTime
+            except OutOfTime:
+                functional, parts, dropped, reason, steps = None, None, set(), ABANDONED_FOR_TIME, False
         if parts:
             for name, shape in buffers.items():  # scalars carried between parts (expand.py)
                 self.shapes[name] = shape
