@@ -102,6 +102,12 @@ def _lib():
 # 640 MB, of 250 calls past 4 GB (a probe's kept nest: a chain of tanh and sigmoid in one
 # loop body); not inlined, 250 calls compile in 4 s and 220 MB
 INLINE_CALLS_MAX = 8
+# numba's compile time grows faster than the source: a kept nest of straight-line element
+# updates (`y[3] = y[3] + x[21] * 2.0`, one per line) compiled in 4.3 s at 100 statements,
+# 17 s at 300 and 289 s at 1,000 (this 2-core VM, loaded), where the interpreter runs the
+# 1,000 in a few ms. Past COMPILE_MAX_STATEMENTS statements, a nest whose run is modeled
+# under INTERPRET_MAX_OPS operations (about a second interpreted) runs interpreted
+COMPILE_MAX_STATEMENTS, INTERPRET_MAX_OPS = 200, 1_000_000
 
 
 def build(plan, nest):
@@ -116,6 +122,10 @@ def build(plan, nest):
                       f"UnboundLocalError; numba would read a zero)")
     if mode == "auto" and nest.work["nodes"] < COMPILE_MIN_OPS:
         return None, f"interpreted (under {COMPILE_MIN_OPS} operations: compiling would cost more)"
+    statements = sum(isinstance(x, ast.stmt) for x in ast.walk(nest.stmt.node))
+    if statements > COMPILE_MAX_STATEMENTS and nest.work["nodes"] < INTERPRET_MAX_OPS:
+        return None, (f"interpreted ({statements} statements of under {INTERPRET_MAX_OPS} operations a run: numba "
+                      f"would compile them for minutes)")
     try:
         import numba  # noqa: F401
     except ImportError:

@@ -136,7 +136,9 @@ class Nest:
     scalar_outputs: set
     work: dict  # modeled work: scalar ops, bytes, library flops, library calls
     reason: str = ""  # why it has no functional form ("" when it has one)
-    code: object = None
+    # makes `code`, the nest's source compiled, on first use (a nest a compiled runner runs
+    # never needs it; 3,000 statements kept as one nest took ~1 s to prepare)
+    make_code: object = field(default=None, repr=False)
     views: dict = field(default_factory=dict)  # view name -> its ir expression, bound when the nest runs
     out_shapes: dict = field(default_factory=dict)  # output name -> shape (() for a scalar)
     allocates: dict = field(default_factory=dict)  # buffer it makes itself (writes whole, never reads) -> shape
@@ -148,6 +150,14 @@ class Nest:
     unbound_reads: frozenset = frozenset()
     unset_outputs: frozenset = frozenset()  # the outputs a run may leave unassigned
     unbound_outputs: frozenset = frozenset()  # of those, the ones surely read after it
+    _code: object = field(default=None, repr=False)
+
+    @property
+    def code(self):
+        """The nest's own source, compiled (`exec` runs it: the interpreted path)."""
+        if self._code is None and self.make_code is not None:
+            self._code = self.make_code()
+        return self._code
 
 
 @dataclass
@@ -255,14 +265,26 @@ class _Lowerer:
         for k in range(len(is_nest) - 1, -1, -1):
             nests_after[k], n = n, n + is_nest[k]
         times: list = []  # seconds each nest lifted so far took to lower
-        for k, (s, after) in enumerate(zip(self.prog.body, later)):
-            self.current_top, self.read_after, self.surely_read_after = s, after, sure[k]
+        body, k = self.prog.body, 0
+        while k < len(body):
+            s, last = body[k], k
             if self.finish is not None and is_nest[k] and not self.out_of_time:
                 self.out_of_time = not lift_next(clock(), self.finish, times, nests_after[k])
+            if self.out_of_time and _groupable(s):
+                # kept as written from here: the statements up to the next term-level one run
+                # as one nest (a loop of one iteration around them), not a kernel each (3,000
+                # unrolled element updates were 3,000 kernels, ~2.5 ms each to lower, build,
+                # extract and explain)
+                while last + 1 < len(body) and _groupable(body[last + 1]):
+                    last += 1
+                if last > k:
+                    s = _block(body[k:last + 1], f"eqsat_block{k}")
+            self.current_top, self.read_after, self.surely_read_after = s, later[last], sure[last]
             t = clock()
             self.top(s)
             if is_nest[k] and not self.out_of_time:
                 times.append(clock() - t)
+            k = last + 1
         roots, scal = [], []
         for k, r in enumerate(self.prog.returns):
             if r.ty is None:
@@ -744,11 +766,13 @@ class _Lowerer:
         self.maybe_unset -= assigned
         self.maybe_unset |= unbound((writes | swrites) - assigned)
         outputs = sorted(writes) + sorted(swrites)
-        source = copy.deepcopy(s.node)
-        clamped(source, set(self.dims))  # (bounds desugar widened to a guard, clamped again)
-        made = [ast.parse(f"{n} = {ALLOCATE}({tuple(shape)!r})").body[0] for n, shape in allocates.items()]
-        code = compile(ast.fix_missing_locations(ast.Module(body=made + [source], type_ignores=[])),
-                       self.prog.file, "exec")
+
+        def make_code(node=s.node, ints=frozenset(self.dims), file=self.prog.file, made=dict(allocates)):
+            source = copy.deepcopy(node)
+            clamped(source, set(ints))  # (bounds desugar widened to a guard, clamped again)
+            allocs = [ast.parse(f"{n} = {ALLOCATE}({tuple(shape)!r})").body[0] for n, shape in made.items()]
+            return compile(ast.fix_missing_locations(ast.Module(body=allocs + [source], type_ignores=[])), file, "exec")
+
         work = nest_work(s, self.dims)
         # what runs on several cores; a whole top-level nest knows what is read after it (a
         # part of one, from fission, does not: nothing it assigns may be private then)
@@ -759,7 +783,7 @@ class _Lowerer:
         # tensors it reads and the ones it writes
         work["io_bytes"] = 4 * sum(math.prod(self.shapes[n]) for n in tensor_in) + \
             4 * sum(math.prod(self.shapes[n]) for n in writes if n in self.shapes)
-        nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), work, code=code,
+        nest = Nest(nid, s, tensor_in, scalar_in, outputs, set(swrites), work, make_code=make_code,
                     views=views, allocates=allocates, unbound_reads=unbound(exposed - set(self.shapes)),
                     unset_outputs=unbound((writes | swrites) - assigned),
                     # (outputs surely read after a top-level statement: a part of one, from
@@ -1618,6 +1642,23 @@ clock = time.perf_counter  # what the deadlines are read against
 # program, ~80 ms (pushing and popping the prepared e-graph, three rounds' calls into
 # egglog, the extraction's own passes)
 AFTER_LIFTED, KEPT_SECONDS, AFTER_FIXED = 2.0, 1.5e-3, 0.08
+
+
+def _groupable(s) -> bool:
+    """Whether top-level statement `s` may run as written inside a block of statements kept
+    together (`_block`): a loop, an `if`, or an element store, with its source and no view."""
+    return (isinstance(s, (For, If)) or isinstance(s, Store) and s.value.ty is None) and \
+        getattr(s, "node", None) is not None and not getattr(s, "views", None)
+
+
+def _block(stmts: list, var: str) -> For:
+    """Statements as one nest: `for var in range(1):` around them (what a nest kept as
+    written runs: their own source)."""
+    node = ast.For(target=ast.Name(id=var, ctx=ast.Store()),
+                   iter=ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[ast.Constant(1)], keywords=[]),
+                   body=[x.node for x in stmts], orelse=[])
+    ast.fix_missing_locations(ast.copy_location(node, stmts[0].node))
+    return For(stmts[0].loc, var, ("int", 0), ("int", 1), list(stmts), node=node)
 
 
 def lift_next(now: float, finish: float, times: list, left: int) -> bool:
