@@ -196,7 +196,7 @@ class TritonCompiled:
                 if isinstance(a, torch.Tensor) or type(a) not in (float, int, np.float32, np.float64):
                     return None
                 sig.append(type(a))
-            elif (isinstance(a, torch.Tensor) and a.device.type == self.device
+            elif (isinstance(a, torch.Tensor) and a.device.type == self.device and not a.requires_grad
                   and a.dtype in (torch.float32, torch.float16, torch.bfloat16)):
                 sig.append((a.dtype, tuple(a.shape), a.device))
             else:
