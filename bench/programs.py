@@ -113,3 +113,39 @@ def body{n}(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
     return c
 '''
     return load_source(src, f"body{n}")
+
+
+def elif_chain(n: int):
+    """One loop whose body is an if/elif chain of `n` branches, each storing `y[i]`: the
+    Python passes of the nest's analysis grow as n^2 (if-conversion guards each branch by
+    every level around it)."""
+    branches = "\n".join(f"        elif t < {-1 + 2 * q / n:.4f}:\n            y[i] = t * {q * 0.1:.2f}"
+                         for q in range(1, n))
+    src = f'''
+@program
+def elif{n}(x: f32["M"]) -> f32["M"]:
+    y = empty((M,))
+    for i in range(M):
+        t = x[i]
+        if t < -1.0:
+            y[i] = 0.0
+{branches}
+        else:
+            y[i] = t
+    return y
+'''
+    return load_source(src, f"elif{n}")
+
+
+def element_updates(n: int):
+    """`n` top-level element updates, unrolled by hand (`y[3] = y[3] + x[21] * 2.0`): each a
+    statement of its own, `n` nests where the time limit keeps them as written."""
+    lines = "\n".join(f"    y[{i % 64}] = y[{i % 64}] + x[{(i * 7) % 64}] * {1 + i % 5}.0" for i in range(n))
+    src = f'''
+@program
+def updates{n}(x: f32["M"]) -> f32["M"]:
+    y = zeros((M,))
+{lines}
+    return y
+'''
+    return load_source(src, f"updates{n}")

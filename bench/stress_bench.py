@@ -29,6 +29,10 @@ Cases (ids for --only):
   5      the memory limit: case 4's program with Limits(seconds=60, nodes=2M, memory_mb=R + 200),
          R the child's resident memory after its imports (before the warm-up); it should
          stop by the memory limit, well before 60 s, with a correct plan.
+  6      one loop body with an if/elif chain of --branches branches (`programs.elif_chain`),
+         Limits(seconds=1): the nest's analysis stops at its deadline (limits.check_deadline).
+  7      --updates unrolled top-level element updates (`programs.element_updates`),
+         Limits(seconds=1): kept as written for time, as one nest.
 A full run takes about 2 minutes here; case 2's child is the longest (~50 s: ~30 s in
 optimize(), 25 s of it building the Plan of 1500 kernels; ~16-20 s in plan.run).
 
@@ -105,6 +109,10 @@ def cases(a) -> list[dict]:
                     program=("loop_chain", a.layers), shapes={"M": 8, "D": 8},
                     limits=dict(seconds=60.0, nodes=2_000_000),
                     memory_extra_mb=200.0, want_matmuls=a.layers, want_stop="memory limit"))
+    out.append(dict(id="6", case=f"if/elif chain of {a.branches} branches in one loop", program=("elif_chain", a.branches),
+                    shapes={"M": 64}, limits=dict(seconds=1.0)))
+    out.append(dict(id="7", case=f"{a.updates} unrolled top-level element updates", program=("element_updates", a.updates),
+                    shapes={"M": 64}, limits=dict(seconds=1.0)))
     for c in out:
         c["warmup"] = not a.no_warmup
     return out
@@ -378,6 +386,8 @@ def main():
     ap.add_argument("--chain", type=int, default=1500, help="depth of the elementwise chain (case 2)")
     ap.add_argument("--body", type=int, default=600, help="acc += statements in the loop body (case 3)")
     ap.add_argument("--layers", type=int, default=200, help="layers of the loop-written chain (cases 4, 5)")
+    ap.add_argument("--branches", type=int, default=300, help="branches of the if/elif chain (case 6)")
+    ap.add_argument("--updates", type=int, default=3000, help="unrolled element updates (case 7)")
     ap.add_argument("--no-warmup", action="store_true", help="charge the first optimize() call's set-up to the case")
     ap.add_argument("--case-timeout", type=float, default=900.0, help="seconds before a child is killed")
     ap.add_argument("--no-save", action="store_true", help="print only; leave bench/results/stress.json alone")
