@@ -1393,9 +1393,13 @@ class _Env(ast.NodeTransformer):
             # (`(b + x @ w).clip(...)`): np.clip's, the only clip a value has
             n.args, obj = [n.func.value, *n.args], np.clip
         if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr in ("transpose", "swapaxes") and \
-                not n.keywords and self.value_shape(n.func.value) not in (None, SCALAR):
+                not n.keywords and (self.value_shape(n.func.value) not in (None, SCALAR) or
+                                    n.func.attr == "transpose" and n.args and
+                                    self.value_shape(n.func.value) is not SCALAR):
             # the methods of a tensor: `x.swapaxes(a, b)` is np.swapaxes's; `x.transpose()` is
             # x.T, `x.transpose(0, 2, 1, 3)` and `x.transpose((0, 2, 1, 3))` the language's transpose
+            # (with axes, also of a value whose shape is not known here: a local bound to a
+            # reshape, a slice; only a tensor has axes to permute, the front end checks them)
             if n.func.attr == "swapaxes":
                 n.args, obj = [n.func.value, *n.args], np.swapaxes
             elif not n.args:

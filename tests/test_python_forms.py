@@ -1697,3 +1697,21 @@ def p(x: f32["N"]) -> f32["N"]:
     return y
 ''')
     runs_as_written(prog, {"N": 9}, seed=3)
+
+
+@pytest.mark.parametrize("body", [
+    "y = x.reshape(A, 2, B)\n    w = y.transpose(2, 1, 0)\n    return w[:, 0]",
+    "y = x.reshape(A, 2, B)\n    return y[:, 0].transpose(1, 0)",
+    "y = x.reshape(A, 2, B)\n    z = y[:, 0]\n    return z.transpose(1, 0)",
+])
+def test_the_transpose_method_of_a_local_view(tmp_program, body):
+    """`.transpose(axes)` of a name bound to a reshape or a slice (numpy's attention head
+    split: `qkv.reshape(B, T, 3, NH, HS)[:, :, 0].transpose(0, 2, 1, 3)`) is the language's
+    transpose, as on a parameter: it was refused as an unsupported function `y.transpose`
+    (or an internal name's, for a slice) where the desugaring could not see its shape."""
+    import numpy as np
+
+    prog = tmp_program(f"import numpy as np\n@program\ndef p(x: f32['A', 'C']) -> f32['B', 'A']:\n    {body}\n")
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    plan = eqsat.optimize(prog, {"A": 3, "C": 8, "B": 4})
+    np.testing.assert_array_equal(plan.run(x), x.reshape(3, 2, 4)[:, 0].T)
