@@ -1117,6 +1117,13 @@ class _Parser:
                               f"letters, and one declared extent for each letter; not under a condition")
         if name is None and (isinstance(e.func, ast.Attribute) and e.func.attr in ("reshape", "ravel") or
                              reductions.is_numpy(e.func, "reshape", self.resolve_global)):
+            unknown = sorted({x.id for a in e.args for x in ast.walk(a) if isinstance(x, ast.Name)} -
+                             set(self.sym) - self.out_dims - self.loopvars)
+            unknown = [x for x in unknown if self.resolve_global(x) is None]  # (a module constant is a number)
+            if unknown:  # (a size no annotation names: that, not the rule below, is what is wrong)
+                raise self.err(e, f"`{ast.unparse(e)}`: {', '.join(map(repr, unknown))} is no dimension of this "
+                                  f"function: a reshape's sizes are dimensions its annotations name, numbers, or "
+                                  f"arithmetic on them")
             raise self.err(e, f"`{ast.unparse(e)}`: a reshape is read as a copy of a tensor of known shape, as an "
                               f"operand, or bound to a name where the function writes no tensor but new buffers "
                               f"and binds neither name again (numpy's reshape is a view of the tensor: a write "

@@ -178,6 +178,18 @@ def test_while_loop():
     expect_program_error(build, "while", "unsupported statement", "while", at="while")
 
 
+def test_a_reshape_size_no_annotation_names_is_named():
+    """A reshape to a size the function never declares says so, not that the reshape broke
+    the rule of views (which it kept; a probe's `x.reshape(A, 2, B)` with no B)."""
+    def build():
+        @program
+        def p(x: f32["A", "C"]):
+            y = x.reshape(A, 2, B)  # ERR:reshape_size
+            return y[:, 0]
+
+    expect_program_error(build, "reshape_size", "'B' is no dimension", at="x.reshape")
+
+
 def test_try_statement():
     def build():
         @program
