@@ -157,7 +157,7 @@ def test_the_tuned_path_launches_the_chosen_config_and_keeps_it():
     (choice,) = runner.configs.values()
     assert choice.config == want and choice.tuned and "0.100 ms" in choice.why
     (key,) = runner.tuner.choices
-    assert key == ("k0_matmul", (100, 70), ("torch.float32",) * 4, "ieee")
+    assert key == ("k0_matmul", (100, 70), ("torch.float32",) * 5, "ieee")  # (the output, then the inputs)
     assert rel_err(runner(tuple(args)), mod.truth(*args)) < 1e-4
     assert ran == list(CONFIGS)  # kept: not tuned again
 
