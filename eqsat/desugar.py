@@ -635,6 +635,16 @@ class _Env(ast.NodeTransformer):
             return self._where_shape(e)
         if isinstance(e, ast.IfExp):  # (`a if c else b` of numbers: a number)
             return SCALAR if self.value_shape(e.body) is SCALAR and self.value_shape(e.orelse) is SCALAR else None
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "reshape" and \
+                e.args and not e.keywords:
+            # `x.reshape(A, 2, B)` of a tensor: the sizes written (names and numbers, no -1)
+            a = self.value_shape(e.func.value)
+            dims = e.args[0].elts if len(e.args) == 1 and isinstance(e.args[0], ast.Tuple) else e.args
+            if a is None or a is SCALAR or not all(isinstance(d, ast.Name) and d.id in self.sizes or
+                                                   isinstance(d, ast.Constant) and type(d.value) is int and d.value >= 0
+                                                   for d in dims):
+                return None
+            return ([copy.deepcopy(d) for d in dims], a[1])
         if isinstance(e, ast.Call) and self.is_transpose(e.func) and len(e.args) == 2 and not e.keywords and \
                 isinstance(e.args[1], ast.Tuple):
             a, perm = self.value_shape(e.args[0]), [_number(x) for x in e.args[1].elts]  # (`transpose(x, (0, 2, 1))`)

@@ -1703,6 +1703,8 @@ def p(x: f32["N"]) -> f32["N"]:
     "y = x.reshape(A, 2, B)\n    w = y.transpose(2, 1, 0)\n    return w[:, 0]",
     "y = x.reshape(A, 2, B)\n    return y[:, 0].transpose(1, 0)",
     "y = x.reshape(A, 2, B)\n    z = y[:, 0]\n    return z.transpose(1, 0)",
+    "y = x.reshape(A, 2, B)\n    return y.transpose(2, 1, 0)[:, 0]",  # (a reshape's shape is known: its sizes)
+    "return np.transpose(x.reshape(A, 2, B), (2, 1, 0))[:, 0]",
 ])
 def test_the_transpose_method_of_a_local_view(tmp_program, body):
     """`.transpose(axes)` of a name bound to a reshape or a slice (numpy's attention head
