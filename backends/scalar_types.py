@@ -162,6 +162,8 @@ class Types:
             canon = self.lib.get(fn)
             if canon in lang.BUILDERS or canon == "transpose":
                 return ARRAY
+            if canon == "float32" and len(kinds) == 1 and kinds[0] in SCALAR:
+                return F32  # (np.float32(e): a float32, whatever e was)
             if canon in lang.UNARY and len(kinds) == 1:
                 k = kinds[0]
                 return F64 if k in WEAK else k  # (np.exp of a Python float is a numpy float64)

@@ -84,6 +84,7 @@ ALIASES = {np.transpose: "transpose", np.sqrt: "sqrt", np.exp: "exp", np.log: "l
            np.tan: "tan", np.arcsin: "arcsin", np.arccos: "arccos", np.arctan: "arctan", np.sinh: "sinh",
            np.cosh: "cosh", np.log1p: "log1p", np.expm1: "expm1", np.log2: "log2", np.log10: "log10", np.exp2: "exp2",
            np.floor: "floor", np.ceil: "ceil", np.sign: "sign", np.arctan2: "arctan2", np.hypot: "hypot",
+           np.float32: "float32",
            math.tan: "tan", math.asin: "arcsin", math.acos: "arccos", math.atan: "arctan", math.sinh: "sinh",
            math.cosh: "cosh", math.log1p: "log1p", math.expm1: "expm1", math.log2: "log2", math.log10: "log10", math.exp2: "exp2",
            math.atan2: "arctan2", math.hypot: "hypot"}

@@ -185,6 +185,11 @@ def sign(x):
     return np.sign(x)
 
 
+def float32(x):
+    """numpy's `np.float32(x)`: `x` rounded to float32 (a value of the program already is)."""
+    return np.float32(x)
+
+
 def arctan2(y, x):
     return np.arctan2(y, x)
 
@@ -209,9 +214,13 @@ def minimum(x, y):
 UNARY = {"relu": relu, "gelu": gelu, "silu": silu, "sigmoid": sigmoid, "tanh": tanh, "exp": exp, "sqrt": sqrt,
          "log": log, "abs": absolute, "sin": sin, "cos": cos,
          "tan": tan, "arcsin": arcsin, "arccos": arccos, "arctan": arctan, "sinh": sinh, "cosh": cosh,
-         "log1p": log1p, "expm1": expm1, "log2": log2, "log10": log10, "exp2": exp2, "floor": floor, "ceil": ceil, "sign": sign}
+         "log1p": log1p, "expm1": expm1, "log2": log2, "log10": log10, "exp2": exp2, "floor": floor, "ceil": ceil, "sign": sign,
+         "float32": float32}
 BINARY = {"maximum": maximum, "minimum": minimum, "arctan2": arctan2, "hypot": hypot}
 # the functions above with no term (lowering keeps a nest that reads one as written)
 NO_TERM = frozenset({"tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "log1p", "expm1", "log2", "log10",
-                     "exp2", "floor", "ceil", "sign", "arctan2", "hypot"})
+                     "exp2", "floor", "ceil", "sign", "arctan2", "hypot",
+                     # (of a number it is that number rounded, `desugar`; of anything else, a
+                     # nest reading it runs as written: numpy's own rounding, no term needed)
+                     "float32"})
 BUILDERS = {"empty": empty, "zeros": zeros}

@@ -1717,3 +1717,24 @@ def test_the_transpose_method_of_a_local_view(tmp_program, body):
     x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
     plan = eqsat.optimize(prog, {"A": 3, "C": 8, "B": 4})
     np.testing.assert_array_equal(plan.run(x), x.reshape(3, 2, 4)[:, 0].T)
+
+
+@pytest.mark.parametrize("policy", ["always", "never"])
+@pytest.mark.parametrize("line", [
+    "y[i] = np.float32(x[i]) * 2.0 + np.float32(i) * 0.5",
+    "y[i] = x[i] + (np.float32(0.1) + np.float32(N) * np.float32(0.2))",
+    "y[i] = x[i] / np.float32(N)",
+])
+def test_np_float32_of_a_value_is_numpys_cast(tmp_program, monkeypatch, policy, line):
+    """`np.float32(e)` of a size, a loop variable or an element (C code ported to numpy
+    writes it everywhere) was refused; a nest reading it runs as written (`lang.NO_TERM`),
+    compiled or not, bit for bit the reference: numba types the cast float32 where the
+    reference has one (`np.float32(N) * 0.2` stays in float32)."""
+    import numpy as np
+
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", policy)
+    prog = tmp_program(f"import numpy as np\n@program\ndef p(x: f32['N']) -> f32['N']:\n    y = empty((N,))\n"
+                       f"    for i in range(N):\n        {line}\n    return y\n")
+    x = np.random.default_rng(0).standard_normal(7).astype(np.float32)
+    plan = eqsat.optimize(prog, {"N": 7})
+    np.testing.assert_array_equal(plan.run(x), eqsat.reference(prog, x))
