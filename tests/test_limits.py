@@ -481,3 +481,38 @@ def test_statements_kept_for_time_run_as_one_nest(tmp_program, monkeypatch):
     how = plan.loop_runners[0][1]
     assert "interpreted" in how and "statements" in how, how
     assert len(lower(prog, {"N": 16}).nests) == loops.COMPILE_MAX_STATEMENTS + 20  # with time: one each
+
+
+def test_a_block_kept_for_time_hands_its_scalars_and_tensors_on(tmp_program):
+    """A block of statements kept as one nest (a loop, an `if`, element stores) passes what
+    it assigns to the term-level statements after it, which are lowered as terms still, and
+    runs in the program's order around them."""
+    import numpy as np
+
+    from eqsat.lower import clock, lower
+
+    prog = tmp_program('''
+@program
+def p(x: f32["N"], w: f32["N", "N"]) -> tuple[f32["N"], f32["N"]]:
+    y = zeros((N,))
+    s = 0.0
+    for i in range(N):
+        s += x[i]
+    if s > 0.0:
+        y[0] = s
+    y[1] = y[0] * 2.0
+    z = y @ w + s
+    y[2] = z[0]
+    y[3] = y[2] + 1.0
+    return y, z
+''')
+    dims = {"N": 6}
+    low = lower(prog, dims, finish=clock())
+    assert len(low.nests) == 2  # (the loop, the if and two stores; then the two stores after z)
+    plan = eqsat.optimize(prog, dims, _lowered=low)
+    rng = np.random.default_rng(4)
+    for sign in (1.0, -1.0):
+        x = (sign * np.abs(rng.standard_normal(6))).astype(np.float32)
+        w = rng.standard_normal((6, 6)).astype(np.float32)
+        for g, want in zip(plan.run(x, w), eqsat.reference(prog, x, w)):
+            np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
