@@ -32,6 +32,7 @@ class Builders(Hoisting):
     def __init__(self, env, fdef):
         super().__init__()
         self.env = env
+        self.size_checks: list = []  # asserts on sizes the function's body begins with (`_same_count`)
         # names some statement writes elements of (`x[i] = ...`, `x[1:] += ...`), and the
         # names bound to a new buffer (`y = np.empty(...)`, `zeros(...)`): no view of another
         self.written = {_base(t) for st in ast.walk(fdef) for t in _targets(st)} - {None}
@@ -284,6 +285,8 @@ class Builders(Hoisting):
                 rest = []
                 total = _product(left) if left else ast.Constant(1)
             dims_out[free[0]] = ast.BinOp(left=total, op=ast.FloorDiv(), right=_product(rest)) if rest else total
+        if not free:
+            self._same_count(n, dims_in, dims_out)
         name, stmts = self._buffer(dims_out)
 
         def flat(idx, dims):  # C order: ((i0 * d1 + i1) * d2 + i2) ...
@@ -316,6 +319,22 @@ class Builders(Hoisting):
             stmts += _loops(idx, dims_out, body)
         self.place(stmts, n)
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
+
+    def _same_count(self, n, dims_in: list, dims_out: list) -> None:
+        """numpy refuses a reshape to another count of elements (ValueError); so does the
+        program, at any sizes making the counts differ: `assert` that they agree at the top of
+        the function (a condition on sizes, checked when they are known: `args.check_dims`)
+        where both are products of sizes and numbers. (Unchecked, `x.reshape(A, 2, B)` of
+        (A, C) at C = 8, B = 3 read 18 of the 24 elements.)"""
+        names = {x.id for d in [*dims_in, *dims_out] for x in ast.walk(d) if isinstance(x, ast.Name)}
+        if not names <= set(self.env.sizes) or ast.dump(_product(dims_in)) == ast.dump(_product(dims_out)):
+            return
+        test = ast.Compare(left=_product([copy.deepcopy(d) for d in dims_in]), ops=[ast.Eq()],
+                           comparators=[_product([copy.deepcopy(d) for d in dims_out])])
+        shape = ", ".join(ast.unparse(d) for d in dims_out)
+        check = ast.Assert(test=test, msg=ast.Constant(f"cannot reshape {ast.unparse(n)}: its element count "
+                                                       f"is not that of ({shape})"))
+        self.size_checks.append(ast.fix_missing_locations(ast.copy_location(check, n)))
 
     def _buffer(self, dims: list) -> tuple:
         """(a new buffer's name, [the statement allocating it])."""

@@ -190,6 +190,23 @@ def test_a_reshape_size_no_annotation_names_is_named():
     expect_program_error(build, "reshape_size", "'B' is no dimension", at="x.reshape")
 
 
+def test_a_reshape_to_another_element_count_is_refused_at_those_sizes(tmp_path):
+    """numpy raises for a reshape to another count of elements; the plan did not: at
+    C = 8, B = 3, `x.reshape(A, 2, B)` of an (A, C) tensor read 18 of its 24 elements and
+    returned a value (a probe's). The sizes must agree now, checked when they are known."""
+    path = tmp_path / "reshape_count.py"
+    path.write_text("from eqsat import *\n\n@program\ndef p(x: f32['A', 'C']) -> f32['A', 'B']:\n"
+                    "    y = x.reshape(A, 2, B)\n    return y[:, -1] - y[:, -2]\n")
+    spec = importlib.util.spec_from_file_location(f"reshape_count_{uuid.uuid4().hex}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = np.arange(24, dtype=np.float32).reshape(3, 8)
+    good = {"A": 3, "C": 8, "B": 4}
+    np.testing.assert_array_equal(eqsat.optimize(mod.p, good).run(x), eqsat.reference(mod.p, x, shapes=good))
+    with pytest.raises(eqsat.ArgumentError, match=r"reshape_count.py:5:.*cannot reshape"):
+        eqsat.optimize(mod.p, {"A": 3, "C": 8, "B": 3})
+
+
 def test_try_statement():
     def build():
         @program
