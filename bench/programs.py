@@ -115,15 +115,19 @@ def body{n}(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
     return load_source(src, f"body{n}")
 
 
-def elif_chain(n: int):
-    """One loop whose body is an if/elif chain of `n` branches, each storing `y[i]`: the
-    Python passes of the nest's analysis grow as n^2 (if-conversion guards each branch by
-    every level around it)."""
-    branches = "\n".join(f"        elif t < {-1 + 2 * q / n:.4f}:\n            y[i] = t * {q * 0.1:.2f}"
-                         for q in range(1, n))
-    src = f'''
+def elif_chain_source(n: int, local: bool = False) -> str:
+    """A program `p` whose one loop body is an if/elif chain of `n` branches, each storing
+    `y[i]` (with `local`: through a local `u` the branch sets first): for the tests'
+    `tmp_program` (tests/conftest.py shares it); `elif_chain` loads it."""
+    if local:
+        branches = "\n".join(f"        elif t < {-1 + 2 * q / n:.3f}:\n            u = t * {q * 0.1:.2f}\n"
+                             f"            y[i] = u + {q}.0" for q in range(1, n))
+    else:
+        branches = "\n".join(f"        elif t < {-1 + 2 * q / n:.3f}:\n            y[i] = t * {q * 0.1:.2f}"
+                             for q in range(1, n))
+    return f'''
 @program
-def elif{n}(x: f32["M"]) -> f32["M"]:
+def p(x: f32["M"]) -> f32["M"]:
     y = empty((M,))
     for i in range(M):
         t = x[i]
@@ -134,18 +138,27 @@ def elif{n}(x: f32["M"]) -> f32["M"]:
             y[i] = t
     return y
 '''
-    return load_source(src, f"elif{n}")
 
 
-def element_updates(n: int):
-    """`n` top-level element updates, unrolled by hand (`y[3] = y[3] + x[21] * 2.0`): each a
-    statement of its own, `n` nests where the time limit keeps them as written."""
+def elif_chain(n: int):
+    """`elif_chain_source(n)`, loaded: the Python passes of the nest's analysis grow as n^2
+    (if-conversion guards each branch by every level around it)."""
+    return load_source(elif_chain_source(n), f"elif{n}")
+
+
+def element_updates_source(n: int) -> str:
+    """A program `p` of `n` top-level element updates of a 64-element `y`, unrolled by hand
+    (`y[3] = y[3] + x[21] * 2.0`): each a statement of its own, `n` nests where the time
+    limit keeps them as written (for `tmp_program`; `element_updates` loads it)."""
     lines = "\n".join(f"    y[{i % 64}] = y[{i % 64}] + x[{(i * 7) % 64}] * {1 + i % 5}.0" for i in range(n))
-    src = f'''
+    return f'''
 @program
-def updates{n}(x: f32["M"]) -> f32["M"]:
+def p(x: f32["M"]) -> f32["M"]:
     y = zeros((M,))
 {lines}
     return y
 '''
-    return load_source(src, f"updates{n}")
+
+
+def element_updates(n: int):
+    return load_source(element_updates_source(n), f"updates{n}")

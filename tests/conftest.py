@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,9 @@ os.environ.setdefault("EQSAT_COMPILE_LOOPS", "auto")
 # tests/test_rulecheck.py turns it on where it is the subject
 os.environ.setdefault("EQSAT_CHECK_RULES", "0")
 from eqsat.ir import Program
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from programs import elif_chain_source  # noqa: E402,F401 - generated programs shared with bench/
 
 CORPUS = Path(os.environ.get("EQSAT_CORPUS", Path(__file__).resolve().parents[1].parent / "shared" / "corpus"))
 if not CORPUS.is_dir():  # a clone without ../shared: use the copy kept in the repository
@@ -68,30 +72,6 @@ def loop_chain_source(n: int) -> str:
 def p(x: f32["M", "D"], {params}) -> f32["M", "D"]:
 {layers}
     return h{n - 1}
-'''
-
-
-def elif_chain_source(n: int, local: bool = False) -> str:
-    """A program `p` whose one loop body is an if/elif chain of `n` branches, each storing
-    `y[i]` (with `local`: through a local `u` the branch sets first) (for `tmp_program`)."""
-    if local:
-        branches = "\n".join(f"        elif t < {-1 + 2 * q / n:.3f}:\n            u = t * {q * 0.1:.2f}\n"
-                             f"            y[i] = u + {q}.0" for q in range(1, n))
-    else:
-        branches = "\n".join(f"        elif t < {-1 + 2 * q / n:.3f}:\n            y[i] = t * {q * 0.1:.2f}"
-                             for q in range(1, n))
-    return f'''
-@program
-def p(x: f32["M"]) -> f32["M"]:
-    y = empty((M,))
-    for i in range(M):
-        t = x[i]
-        if t < -1.0:
-            y[i] = 0.0
-{branches}
-        else:
-            y[i] = t
-    return y
 '''
 
 

@@ -9,6 +9,7 @@ import pytest
 
 import eqsat
 from conftest import elif_chain_source, loop_chain_source, random_args, rel_err
+from programs import element_updates_source
 from eqsat.errors import ArgumentError
 
 
@@ -453,11 +454,6 @@ def test_an_elif_chain_past_its_deadline_is_abandoned_before_isl(tmp_program, mo
     assert rel_err(plan.run(x), eqsat.reference(prog, x)) < 1e-6
 
 
-def _element_updates(n: int) -> str:
-    lines = "\n".join(f"    y[{i % 16}] = y[{i % 16}] + x[{(i * 7) % 16}] * {1 + i % 5}.0" for i in range(n))
-    return f'@program\ndef p(x: f32["N"]) -> f32["N"]:\n    y = zeros((N,))\n{lines}\n    return y\n'
-
-
 def test_statements_kept_for_time_run_as_one_nest(tmp_program, monkeypatch):
     """Once the time limit keeps the rest of a program as written, its consecutive top-level
     statements run as one nest (a loop of one iteration around them), not one kernel each:
@@ -471,16 +467,16 @@ def test_statements_kept_for_time_run_as_one_nest(tmp_program, monkeypatch):
     from eqsat.lower import clock, lower
 
     monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
-    prog = tmp_program(_element_updates(loops.COMPILE_MAX_STATEMENTS + 20))
-    low = lower(prog, {"N": 16}, finish=clock())  # out of time from the first statement
+    prog = tmp_program(element_updates_source(loops.COMPILE_MAX_STATEMENTS + 20))
+    low = lower(prog, {"M": 64}, finish=clock())  # out of time from the first statement
     assert len(low.nests) == 1 and low.kept_for_time == frozenset({0})
-    plan = eqsat.optimize(prog, {"N": 16}, _lowered=low)
+    plan = eqsat.optimize(prog, {"M": 64}, _lowered=low)
     assert [k.kind for k in plan.kernels].count("loop") == 1
-    x = np.random.default_rng(0).standard_normal(16).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal(64).astype(np.float32)
     np.testing.assert_array_equal(plan.run(x), eqsat.reference(prog, x))
     how = plan.loop_runners[0][1]
     assert "interpreted" in how and "statements" in how, how
-    assert len(lower(prog, {"N": 16}).nests) == loops.COMPILE_MAX_STATEMENTS + 20  # with time: one each
+    assert len(lower(prog, {"M": 64}).nests) == loops.COMPILE_MAX_STATEMENTS + 20  # with time: one each
 
 
 def test_a_block_kept_for_time_hands_its_scalars_and_tensors_on(tmp_program):
