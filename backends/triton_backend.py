@@ -26,7 +26,7 @@ import re
 
 from eqsat.cost import GPU_RED_LANES, pow2
 from eqsat.plan import fused_prologue
-from eqsat.terms import Node, leaving_axes, python_number, unlist, viewed_input
+from eqsat.terms import Node, is_negative_zero, leaving_axes, python_number, unlist, viewed_input
 
 from .codegen import Emitter, literal, loaded, params
 from .tuning import DEFAULT
@@ -43,13 +43,9 @@ def negative_zero(shape: str = "()", dtype: str = "tl.float32") -> str:
     return f"tl.full({shape}, {bits}, {ity}).to({dtype}, bitcast=True)"
 
 
-def _negative_zero(x: float) -> bool:
-    return float(x) == 0.0 and math.copysign(1.0, float(x)) < 0
-
-
 def float_literal(x: float) -> str:
     """A float32 constant in kernel source (`codegen.literal`; -0.0 by its bits)."""
-    return negative_zero() if _negative_zero(x) else literal(x)
+    return negative_zero() if is_negative_zero(float(x)) else literal(x)
 
 # elements per program of an elementwise or reduction kernel: with Triton's default 4 warps
 # (128 threads) each thread holds 4 consecutive elements, so contiguous loads and the flat
@@ -161,7 +157,7 @@ class _Gen(Emitter):
         op = n.op
         if op == "Sc.lit":  # (an exact float64 constant: a bare literal would be a float32 one)
             x = n.args[0]
-            out = self.tmp(negative_zero("[1]", "tl.float64") if _negative_zero(x) else f"tl.full([1], {literal(x)}, tl.float64)")
+            out = self.tmp(negative_zero("[1]", "tl.float64") if is_negative_zero(float(x)) else f"tl.full([1], {literal(x)}, tl.float64)")
         elif op == "Sc.idx":  # (in int64, as the reference: `(i * M + j) * 100000` passes int32)
             out = self.tmp(f"(({self.ix(n.args[0], wide=True)}) + tl.zeros({self.shape}, tl.int64)).to(tl.float64)")
         elif op in _BIN:

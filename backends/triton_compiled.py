@@ -159,7 +159,6 @@ class TritonCompiled:
         """The call's tensors on the device (by parameter name) and its float scalars, every
         argument checked (`args.bind_args`)."""
         torch, plan = self.torch, self.plan
-        inputs, scalars = {}, {}
         # device tensors stay where they are: every argument is checked as on the host, a
         # device tensor through a stand-in of its shape (no copy)
         device = frozenset(i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.device.type != "cpu")
@@ -169,8 +168,13 @@ class TritonCompiled:
             self._check_device_dtypes(args, device)
         vals, dims = bind_args(plan.program, host_args, plan.unbound_dims(), copy=False, keep=device)
         plan.check_dims_of_call(dims)
-        vals = [args[i] if i in device else v for i, v in enumerate(vals)]
-        for p, v in zip(plan.program.params, vals):
+        return self._placed([args[i] if i in device else v for i, v in enumerate(vals)])
+
+    def _placed(self, vals: list) -> tuple[dict, dict]:
+        """Checked argument values -> (tensors on the device in their declared dtype, by
+        parameter name; float scalars)."""
+        inputs, scalars = {}, {}
+        for p, v in zip(self.plan.program.params, vals):
             if p.dtype is int:
                 continue
             if p.shape is None:
@@ -206,13 +210,8 @@ class TritonCompiled:
     def _bind_checked(self, args) -> tuple[dict, dict]:
         """`_bind` for a call of a signature `_bind` has checked: the same tensors (on the
         device, as they are, in their declared dtype) and scalars, no check repeated."""
-        inputs, scalars = {}, {}
-        for p, a in zip(self.plan.program.params, args):
-            if p.shape is None:
-                scalars[p.name] = float(scalar_arg(p, self.plan.program, a))
-            else:
-                inputs[p.name] = a if a.dtype == self._torch_dtype(p.dtype) else self._input_to_device(a, p.dtype)
-        return inputs, scalars
+        prog = self.plan.program
+        return self._placed([a if p.shape is not None else scalar_arg(p, prog, a) for p, a in zip(prog.params, args)])
 
     def _launch_tuned(self, g, fn, out, call):
         """Launch a matmul kernel with its config for this shape, tuned on first use (the

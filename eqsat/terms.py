@@ -137,7 +137,7 @@ def scs(items) -> Node:
     return cons_list("Scs", items)
 
 
-def _negative_zero(x: float) -> bool:
+def is_negative_zero(x: float) -> bool:
     return x == 0.0 and math.copysign(1.0, x) < 0
 
 
@@ -145,7 +145,7 @@ def lit(x: float) -> Node:
     """A float literal; -0.0 is `neg(0.0)`: hash-consing (here, and egglog's f64) takes
     -0.0 and 0.0 for one key, as they compare equal, and 1 / -0.0 is -inf."""
     x = float(x)
-    if _negative_zero(x):
+    if is_negative_zero(x):
         return Node("Sc.fn", "neg", Node("Sc.lit", 0.0))
     return Node("Sc.lit", x)
 
@@ -208,7 +208,7 @@ def never_negative_zero(n: Node, budget: int = 64) -> bool:
         n = todo.pop()
         if n.op == "Sc.red" and n.args[0] == "sum" or n.op == "Sc.idx":
             return True
-        if n.op == "Sc.lit" and not _negative_zero(n.args[0]):
+        if n.op == "Sc.lit" and not is_negative_zero(n.args[0]):
             return True
         if n.op == "Sc.add":
             todo += n.args
