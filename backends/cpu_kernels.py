@@ -252,6 +252,8 @@ class _Gen(Emitter):
             out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
         elif op == "Sc.fn" and n.args[0] == "neg":
             out = self.tmp(f"np.float32(-{self.sc(n.args[1])})")
+        elif op == "Sc.fn" and n.args[0] == "float32":
+            out = self.sc(n.args[1])  # (sc rounds a Python number to float32: numpy's np.float32)
         elif op == "Sc.fn":
             if n.args[0] not in lang.UNARY:
                 raise NotImplementedError(f"function {n.args[0]}")

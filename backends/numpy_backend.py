@@ -479,6 +479,8 @@ class _Eval:
                 out = self.reusable(n.args[1], b, a)
             v = xp.call(_BIN[op], a, b, out=out) if out is not None else xp.call(_BIN[op], a, b)
             self.owned.add(id(v))
+        elif op == "Sc.fn" and n.args[0] == "float32":
+            v = self.sc(n.args[1])  # (sc rounds a Python number to float32: numpy's np.float32)
         elif op == "Sc.fn":
             x = self.sc(n.args[1])
             out = self.reusable(n.args[1], x, x)

@@ -137,6 +137,8 @@ class _Gen(Emitter):
                                f"other=0.0){widen}")
         elif op in _BIN:
             out = self.tmp(_BIN[op].format(self.sc(n.args[0]), self.sc(n.args[1])))
+        elif op == "Sc.fn" and n.args[0] == "float32":
+            out = self.sc(n.args[1])  # (sc rounds a Python number to float32: numpy's np.float32)
         elif op == "Sc.fn":
             out = self.tmp(_fn(n.args[0], self.sc(n.args[1])))
         elif op == "Sc.select":

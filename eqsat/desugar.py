@@ -16,8 +16,8 @@ compute exactly the same:
   axes (the front end checks);
 - `float(e)` of an integer expression (loop variables, sizes, integer constants) is
   `e * 1.0`, the same float, and `float(e)` of a number of the program is `e`;
-  `np.float32(c)` of a number is that number rounded to float32
-  (a Python float from there: README, Python numbers); `np.inf`, `np.nan`, `np.pi`,
+  `np.float32(e)` is the language's `float32(e)`, a float32 (a Python number rounded,
+  a float32 value itself: README, Python numbers); `np.inf`, `np.nan`, `np.pi`,
   `np.e`, `math.inf`, ... and `float("inf")` are those numbers;
 - a negative constant index counts from the end of its axis (`x[-1]` is `x[N - 1]`);
 - `np.add`, `np.subtract`, `np.multiply`, `np.divide`, `np.power`, `np.mod` (`np.remainder`),
@@ -1374,8 +1374,6 @@ class _Env(ast.NodeTransformer):
         if obj is builtins.float and len(n.args) == 1 and isinstance(n.args[0], ast.Constant) and \
                 isinstance(n.args[0].value, str) and n.args[0].value.strip().lower() in _FLOAT_WORDS:
             return ast.copy_location(ast.Constant(float(n.args[0].value)), n)
-        if obj is np.float32 and len(n.args) == 1 and not n.keywords and _number(n.args[0]) is not None:
-            return ast.copy_location(ast.Constant(float(np.float32(_number(n.args[0])))), n)
         if obj in _BINOPS and len(n.args) == 2 and not n.keywords:  # np.add(a, b) is a + b
             return ast.copy_location(ast.BinOp(left=n.args[0], op=_BINOPS[obj](), right=n.args[1]), n)
         if obj is np.linalg.norm and len(n.args) == 1 and isinstance(n.func.value, ast.Attribute) and \

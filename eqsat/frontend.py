@@ -878,7 +878,7 @@ class _Parser:
         return t
 
     def module_constant(self, e: ast.Name):
-        """The module constant name `e` reads (an int or float), or None. A name the function
+        """The module constant name `e` reads (an int, a float or a np.float32), or None. A name the function
         also assigns is a local of the whole function to Python, so reading it before the
         assignment raises UnboundLocalError: refused here."""
         if e.id in self.loopvars or e.id in self.sym:
@@ -890,6 +890,8 @@ class _Parser:
             raise self.err(e, f"{e.id!r} is read before it is assigned: the function assigns it, so Python "
                               f"reads it as a local, not as the module's constant (UnboundLocalError)")
         self.constants[e.id] = g
+        if isinstance(g, np.float32):
+            return g  # (a float32: `expr` reads it as np.float32 of its value)
         return float(g) if isinstance(g, np.floating) else g
 
     def iexpr(self, e) -> tuple:
@@ -965,6 +967,8 @@ class _Parser:
             if e.id in self.loopvars:
                 return Dim(loc, e.id)  # a loop variable's value (in a condition or an expression)
             g = self.module_constant(e)
+            if isinstance(g, np.float32):  # (`ALPHA = np.float32(0.1)`: a float32, as np.float32(0.1) is)
+                return Call(loc, "float32", (Const(loc, float(g)),))
             if g is not None:
                 return Const(loc, float(g))  # a module-level constant
             kind, ty = self.lookup(e, e.id)

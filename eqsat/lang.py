@@ -219,8 +219,5 @@ UNARY = {"relu": relu, "gelu": gelu, "silu": silu, "sigmoid": sigmoid, "tanh": t
 BINARY = {"maximum": maximum, "minimum": minimum, "arctan2": arctan2, "hypot": hypot}
 # the functions above with no term (lowering keeps a nest that reads one as written)
 NO_TERM = frozenset({"tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "log1p", "expm1", "log2", "log10",
-                     "exp2", "floor", "ceil", "sign", "arctan2", "hypot",
-                     # (of a number it is that number rounded, `desugar`; of anything else, a
-                     # nest reading it runs as written: numpy's own rounding, no term needed)
-                     "float32"})
+                     "exp2", "floor", "ceil", "sign", "arctan2", "hypot"})
 BUILDERS = {"empty": empty, "zeros": zeros}

@@ -48,7 +48,7 @@ from .ir import (
     Transpose, ie_affine, ie_eval, ie_names, written,
 )
 from .ir import accumulation as _accumulation, idx_names as _idx_names, leaves as _leaves
-from .terms import Node
+from .terms import Node, weak_casts
 from .hoist import hoist_invariant_reductions
 from .unroll import unrolled
 from .peel import absorb_first
@@ -300,7 +300,11 @@ class _Lowerer:
             except NotFunctional as why:  # a form with no term (`return x // 0.25`): run as written
                 roots.append(self.returned_as_written(k, r, str(why)))
             scal.append(False)
-        return Lowered(roots, scal, self.unions, self.nests, dict(self.shapes),
+        # (`np.float32(e)` casts that compute nothing dropped: the rules then see the forms
+        # they match, `acc = np.float32(0.0); acc += ...` a sum)
+        roots = [weak_casts(r) for r in roots]
+        unions = [(weak_casts(a), weak_casts(b)) for a, b in self.unions]
+        return Lowered(roots, scal, unions, self.nests, dict(self.shapes),
                        [p.name for p in self.prog.params if p.shape is None and p.dtype is not int], self.var_extent,
                        dict(self.shapes), frozenset(self.kept_for_time))
 

@@ -385,7 +385,8 @@ def _reachable(n: Node, seen, enter):
 # backends evaluate them in float64 and round them there too: `x[i] > i * 0.1` compares x
 # with float32(i * 0.1), not with float32(i) * float32(0.1) (they differ for i = 9), and
 # `(i * 0.1 + 1e8) - 1e8` is not 0. A select whose comparison reads two of them compares
-# in float64.
+# in float64. `np.float32(e)` is the term `float32(e)`, no Python number: `s =
+# np.float32(1.0); s += 1e-9` rounds to float32 at each step, as numpy does.
 _PYTHON_NUMBER: dict = {}  # Node -> bool (terms are hash-consed and never freed)
 _ENTER = frozenset(BINOPS) | {"Sc.fn", "Sc.select"}
 
@@ -403,7 +404,7 @@ def python_number(n: Node) -> bool:
         op = x.op
         if op in ("Sc.lit", "Sc.idx"):
             _PYTHON_NUMBER[x] = True
-        elif op not in _ENTER:
+        elif op not in _ENTER or op == "Sc.fn" and x.args[0] == "float32":
             _PYTHON_NUMBER[x] = False
         else:
             kids = x.args[1:] if op in ("Sc.fn", "Sc.select") else x.args
@@ -413,6 +414,48 @@ def python_number(n: Node) -> bool:
             else:
                 _PYTHON_NUMBER[x] = all(_PYTHON_NUMBER[a] for a in kids)
     return _PYTHON_NUMBER[n]
+
+
+def _cast(n: Node) -> bool:
+    """`n` is `float32(e)` of a Python number e (a cast `weak_casts` may drop)."""
+    return n.op == "Sc.fn" and n.args[0] == "float32"
+
+
+_WEAK: dict = {}  # Node -> Node (`weak_casts`; terms are hash-consed and never freed)
+
+
+def weak_casts(n: Node) -> Node:
+    """`n` with each `float32(e)` that computes nothing dropped, so the rules see `acc =
+    np.float32(0.0); acc += a[i, k] * b[k, j]` as the sum it is: a cast of a float32 value
+    (of a load, of an operation on one) is that value; a cast of a Python number where the
+    number meets a float32 value anyway is the number (an operand of an operation whose
+    other operand is a float32 value, a side of a comparison whose other side is, a branch
+    of a select that is a float32 value, the body of a tensor's elements: the backends
+    round a Python number there once, `np.float32` of it). A cast that decides
+    a type stays: `np.float32(1.0) + 1e-9` is computed in float32, a returned or passed-on
+    `np.float32(0.5)` is a float32. A node's result depends on its subterm alone, so a term
+    and its parts (the `unions` of lowering) change alike."""
+    for x in postorder(n, _WEAK):
+        args = [_WEAK[a] if isinstance(a, Node) else a for a in x.args]
+        op = x.op
+        if _cast(x) and not python_number(args[1]):
+            out = args[1]  # (float32 of a float32 value)
+        else:
+            if op in BINOPS:
+                drop = [True, True] if any(not python_number(a) and not _cast(a) for a in args) else []
+            elif op == "Sc.select":
+                solid = [not python_number(a) and not _cast(a) for a in args[1:]]
+                drop = [False, solid[1], solid[0]] + [any(solid)] * 2
+            elif op == "Ten.compute" and unlist(args[0]):
+                drop = [False, True]  # (a tensor's element is stored as float32)
+            else:
+                drop = []
+            for k, d in enumerate(drop):
+                if d and isinstance(args[k], Node) and _cast(args[k]):
+                    args[k] = args[k].args[1]
+            out = Node(op, *args)
+        _WEAK[x] = out
+    return _WEAK[n]
 
 
 # ------------------------------------------------------------------ printing

@@ -97,3 +97,139 @@ def test_which_terms_are_python_numbers():
     for _ in range(5000):  # (no recursion)
         deep = Node("Sc.add", deep, lit)
     assert python_number(deep)
+
+
+# `np.float32(e)` is a float32 (the term `float32(e)`), not the Python number it holds: a
+# scalar that meets only Python numbers after it computes in float32, as numpy's does. Each
+# of these computed in float64 before (3.0 where numpy gives 0.0 in DRIFT, 4.47 in GLOBAL)
+DRIFT = '''
+import numpy as np
+
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    s = np.float32(1.0)
+    s += 1e-9
+    s += 1e-9
+    s += 1e-9
+    y = np.empty_like(x)
+    for i in range(N):
+        y[i] = x[i] + (s - 1.0) * 1e9 + (np.float32(i * 0.1) - i * 0.1) * 1e9
+    return y
+'''
+
+GLOBAL = '''
+import numpy as np
+
+ALPHA = np.float32(0.1)
+
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = np.empty_like(x)
+    for i in range(N):
+        y[i] = x[i] + (ALPHA * 3.0 - 0.3) * 1e9
+    return y
+'''
+
+# kept as written (np.floor has no term): the running float32 is passed to the nest as one
+KEPT = '''
+import numpy as np
+
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    s = np.float32(1.0)
+    y = np.empty_like(x)
+    for i in range(N):
+        s += 1e-9
+        y[i] = np.floor(x[i]) + (s - 1.0) * 1e9 + (np.float32(i * 0.1) > 0.3)
+    return y
+'''
+
+COMPARE = '''
+import numpy as np
+
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = np.empty_like(x)
+    for i in range(N):
+        if np.float32(i * 0.1) > 0.3:
+            y[i] = x[i] + (np.float32(0.1) * 3.0 - 0.3) * 1e9
+        else:
+            y[i] = x[i] * 2.0 if x[i] > np.float32(0.1) else -x[i]
+    return y
+'''
+
+
+@pytest.mark.parametrize("src", [DRIFT, GLOBAL, KEPT, COMPARE], ids=["drift", "global", "kept", "compare"])
+@pytest.mark.parametrize("compiled", ["never", "always"])
+def test_a_float32_cast_computes_in_float32(tmp_program, monkeypatch, src, compiled):
+    monkeypatch.setenv("EQSAT_COMPILE_KERNELS", compiled)
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", compiled)
+    prog = tmp_program(src)
+    x = np.random.default_rng(3).standard_normal(9).astype(np.float32)
+    want = eqsat.reference(prog, x)
+    plan = eqsat.optimize(prog, {"N": 9}, target="cpu")
+    for backend in ("numpy", "triton"):
+        np.testing.assert_array_equal(plan.run(x, backend=backend), want, err_msg=backend)
+
+
+def test_a_returned_float32_is_one(tmp_program):
+    prog = tmp_program('''import numpy as np
+
+@program
+def p(x: f32["N"]) -> f32:
+    t = 0.0
+    for i in range(N):
+        t += x[i]
+    return t * np.float32(0.5) + (np.float32(0.1) * 3.0 - 0.3) * 1e9
+''')
+    x = np.random.default_rng(4).standard_normal(9).astype(np.float32)
+    want = eqsat.reference(prog, x)
+    got = eqsat.optimize(prog, {"N": 9}).run(x)
+    assert isinstance(got, np.float32) and got == want
+
+
+def test_casts_that_compute_nothing_leave_the_forms_rules_match(tmp_program):
+    """`acc = np.float32(0.0)`, a factor `np.float32(0.5)` and `np.maximum(acc,
+    np.float32(0.0))` are the sum, the literal and the relu the rules know (`weak_casts`):
+    one matmul with its epilogue."""
+    prog = tmp_program('''import numpy as np
+
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    c = np.zeros((M, N), dtype=np.float32)
+    for i in range(M):
+        for j in range(N):
+            acc = np.float32(0.0)
+            for k in range(K):
+                acc += np.float32(0.5) * a[i, k] * b[k, j]
+            c[i, j] = np.maximum(acc, np.float32(0.0))
+    return c
+''')
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((64, 32)).astype(np.float32), rng.standard_normal((32, 48)).astype(np.float32)
+    plan = eqsat.optimize(prog, {"M": 64, "K": 32, "N": 48})
+    assert [k.kind for k in plan.kernels] == ["matmul"]
+    np.testing.assert_allclose(plan.run(a, b), eqsat.reference(prog, a, b), rtol=1e-5, atol=1e-5)
+
+
+def test_which_float32_casts_are_dropped():
+    from eqsat.terms import weak_casts
+
+    i = Node("Sc.idx", Node("Ix.v", Node("Var.named", "i")))
+    lit, x = Node("Sc.lit", 0.1), Node("Sc.param", "x")
+
+    def cast(e):
+        return Node("Sc.fn", "float32", e)
+
+    assert not python_number(cast(lit)) and not python_number(Node("Sc.add", cast(lit), lit))
+    assert weak_casts(cast(x)) is x  # (of a float32 value)
+    assert weak_casts(Node("Sc.mul", cast(lit), x)) is Node("Sc.mul", lit, x)  # (meets a float32)
+    kept = Node("Sc.add", cast(lit), lit)  # (decides the type)
+    assert weak_casts(kept) is kept
+    both = Node("Sc.mul", cast(lit), cast(i))
+    assert weak_casts(both) is both
+    # a comparison's side against a float32 value, and a select's branch
+    sel = Node("Sc.select", ">", cast(i), x, cast(lit), lit)
+    assert weak_casts(sel) is Node("Sc.select", ">", i, x, lit, lit)
+    sel = Node("Sc.select", ">", cast(i), lit, x, cast(lit))
+    assert weak_casts(sel) is Node("Sc.select", ">", cast(i), lit, x, lit)
