@@ -425,8 +425,11 @@ def _source(plan, nest):
         if canon is not None:
             lib_names[canon] = name
             lines.append(f"{name} = None  # bound to the compiled {canon} on load")
+        elif isinstance(obj, (np.float32, np.float64)):  # (a numpy scalar keeps its type, as numpy's)
+            lines.append(f"{name} = np.{type(obj).__name__}({float(obj)!r})")
+            consts[name] = obj
         elif isinstance(obj, (int, float, np.floating)) and not isinstance(obj, bool):
-            obj = float(obj) if isinstance(obj, np.floating) else obj  # (np.float32(0.25): the number it holds)
+            obj = float(obj) if isinstance(obj, np.floating) else obj
             lines.append(f"{name} = {obj!r}")
             consts[name] = obj
     live = live_outputs(plan, nest)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from eqsat import lang
 
 INT, FLOAT, F32, F64, ARRAY = "int", "float", "f32", "f64", "array"
@@ -69,7 +71,8 @@ class Types:
         self.env: dict = {n: F32 for n in f32_names}
         self.env.update({n: INT for n in ints})
         for n, v in consts.items():
-            self.env[n] = INT if isinstance(v, int) else FLOAT
+            self.env[n] = INT if isinstance(v, int) else F32 if isinstance(v, np.float32) else \
+                F64 if isinstance(v, np.float64) else FLOAT
         for f in ast.walk(tree):
             if isinstance(f, ast.For) and isinstance(f.target, ast.Name):
                 self.env[f.target.id] = INT  # (the language's loops run over ranges)

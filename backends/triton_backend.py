@@ -23,6 +23,7 @@ import math
 import os
 import re
 
+import numpy as np
 
 from eqsat.cost import GPU_RED_LANES, pow2
 from eqsat.plan import fused_prologue
@@ -44,8 +45,12 @@ def negative_zero(shape: str = "()", dtype: str = "tl.float32") -> str:
 
 
 def float_literal(x: float) -> str:
-    """A float32 constant in kernel source (`codegen.literal`; -0.0 by its bits)."""
-    return negative_zero() if is_negative_zero(float(x)) else literal(x)
+    """A float32 constant in kernel source (`codegen.literal`; -0.0 by its bits), rounded
+    to float32 here: Triton folds an operation of two constants in float64, so
+    `float32(1e39) / 4.0` would be 2.5e38 where numpy's is inf."""
+    with np.errstate(over="ignore"):
+        x = float(np.float32(x))
+    return negative_zero() if is_negative_zero(x) else literal(x)
 
 # elements per program of an elementwise or reduction kernel: with Triton's default 4 warps
 # (128 threads) each thread holds 4 consecutive elements, so contiguous loads and the flat

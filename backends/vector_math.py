@@ -187,7 +187,7 @@ def _stub(name: str):
 
 
 def _exact():
-    """relu, sign, maximum and minimum as numpy gives them, zeros' signs included: numba's
+    """relu, sign, maximum, minimum and np.clip's sides as numpy gives them, zeros' signs included: numba's
     own `np.maximum(-0.0, 0.0)` is -0.0 (numpy's 0.0: on a tie the second operand) and its
     `np.sign(-0.0)` -0.0 (numpy's 0.0), so a kept nest or compiled kernel computing
     `relu(x)` gave -0.0 where the reference gives 0.0."""
@@ -218,7 +218,23 @@ def _exact():
 
     overload(maximum)(choice(True))
     overload(minimum)(choice(False))
-    return {"relu": relu, "sign": sign, "maximum": maximum, "minimum": minimum}
+    clip_below, clip_above = _stub("clip_below"), _stub("clip_above")
+
+    def bound(below: bool):
+        def impl(vm_a, vm_b):  # np.clip's side: the bound where it wins or is NaN, else `a`
+            if _scalar(vm_a) and _scalar(vm_b):
+                if below:
+                    return lambda vm_a, vm_b: vm_b if (vm_b > vm_a or vm_b != vm_b) else vm_a
+                return lambda vm_a, vm_b: vm_b if (vm_b < vm_a or vm_b != vm_b) else vm_a
+            if below:
+                return lambda vm_a, vm_b: np.where((vm_b > vm_a) | (vm_b != vm_b), vm_b, vm_a)
+            return lambda vm_a, vm_b: np.where((vm_b < vm_a) | (vm_b != vm_b), vm_b, vm_a)
+        return impl
+
+    overload(clip_below)(bound(True))
+    overload(clip_above)(bound(False))
+    return {"relu": relu, "sign": sign, "maximum": maximum, "minimum": minimum,
+            "clip_below": clip_below, "clip_above": clip_above}
 
 
 # the language's functions whose numba forms differ from numpy's (`loops._lib` binds these)

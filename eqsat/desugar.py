@@ -23,8 +23,9 @@ compute exactly the same:
 - `np.add`, `np.subtract`, `np.multiply`, `np.divide`, `np.power`, `np.mod` (`np.remainder`),
   `np.floor_divide` are `+ - * / ** % //`; `np.linalg.norm(x)` (with `axis=`, `keepdims=`)
   is `sqrt(np.sum(x * x))`;
-  `np.square(x)` is `x * x`, `np.clip(a, lo, hi)` is `minimum(maximum(a, lo), hi)` (a bound None: that side unbounded; as
-  numpy defines it) and `np.where(c, a, b)` is `a if c else b` (of numbers: nothing is
+  `np.square(x)` is `x * x`, `np.clip(a, lo, hi)` is `clip_above(clip_below(a, lo), hi)` (numpy's, which
+  keeps `a` on a tie with a bound: `lang.clip_below`), and with a bound None
+  `maximum(a, lo)` or `minimum(a, hi)` (numpy's then, the bound's zero on a tie) and `np.where(c, a, b)` is `a if c else b` (of numbers: nothing is
   skipped that could fail; of tensors, marked `eqsat_where`, read element by element by
   `eqsat/sections.py`, numpy's broadcast of the three); `np.logical_and(a, b)`,
   `np.logical_or(a, b)` and `np.logical_not(a)` are `a and b`, `a or b` and `not a`, which
@@ -1464,12 +1465,18 @@ class _Env(ast.NodeTransformer):
             if obj is np.count_nonzero:
                 n.func = ast.copy_location(ast.Attribute(value=n.func.value, attr="sum", ctx=ast.Load()), n.func)
             return n
-        if obj is np.clip and len(n.args) == 3 and not n.keywords:  # numpy's: minimum(maximum(a, lo), hi)
+        if obj is np.clip and len(n.args) == 3 and not n.keywords:
+            # numpy's: of two bounds, clip_above(clip_below(a, lo), hi), which keep `a` on a
+            # tie; of one (the other None), maximum(a, lo) or minimum(a, hi), which numpy
+            # computes then (the tie's zero the bound's)
             out, lo, hi = n.args
-            if not _is_none(lo):  # (a bound None: no bound on that side)
-                out = ast.Call(func=ast.Name(id=LIB + "maximum", ctx=ast.Load()), args=[out, lo], keywords=[])
+            both = not _is_none(lo) and not _is_none(hi)
+            if not _is_none(lo):
+                out = ast.Call(func=ast.Name(id=LIB + ("clip_below" if both else "maximum"), ctx=ast.Load()),
+                               args=[out, lo], keywords=[])
             if not _is_none(hi):
-                out = ast.Call(func=ast.Name(id=LIB + "minimum", ctx=ast.Load()), args=[out, hi], keywords=[])
+                out = ast.Call(func=ast.Name(id=LIB + ("clip_above" if both else "minimum"), ctx=ast.Load()),
+                               args=[out, hi], keywords=[])
             return ast.copy_location(out, n)
         if obj in (np.logical_and, np.logical_or) and len(n.args) == 2 and not n.keywords:
             # (a condition: `and`/`or` of the truths, element by element where they are masks;
@@ -1526,9 +1533,22 @@ class _Env(ast.NodeTransformer):
             return mm
         if obj is builtins.float and len(n.args) == 1 and self.is_int(n.args[0]):
             return ast.copy_location(ast.BinOp(left=n.args[0], op=ast.Mult(), right=ast.Constant(1.0)), n)
+        if obj is builtins.float and len(n.args) == 1 and not n.keywords and _float32_number(n.args[0]) is not None:
+            # (`float(np.float32(0.1))`: the Python float 0.10000000149011612, as Python's)
+            return ast.copy_location(ast.Constant(_float32_number(n.args[0])), n)
         if obj is builtins.float and len(n.args) == 1 and not n.keywords and self.value_shape(n.args[0]) is SCALAR:
             return n.args[0]  # (`float(x[i])`, `float(s)`: a number of the program is already one)
         return n
+
+
+def _float32_number(e):
+    """The value of `np.float32(c)` of a numeric literal c (desugared: the language's
+    `float32`), rounded to float32, as a Python float; else None."""
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == LIB + "float32" and \
+            len(e.args) == 1 and not e.keywords and _number(e.args[0]) is not None:
+        with np.errstate(over="ignore"):
+            return float(np.float32(_number(e.args[0])))
+    return None
 
 
 def _is_none(e) -> bool:

@@ -890,8 +890,8 @@ class _Parser:
             raise self.err(e, f"{e.id!r} is read before it is assigned: the function assigns it, so Python "
                               f"reads it as a local, not as the module's constant (UnboundLocalError)")
         self.constants[e.id] = g
-        if isinstance(g, np.float32):
-            return g  # (a float32: `expr` reads it as np.float32 of its value)
+        if isinstance(g, (np.float32, np.float64)):
+            return g  # (numpy's: `expr` reads it as np.float32 or np.float64 of its value)
         return float(g) if isinstance(g, np.floating) else g
 
     def iexpr(self, e) -> tuple:
@@ -967,8 +967,11 @@ class _Parser:
             if e.id in self.loopvars:
                 return Dim(loc, e.id)  # a loop variable's value (in a condition or an expression)
             g = self.module_constant(e)
-            if isinstance(g, np.float32):  # (`ALPHA = np.float32(0.1)`: a float32, as np.float32(0.1) is)
-                return Call(loc, "float32", (Const(loc, float(g)),))
+            if isinstance(g, (np.float32, np.float64)):
+                # `ALPHA = np.float32(0.1)`: a float32, as np.float32(0.1) is; a np.float64 is
+                # numpy's strong float64 (`x[i] * F` computes in float64), which no term is:
+                # its nest runs as written (`lang.NO_TERM`)
+                return Call(loc, type(g).__name__, (Const(loc, float(g)),))
             if g is not None:
                 return Const(loc, float(g))  # a module-level constant
             kind, ty = self.lookup(e, e.id)
@@ -1186,6 +1189,13 @@ class _Parser:
             raise self.err(e, f"{name} takes two arguments")
         if name in lang.NO_TERM:  # (arctan2, hypot: numpy's, elementwise)
             return Call(loc, name, args, ty=self.bcast(e, args[0].ty, args[1].ty))
+        if name in ("clip_below", "clip_above"):
+            # np.clip's sides: `b if b > a else a` (builtin max(a, b): a on a tie and where a
+            # is NaN), and b where b is NaN (a number bound is none); min alike
+            a, b = args
+            ty = self.bcast(e, a.ty, b.ty)
+            bounded = Call(loc, "max" if name == "clip_below" else "min", (a, b), ty=ty)
+            return bounded if _number(b) else Select(loc, Compare(loc, "!=", b, b), b, bounded, ty=ty)
         fn = "max" if name == "maximum" else "min"
         ty = self.bcast(e, args[0].ty, args[1].ty)
         # numpy's maximum(a, b) is `a if a > b else b` where neither is NaN (b on a tie: the

@@ -190,6 +190,23 @@ def float32(x):
     return np.float32(x)
 
 
+def clip_below(x, lo):
+    """The lower side of numpy's two-bound `np.clip(x, lo, hi)`: lo where lo > x or lo is
+    NaN, else x (x itself on a tie: `np.clip(-0.0, 0.0, 1.0)` is -0.0, where
+    `np.maximum(-0.0, 0.0)` is 0.0; `np.clip(x, lo, None)` is np.maximum's, by numpy)."""
+    return np.clip(x, lo, np.inf)
+
+
+def clip_above(x, hi):
+    """The upper side of numpy's two-bound clip: hi where hi < x or hi is NaN, else x."""
+    return np.clip(x, -np.inf, hi)
+
+
+def float64(x):
+    """numpy's `np.float64(x)` (a module constant that is one: no term, `NO_TERM`)."""
+    return np.float64(x)
+
+
 def arctan2(y, x):
     return np.arctan2(y, x)
 
@@ -215,9 +232,10 @@ UNARY = {"relu": relu, "gelu": gelu, "silu": silu, "sigmoid": sigmoid, "tanh": t
          "log": log, "abs": absolute, "sin": sin, "cos": cos,
          "tan": tan, "arcsin": arcsin, "arccos": arccos, "arctan": arctan, "sinh": sinh, "cosh": cosh,
          "log1p": log1p, "expm1": expm1, "log2": log2, "log10": log10, "exp2": exp2, "floor": floor, "ceil": ceil, "sign": sign,
-         "float32": float32}
-BINARY = {"maximum": maximum, "minimum": minimum, "arctan2": arctan2, "hypot": hypot}
+         "float32": float32, "float64": float64}
+BINARY = {"maximum": maximum, "minimum": minimum, "clip_below": clip_below, "clip_above": clip_above,
+          "arctan2": arctan2, "hypot": hypot}
 # the functions above with no term (lowering keeps a nest that reads one as written)
 NO_TERM = frozenset({"tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "log1p", "expm1", "log2", "log10",
-                     "exp2", "floor", "ceil", "sign", "arctan2", "hypot"})
+                     "exp2", "floor", "ceil", "sign", "arctan2", "hypot", "float64"})
 BUILDERS = {"empty": empty, "zeros": zeros}

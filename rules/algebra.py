@@ -2,7 +2,8 @@
 of a sum or difference splits in two.
 
 Preconditions:
-  1. The factor is a literal or a scalar parameter: it cannot depend on the summed variable.
+  1. The factor is a literal or a scalar parameter: it cannot depend on the summed variable;
+     a literal one a finite, normal float32 (not inf, 1e39, 0 or 1e-46).
   (Real-number identities; in floating point they change rounding only, as every
   reassociation a matmul makes does, and for a finite factor only: with alpha = inf a
   zero term is NaN in the sum and the product alpha * sum is inf, so a plan of a program
@@ -39,6 +40,9 @@ from egglog import String, f64, i64, ne, rewrite, rule, ruleset, union, eq
 
 from eqsat.sorts import Ix, Ixs, Sc, Ten, Var
 
+F32_MAX = 3.4028234663852886e38  # the largest finite float32
+F32_NORMAL_MIN = 1.1754943508222875e-38  # the smallest normal float32
+
 
 def _index_values(v, w, u, k, c):
     """Index-value operands of a mask that do not mention `v`, and literals: (pattern,
@@ -59,19 +63,25 @@ def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u:
     # sum[v] (x + y) -> sum[v] x + sum[v] y, and for x - y
     yield rewrite(Sc.red("sum", v, n, Sc.add(x, y))).to(Sc.add(Sc.red("sum", v, n, x), Sc.red("sum", v, n, y)))
     yield rewrite(Sc.red("sum", v, n, Sc.sub(x, y))).to(Sc.sub(Sc.red("sum", v, n, x), Sc.red("sum", v, n, y)))
-    for s in (Sc.lit(c), Sc.param(p)):
+    # a literal factor or divisor only where it is a finite, normal float32 (as the program
+    # rounds it): `sum[i] x[i] * inf` is NaN for terms of both signs where `inf * sum` is
+    # +-inf, `1e39` is inf, `1e-46` is 0 (a division by it +-inf in every term), and a zero
+    # factor's product keeps the sign of the sum where the sum of its terms is 0.0
+    finite = [c < F32_MAX, c > -F32_MAX, c * c >= F32_NORMAL_MIN * F32_NORMAL_MIN]
+    for s, guard in ((Sc.lit(c), finite), (Sc.param(p), [])):
         # sum[v] s * x -> s * sum[v] x
-        yield rewrite(Sc.red("sum", v, n, Sc.mul(s, x))).to(Sc.mul(s, Sc.red("sum", v, n, x)))
+        yield rewrite(Sc.red("sum", v, n, Sc.mul(s, x))).to(Sc.mul(s, Sc.red("sum", v, n, x)), *guard)
         # sum[v] (s * x) * y -> sum[v] s * (x * y)
-        yield rewrite(Sc.red("sum", v, n, Sc.mul(Sc.mul(s, x), y))).to(Sc.red("sum", v, n, Sc.mul(s, Sc.mul(x, y))))
+        yield rewrite(Sc.red("sum", v, n, Sc.mul(Sc.mul(s, x), y))).to(
+            Sc.red("sum", v, n, Sc.mul(s, Sc.mul(x, y))), *guard)
         # the constant elsewhere in a two-factor product under a sum -> in front
         for prod in (Sc.mul(x, Sc.mul(s, y)), Sc.mul(x, Sc.mul(y, s)), Sc.mul(Sc.mul(x, s), y)):
-            yield rewrite(Sc.red("sum", v, n, prod)).to(Sc.red("sum", v, n, Sc.mul(s, Sc.mul(x, y))))
+            yield rewrite(Sc.red("sum", v, n, prod)).to(Sc.red("sum", v, n, Sc.mul(s, Sc.mul(x, y))), *guard)
     # a division by a literal or a parameter: sum[v] x / s -> (sum[v] x) / s, and the
     # quotient as a factor, (x / s) * y and x * (y / s). Not for s = 0 (terms of both signs
     # give NaN in the sum, +-inf after it): a literal is guarded here, a parameter checked on
     # every call (`Plan.checked_scalars`: a zero divisor runs the program as written)
-    for s, nonzero in ((Sc.lit(c), [ne(c).to(0.0)]), (Sc.param(p), [])):
+    for s, nonzero in ((Sc.lit(c), finite), (Sc.param(p), [])):
         yield rewrite(Sc.red("sum", v, n, Sc.div(x, s))).to(Sc.div(Sc.red("sum", v, n, x), s), *nonzero)
         for prod in (Sc.mul(Sc.div(x, s), y), Sc.mul(x, Sc.div(y, s))):
             yield rewrite(Sc.red("sum", v, n, prod)).to(Sc.div(Sc.red("sum", v, n, Sc.mul(x, y)), s), *nonzero)

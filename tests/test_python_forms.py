@@ -1185,6 +1185,32 @@ def p(a: f32["M", "K"], b: f32["K", "N"], x: f32["M", "N"]) -> tuple[f32["M", "N
     assert close(eqsat.reference(prog, a, b, x), want)
 
 
+@pytest.mark.parametrize("compiled", ["never", "always"])
+def test_clip_keeps_the_sign_of_a_zero_and_nan_bounds(tmp_program, monkeypatch, compiled):
+    """numpy's clip keeps `x` on a tie with a bound (`np.clip(-0.0, 0.0, 1.0)` is -0.0, where
+    `np.maximum(-0.0, 0.0)` is 0.0: it was lowered so), gives NaN for a NaN bound and the
+    upper bound where the bounds cross (with one bound None it is np.maximum's, which gives
+    the bound's zero on a tie); lifted, and kept as written (np.floor has no term),
+    interpreted and compiled by numba; bit for bit on both backends."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", compiled)
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["N"], lo: f32) -> tuple[f32["N"], f32["N"]]:
+    z = np.empty_like(x)
+    for i in range(N):
+        z[i] = np.floor(x[i] * 0.0) + np.clip(x[i], -0.0, 0.0) + np.clip(x[i], lo, 1.0) * 2.0
+    return np.clip(x, 0.0, 1.0) + np.clip(x, 1.0, 0.0) * 3.0 + x.clip(max=lo) * 5.0 + np.clip(x, -0.0, None), z
+''')
+    x = np.array([-0.0, 0.5, 0.0, np.nan, -1.0, 2.0, 1.0, -0.0, np.inf], np.float32)
+    for lo in (np.float32(np.nan), np.float32(-0.0), np.float32(0.25)):
+        want = eqsat.reference(prog, x, lo)
+        plan = eqsat.optimize(prog, {"N": 9}, target="cpu")
+        for backend in ("numpy", "triton"):
+            for g, w in zip(plan.run(x, lo, backend=backend), want):
+                np.testing.assert_array_equal(g, w, err_msg=backend)
+                assert (np.signbit(g) == np.signbit(w))[~np.isnan(w)].all(), (backend, g, w)
+
+
 def test_a_plan_computes_with_the_constants_optimize_read(tmp_program):
     """A module constant changed after optimize(): the plan's kernels were built with the old
     value and its kept nest compiled at the first run with the new one, so one result used

@@ -159,7 +159,43 @@ def p(x: f32["N"]) -> f32["N"]:
 '''
 
 
-@pytest.mark.parametrize("src", [DRIFT, GLOBAL, KEPT, COMPARE], ids=["drift", "global", "kept", "compare"])
+# `float(np.float32(0.1))` is the Python float 0.10000000149011612 again (a float64 from
+# there), and a cast past float32's range is inf in every backend (Triton folded
+# `float32(1e39) / 4.0` in float64: 2.5e38)
+FLOAT_OF_CAST = '''import numpy as np
+
+@program
+def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
+    y = np.empty_like(x)
+    z = np.empty_like(x)
+    s = np.float32(1e39)
+    for i in range(N):
+        y[i] = x[i] + (float(np.float32(0.1)) + 1e8 - 1e8) * 1e7
+        z[i] = x[i] * 0.0 + s / 4.0 + np.float32(1e-46) * 1e40
+    return y, z
+'''
+
+
+# module constants that are numpy scalars keep their types: a np.float32 one is float32 in a
+# kept nest compiled by numba too (it was a Python float there), a np.float64 one numpy's
+# strong float64 (`F64 - np.float32(0.1)` is 0.2 in float64; it was 0.20000002)
+MODULE = '''import numpy as np
+F = np.float32(0.1)
+F64 = np.float64(0.3)
+
+@program
+def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
+    y = np.empty_like(x)
+    z = np.empty_like(x)
+    for i in range(N):
+        y[i] = np.floor(x[i]) + ((F + 1e8) - 1e8) + (1.0 if F <= i * 0.1 else 0.0)
+        z[i] = x[i] * 0.0 + (F64 - np.float32(0.1))
+    return y, z
+'''
+
+
+@pytest.mark.parametrize("src", [DRIFT, GLOBAL, KEPT, COMPARE, FLOAT_OF_CAST, MODULE],
+                         ids=["drift", "global", "kept", "compare", "float_of_cast", "module"])
 @pytest.mark.parametrize("compiled", ["never", "always"])
 def test_a_float32_cast_computes_in_float32(tmp_program, monkeypatch, src, compiled):
     monkeypatch.setenv("EQSAT_COMPILE_KERNELS", compiled)
@@ -169,7 +205,9 @@ def test_a_float32_cast_computes_in_float32(tmp_program, monkeypatch, src, compi
     want = eqsat.reference(prog, x)
     plan = eqsat.optimize(prog, {"N": 9}, target="cpu")
     for backend in ("numpy", "triton"):
-        np.testing.assert_array_equal(plan.run(x, backend=backend), want, err_msg=backend)
+        got = plan.run(x, backend=backend)
+        for g, w in zip(got, want) if isinstance(want, tuple) else [(got, want)]:
+            np.testing.assert_array_equal(g, w, err_msg=backend)
 
 
 def test_a_returned_float32_is_one(tmp_program):

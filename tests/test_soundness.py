@@ -14,6 +14,27 @@ from conftest import random_args, rel_err
 D = {"M": 4, "N": 5, "K": 3, "B": 2}
 
 WRONG = {
+    # found by a probe (2026-11-27): a literal factor or divisor moved out of a sum where it
+    # is not a finite, normal float32: `x * 1e39` (inf in float32) summed over terms of both
+    # signs is NaN where inf * sum is +-inf, and `x / 1e-46` (a division by 0.0) alike
+    "sum_of_a_product_by_inf": '''
+import numpy as np
+
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> tuple[f32["M", "N"], f32["M", "N"], f32["M"]]:
+    c = np.zeros((M, N), dtype=np.float32)
+    d = np.zeros((M, N), dtype=np.float32)
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                c[i, j] += a[i, k] * b[k, j] * 1e39
+                d[i, j] += a[i, k] * b[k, j] / 1e-46
+    s = np.zeros((M,), dtype=np.float32)
+    for i in range(M):
+        for k in range(K):
+            s[i] += a[i, k] * np.float32(np.inf)
+    return c, d, s
+''',
     # found by a generator (probe L, 2026-11-26): a tuple assignment's temporary in a time
     # loop kept as written, which the nest's source did not bind (the plan returned None)
     "rebound_tuple_in_time_loop": '''
