@@ -501,7 +501,7 @@ class _Eval:
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
             # (two Python numbers compare in float64, as in the reference)
-            lv, rv = self.sides(l, r)
+            lv, rv = (self.py(l), self.py(r)) if python_number(l) and python_number(r) else (self.sc(l), self.sc(r))
             v = xp.call(_select, _CMP[cmp], lv, rv, self.sc(a), self.sc(b))
             self.owned.add(id(v))
         else:
@@ -528,19 +528,11 @@ class _Eval:
             v = np.negative(x) if n.args[0] == "neg" else lang.UNARY[n.args[0]](x)
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
-            lv, rv = self.sides(l, r)  # (a condition on data picks between two Python numbers)
-            v = np.where(_CMP[cmp](lv, rv), self.py(a), self.py(b))
+            v = np.where(_CMP[cmp](self.py(l), self.py(r)), self.py(a), self.py(b))
         else:
             raise RuntimeError(f"{op} is no Python number")
         self.py_memo[n] = v
         return v
-
-    def sides(self, l: Node, r: Node) -> tuple:
-        """A comparison's two sides: two Python numbers compare in float64, as in the
-        reference, anything else in float32 (`sc`)."""
-        if python_number(l) and python_number(r):
-            return self.py(l), self.py(r)
-        return self.sc(l), self.sc(r)
 
     def reusable(self, node, arr, other):
         """`arr` if it may take the result in place: a fresh float32 array read only here,
