@@ -464,12 +464,7 @@ class _Eval:
             v = self.py(n)
             v = np.float32(v) if np.ndim(v) == 0 else v.astype(np.float32)
         elif op == "Sc.lit":
-            x = n.args[0]
-            if abs(x) <= 3.4e38:
-                v = np.float32(x)
-            else:  # (past float32's range: inf, as numpy rounds it, without its warning)
-                with np.errstate(over="ignore"):
-                    v = np.float32(x)
+            v = lang.rounded(n.args[0])
         elif op == "Sc.acc":
             v = self.acc if self.acc.ndim == self.rank else \
                 xp.reshape(self.acc, self.acc.shape + (1,) * (self.rank - self.acc.ndim))

@@ -23,8 +23,7 @@ import math
 import os
 import re
 
-import numpy as np
-
+from eqsat import lang
 from eqsat.cost import GPU_RED_LANES, pow2
 from eqsat.plan import fused_prologue
 from eqsat.terms import Node, is_negative_zero, leaving_axes, python_number, unlist, viewed_input
@@ -48,8 +47,7 @@ def float_literal(x: float) -> str:
     """A float32 constant in kernel source (`codegen.literal`; -0.0 by its bits), rounded
     to float32 here: Triton folds an operation of two constants in float64, so
     `float32(1e39) / 4.0` would be 2.5e38 where numpy's is inf."""
-    with np.errstate(over="ignore"):
-        x = float(np.float32(x))
+    x = float(lang.rounded(x))
     return negative_zero() if is_negative_zero(x) else literal(x)
 
 # elements per program of an elementwise or reduction kernel: with Triton's default 4 warps

@@ -1546,8 +1546,7 @@ def _float32_number(e):
     `float32`), rounded to float32, as a Python float; else None."""
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == LIB + "float32" and \
             len(e.args) == 1 and not e.keywords and _number(e.args[0]) is not None:
-        with np.errstate(over="ignore"):
-            return float(np.float32(_number(e.args[0])))
+        return float(lang.rounded(_number(e.args[0])))
     return None
 
 

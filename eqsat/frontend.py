@@ -878,7 +878,7 @@ class _Parser:
         return t
 
     def module_constant(self, e: ast.Name):
-        """The module constant name `e` reads (an int, a float or a np.float32), or None. A name the function
+        """The module constant name `e` reads (an int, a float, a np.float32 or a np.float64), or None. A name the function
         also assigns is a local of the whole function to Python, so reading it before the
         assignment raises UnboundLocalError: refused here."""
         if e.id in self.loopvars or e.id in self.sym:

@@ -190,6 +190,15 @@ def float32(x):
     return np.float32(x)
 
 
+def rounded(x: float) -> np.float32:
+    """A Python number rounded to float32 as numpy rounds it (past float32's range: inf),
+    without numpy's overflow warning (a constant the backends and the desugaring write)."""
+    if abs(x) <= 3.4e38 or x != x:
+        return np.float32(x)
+    with np.errstate(over="ignore"):
+        return np.float32(x)
+
+
 def clip_below(x, lo):
     """The lower side of numpy's two-bound `np.clip(x, lo, hi)`: lo where lo > x or lo is
     NaN, else x (x itself on a tie: `np.clip(-0.0, 0.0, 1.0)` is -0.0, where

@@ -417,7 +417,7 @@ def python_number(n: Node) -> bool:
 
 
 def _cast(n: Node) -> bool:
-    """`n` is `float32(e)` of a Python number e (a cast `weak_casts` may drop)."""
+    """`n` is `float32(e)`, numpy's cast (`weak_casts` drops those that compute nothing)."""
     return n.op == "Sc.fn" and n.args[0] == "float32"
 
 

@@ -81,10 +81,10 @@ def ruleset(x: Sc, y: Sc, v: Var, n: i64, c: f64, p: String, red: Sc, w: Var, u:
     # quotient as a factor, (x / s) * y and x * (y / s). Not for s = 0 (terms of both signs
     # give NaN in the sum, +-inf after it): a literal is guarded here, a parameter checked on
     # every call (`Plan.checked_scalars`: a zero divisor runs the program as written)
-    for s, nonzero in ((Sc.lit(c), finite), (Sc.param(p), [])):
-        yield rewrite(Sc.red("sum", v, n, Sc.div(x, s))).to(Sc.div(Sc.red("sum", v, n, x), s), *nonzero)
+    for s, guard in ((Sc.lit(c), finite), (Sc.param(p), [])):
+        yield rewrite(Sc.red("sum", v, n, Sc.div(x, s))).to(Sc.div(Sc.red("sum", v, n, x), s), *guard)
         for prod in (Sc.mul(Sc.div(x, s), y), Sc.mul(x, Sc.div(y, s))):
-            yield rewrite(Sc.red("sum", v, n, prod)).to(Sc.div(Sc.red("sum", v, n, Sc.mul(x, y)), s), *nonzero)
+            yield rewrite(Sc.red("sum", v, n, prod)).to(Sc.div(Sc.red("sum", v, n, Sc.mul(x, y)), s), *guard)
     # a product of three loads under a sum grouped each way, so the factor that goes with
     # an operand (a column scale `s[j]` with `b[k, j]`) can be its prologue: `(a[i, k] *
     # b[k, j]) * s[j]` -> `a[i, k] * (b[k, j] * s[j])` (loads only: a longer product's
