@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from eqsat.terms import walk
+from eqsat.terms import python_number, walk
 
 
 def literal(x: float) -> str:
@@ -55,6 +55,13 @@ class Emitter:
 
     def _py(self, n) -> str:
         raise NotImplementedError
+
+    def sides(self, l, r) -> tuple:
+        """A comparison's two sides: two Python numbers compare in float64, as in the
+        reference, anything else in float32 (`sc`)."""
+        if python_number(l) and python_number(r):
+            return self.py(l), self.py(r)
+        return self.sc(l), self.sc(r)
 
     def var(self, v) -> str:
         """The expression of loop or reduction variable `v` here."""

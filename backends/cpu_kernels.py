@@ -264,7 +264,7 @@ class _Gen(Emitter):
             if cmp not in _CMP:
                 raise NotImplementedError(f"comparison {cmp}")
             # (two Python numbers compare in float64, as in the reference)
-            lv, rv = (self.py(l), self.py(r)) if python_number(l) and python_number(r) else (self.sc(l), self.sc(r))
+            lv, rv = self.sides(l, r)
             av, bv = self.sc(a), self.sc(b)
             out = self.tmp(f"{av} if {lv} {cmp} {rv} else {bv}")
         elif op == "Sc.red":
@@ -296,7 +296,8 @@ class _Gen(Emitter):
             cmp, l, r, a, b = n.args
             if cmp not in _CMP:
                 raise NotImplementedError(f"comparison {cmp}")
-            out = self.tmp(f"{self.py(a)} if {self.py(l)} {cmp} {self.py(r)} else {self.py(b)}")
+            lv, rv = self.sides(l, r)
+            out = self.tmp(f"{self.py(a)} if {lv} {cmp} {rv} else {self.py(b)}")
         else:
             raise NotImplementedError(f"{op} as a Python number")
         return out

@@ -259,6 +259,11 @@ def _f32_copy(v):
     return np.array(v, dtype=np.float32, copy=True)
 
 
+def _py_select(cmp, l, r, a, b):
+    """A select between two Python numbers (float64, as the reference's)."""
+    return np.where(cmp(l, r), a, b)
+
+
 def _as_f32(v):
     return np.asarray(v, dtype=np.float32)
 
@@ -294,7 +299,10 @@ def scalar_input(ev: "_Eval", s: Node):
     """The value a nest kept as written gets for scalar term `s`: a Python float where the
     reference has one (`acc = 0.0` before the nest: `terms.python_number`), so `acc += 0.1`
     sums in float64 there as in the reference; float32 otherwise."""
-    return float(ev.py(s)) if python_number(s) else ev.sc(s)
+    if not python_number(s):
+        return ev.sc(s)
+    v = ev.py(s)
+    return ev.r.np.call(float, v) if id(v) in ev.data else float(v)
 
 
 def _f32(xp, v):
@@ -432,6 +440,7 @@ class _Eval:
             self.owned.add(id(acc))
         self.memo: dict = {}
         self.py_memo: dict = {}  # (`py`)
+        self.data: set = set()  # ids of `py` values that depend on the data (`py_step`)
 
     def ix(self, x: Node):
         op = x.op
@@ -462,7 +471,10 @@ class _Eval:
         xp = self.r.np
         if op != "Sc.lit" and python_number(n):  # computed in float64, rounded once (terms.python_number)
             v = self.py(n)
-            v = np.float32(v) if np.ndim(v) == 0 else v.astype(np.float32)
+            if id(v) in self.data:
+                v = xp.call(_as_f32, v)
+            else:
+                v = np.float32(v) if np.ndim(v) == 0 else v.astype(np.float32)
         elif op == "Sc.lit":
             v = lang.rounded(n.args[0])
         elif op == "Sc.acc":
@@ -496,7 +508,7 @@ class _Eval:
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
             # (two Python numbers compare in float64, as in the reference)
-            lv, rv = (self.py(l), self.py(r)) if python_number(l) and python_number(r) else (self.sc(l), self.sc(r))
+            lv, rv = self.sides(l, r)
             v = xp.call(_select, _CMP[cmp], lv, rv, self.sc(a), self.sc(b))
             self.owned.add(id(v))
         else:
@@ -517,17 +529,36 @@ class _Eval:
         elif op == "Sc.idx":
             v = np.asarray(self.ix(n.args[0]), dtype=np.float64)
         elif op in _BIN:
-            v = _BIN[op](self.py(n.args[0]), self.py(n.args[1]))
+            v = self.py_step(_BIN[op], self.py(n.args[0]), self.py(n.args[1]))
         elif op == "Sc.fn":
-            x = self.py(n.args[1])
-            v = np.negative(x) if n.args[0] == "neg" else lang.UNARY[n.args[0]](x)
+            v = self.py_step(np.negative if n.args[0] == "neg" else lang.UNARY[n.args[0]], self.py(n.args[1]))
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
-            v = np.where(_CMP[cmp](self.py(l), self.py(r)), self.py(a), self.py(b))
+            lv, rv = self.sides(l, r)  # (a condition on data picks between two Python numbers)
+            on_data = not (python_number(l) and python_number(r))
+            v = self.py_step(_py_select, _CMP[cmp], lv, rv, self.py(a), self.py(b), on_data=on_data)
         else:
             raise RuntimeError(f"{op} is no Python number")
         self.py_memo[n] = v
         return v
+
+    def py_step(self, fn, *args, on_data: bool = False):
+        """fn(*args) of Python-number values: computed here where every argument is a
+        constant of the index space, a step of the plan (`xp.call`, which a compiled plan
+        writes down) where one depends on the data (a select between two Python numbers
+        on a condition that reads a tensor) or `on_data` says the step does."""
+        if on_data or any(id(a) in self.data for a in args):
+            v = self.r.np.call(fn, *args)
+            self.data.add(id(v))
+            return v
+        return fn(*args)
+
+    def sides(self, l: Node, r: Node) -> tuple:
+        """A comparison's two sides: two Python numbers compare in float64, as in the
+        reference, anything else in float32 (`sc`)."""
+        if python_number(l) and python_number(r):
+            return self.py(l), self.py(r)
+        return self.sc(l), self.sc(r)
 
     def reusable(self, node, arr, other):
         """`arr` if it may take the result in place: a fresh float32 array read only here,

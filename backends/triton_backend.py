@@ -147,7 +147,7 @@ class _Gen(Emitter):
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
             # (two Python numbers compare in float64, as in the reference)
-            lv, rv = (self.py(l), self.py(r)) if python_number(l) and python_number(r) else (self.sc(l), self.sc(r))
+            lv, rv = self.sides(l, r)
             out = self.tmp(f"tl.where({lv} {cmp} {rv}, {self.sc(a)}, {self.sc(b)})")
         elif op == "Sc.red":
             out = self.tree_reduction(n) if self.tree else self.chain_reduction(n)
@@ -171,7 +171,8 @@ class _Gen(Emitter):
             out = self.tmp(f"({_fn(n.args[0], f'({self.py(n.args[1])}).to(tl.float32)')}).to(tl.float64)")
         elif op == "Sc.select":
             cmp, l, r, a, b = n.args
-            out = self.tmp(f"tl.where({self.py(l)} {cmp} {self.py(r)}, {self.py(a)}, {self.py(b)})")
+            lv, rv = self.sides(l, r)
+            out = self.tmp(f"tl.where({lv} {cmp} {rv}, {self.py(a)}, {self.py(b)})")
         else:
             raise NotImplementedError(f"{op} as a Python number")
         return out

@@ -1002,6 +1002,8 @@ class _Parser:
                 x = self.expr(e.operand)
                 if isinstance(x, Const):  # `-0.5` is a literal, as the constant rules expect
                     return Const(loc, -x.value)
+                if _integer(x):  # (`-i` of an int is 0 at 0, not -0.0: `0.0 - i`, the same number)
+                    return Bin(loc, "-", Const(loc, 0.0), x)
                 return Call(loc, "neg", (x,), ty=x.ty)
             if isinstance(e.op, ast.UAdd):
                 return self.expr(e.operand)
@@ -1227,6 +1229,13 @@ def _constant(v) -> bool:
     """A module-level number the program reads as a constant: an int or a float, or a numpy
     floating scalar (`ALPHA = np.float32(0.25)`: read as the number it holds)."""
     return isinstance(v, (int, float, np.floating)) and not isinstance(v, bool)
+
+
+def _integer(e) -> bool:
+    """`e` is surely a Python int: a size or loop variable, or `+ - *` of those alone."""
+    if isinstance(e, Dim):
+        return True
+    return isinstance(e, Bin) and e.op in ("+", "-", "*") and _integer(e.a) and _integer(e.b)
 
 
 def _const_int(t):

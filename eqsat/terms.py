@@ -385,7 +385,8 @@ def _reachable(n: Node, seen, enter):
 # backends evaluate them in float64 and round them there too: `x[i] > i * 0.1` compares x
 # with float32(i * 0.1), not with float32(i) * float32(0.1) (they differ for i = 9), and
 # `(i * 0.1 + 1e8) - 1e8` is not 0. A select whose comparison reads two of them compares
-# in float64. `np.float32(e)` is the term `float32(e)`, no Python number: `s =
+# in float64; a select between two of them is one, whatever its condition reads (`0.1 if
+# x[i] > 0 else 0.2` is a Python float). `np.float32(e)` is the term `float32(e)`, no Python number: `s =
 # np.float32(1.0); s += 1e-9` rounds to float32 at each step, as numpy does.
 _PYTHON_NUMBER: dict = {}  # Node -> bool (terms are hash-consed and never freed)
 _ENTER = frozenset(BINOPS) | {"Sc.fn", "Sc.select"}
@@ -407,7 +408,8 @@ def python_number(n: Node) -> bool:
         elif op not in _ENTER or op == "Sc.fn" and x.args[0] == "float32":
             _PYTHON_NUMBER[x] = False
         else:
-            kids = x.args[1:] if op in ("Sc.fn", "Sc.select") else x.args
+            # (a select is its branches' value: `0.1 if x[i] > 0 else 0.2` is a Python float)
+            kids = x.args[1:] if op == "Sc.fn" else x.args[3:] if op == "Sc.select" else x.args
             if not ready:
                 stack.append((x, True))
                 stack.extend((a, False) for a in kids if a not in _PYTHON_NUMBER)
@@ -445,7 +447,7 @@ def weak_casts(n: Node) -> Node:
                 drop = [True, True] if any(not python_number(a) and not _cast(a) for a in args) else []
             elif op == "Sc.select":
                 solid = [not python_number(a) and not _cast(a) for a in args[1:]]
-                drop = [False, solid[1], solid[0]] + [any(solid)] * 2
+                drop = [False, solid[1], solid[0], solid[3], solid[2]]
             elif op == "Ten.compute" and unlist(args[0]):
                 drop = [False, True]  # (a tensor's element is stored as float32)
             else:

@@ -92,7 +92,10 @@ def test_which_terms_are_python_numbers():
     assert python_number(scaled) and python_number(Node("Sc.fn", "exp", scaled))
     assert python_number(Node("Sc.select", ">", scaled, lit, i, lit))
     assert not python_number(Node("Sc.add", scaled, x))
-    assert not python_number(Node("Sc.select", ">", x, lit, i, lit))
+    # a select between two Python numbers is one, whatever its condition reads (`0.1 if x[i]
+    # > 0 else 0.2`: a Python float in the reference)
+    assert python_number(Node("Sc.select", ">", x, lit, i, lit))
+    assert not python_number(Node("Sc.select", ">", lit, lit, x, lit))
     deep = scaled
     for _ in range(5000):  # (no recursion)
         deep = Node("Sc.add", deep, lit)
@@ -194,20 +197,54 @@ def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
 '''
 
 
-@pytest.mark.parametrize("src", [DRIFT, GLOBAL, KEPT, COMPARE, FLOAT_OF_CAST, MODULE],
-                         ids=["drift", "global", "kept", "compare", "float_of_cast", "module"])
+# `-i` of a loop index is Python's int negation (0 at i = 0, where `-(0.0)` is -0.0), and a
+# conditional between two Python numbers is a Python number whatever its condition reads
+# (it was computed in float32: `((0.1 if x[i] > 0 else 0.2) + 1e8) - 1e8` gave 0.0); the
+# numpy backend's compiled plan computes such a select as a step, not a constant
+INTS_AND_BRANCHES = '''import numpy as np
+
+@program
+def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
+    y = np.empty_like(x)
+    z = np.empty_like(x)
+    for i in range(N):
+        y[i] = -i * 0.1 + np.float32(-(i - i)) * x[i]
+        z[i] = ((0.1 if x[i] > 0.0 else 0.2) + 1e8) - 1e8
+    return y, z
+'''
+
+
+# alone in its plan: the compiled plan's random samples never hold a zero, so a select
+# computed as a constant of the plan passed its check there
+TRUTH = '''import numpy as np
+
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    z = np.empty_like(x)
+    for i in range(N):
+        z[i] = ((0.3 if x[i] else 0.4) + 1e8) - 1e8
+    return z
+'''
+
+
+@pytest.mark.parametrize("src", [DRIFT, GLOBAL, KEPT, COMPARE, FLOAT_OF_CAST, MODULE, INTS_AND_BRANCHES, TRUTH],
+                         ids=["drift", "global", "kept", "compare", "float_of_cast", "module", "ints_and_branches",
+                              "truth"])
 @pytest.mark.parametrize("compiled", ["never", "always"])
 def test_a_float32_cast_computes_in_float32(tmp_program, monkeypatch, src, compiled):
     monkeypatch.setenv("EQSAT_COMPILE_KERNELS", compiled)
     monkeypatch.setenv("EQSAT_COMPILE_LOOPS", compiled)
     prog = tmp_program(src)
     x = np.random.default_rng(3).standard_normal(9).astype(np.float32)
+    x[::4] = 0.0  # (a truth test a compiled plan's random samples cannot tell from `True`)
     want = eqsat.reference(prog, x)
-    plan = eqsat.optimize(prog, {"N": 9}, target="cpu")
-    for backend in ("numpy", "triton"):
-        got = plan.run(x, backend=backend)
-        for g, w in zip(got, want) if isinstance(want, tuple) else [(got, want)]:
-            np.testing.assert_array_equal(g, w, err_msg=backend)
+    for target in ("cpu", "h100"):  # (at this size: a kept nest, and a lifted one)
+        plan = eqsat.optimize(prog, {"N": 9}, target=target)
+        for backend in ("numpy", "triton"):
+            got = plan.run(x, backend=backend)
+            for g, w in zip(got, want) if isinstance(want, tuple) else [(got, want)]:
+                np.testing.assert_array_equal(g, w, err_msg=backend)
+                assert (np.signbit(g) == np.signbit(w))[~np.isnan(w)].all(), (target, backend, g, w)
 
 
 def test_a_returned_float32_is_one(tmp_program):
@@ -267,7 +304,9 @@ def test_which_float32_casts_are_dropped():
     both = Node("Sc.mul", cast(lit), cast(i))
     assert weak_casts(both) is both
     # a comparison's side against a float32 value, and a select's branch
-    sel = Node("Sc.select", ">", cast(i), x, cast(lit), lit)
-    assert weak_casts(sel) is Node("Sc.select", ">", i, x, lit, lit)
+    sel = Node("Sc.select", ">", cast(i), x, cast(lit), x)
+    assert weak_casts(sel) is Node("Sc.select", ">", i, x, lit, x)
+    sel = Node("Sc.select", ">", x, lit, cast(lit), lit)  # (the branch decides the type)
+    assert weak_casts(sel) is sel
     sel = Node("Sc.select", ">", cast(i), lit, x, cast(lit))
     assert weak_casts(sel) is Node("Sc.select", ">", cast(i), lit, x, lit)
