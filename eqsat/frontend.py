@@ -1161,14 +1161,15 @@ class _Parser:
                 raise self.err(e, "transpose of a scalar")
             if len(e.args) == 2:
                 p = e.args[1]
-                if not (isinstance(p, ast.Tuple) and all(isinstance(c, ast.Constant) and isinstance(c.value, int)
-                                                         for c in p.elts)):
+                given = [_int_literal(c) for c in p.elts] if isinstance(p, (ast.Tuple, ast.List)) else [None]
+                if None in given:
                     raise self.err(p, "transpose's permutation must be a tuple of integer literals")
-                perm = tuple(c.value for c in p.elts)
+                # numpy's: an axis may count from the end (-1 is the last)
+                perm = tuple(a + len(x.ty) if -len(x.ty) <= a < 0 else a for a in given)
+                if sorted(perm) != list(range(len(x.ty))):
+                    raise self.err(e, f"{tuple(given)} is not a permutation of the {len(x.ty)} axes")
             else:
                 perm = tuple(reversed(range(len(x.ty))))
-            if sorted(perm) != list(range(len(x.ty))):
-                raise self.err(e, f"{perm} is not a permutation of the {len(x.ty)} axes")
             return Transpose(loc, x, perm, ty=tuple(x.ty[p] for p in perm))
         args = tuple(self.expr(a) for a in e.args)
         if getattr(e, "eqsat_of_math", None) and any(a.ty is not None for a in args):
@@ -1236,6 +1237,15 @@ def _integer(e) -> bool:
     if isinstance(e, Dim):
         return True
     return isinstance(e, Bin) and e.op in ("+", "-", "*") and _integer(e.a) and _integer(e.b)
+
+
+def _int_literal(e):
+    """The value of an integer literal in the source (`2`, `-1`), else None."""
+    neg = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub)
+    c = e.operand if neg else e
+    if isinstance(c, ast.Constant) and type(c.value) is int:
+        return -c.value if neg else c.value
+    return None
 
 
 def _const_int(t):

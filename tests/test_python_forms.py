@@ -470,6 +470,8 @@ ARRAY_FORMS = {  # numpy's contractions, methods and arrays made as operands: ex
     "clip_method": ('a.clip(-0.5, 0.5) * 2.0', 'a: f32["M", "K"]', ["pointwise"]),
     "exp2": ('np.exp2(a) + math.exp2(1.5)', 'a: f32["M", "K"]', None),
     "swapaxes": ('np.swapaxes(t, 0, -1) + 1.0', 't: f32["N", "M", "K"]', None),
+    "transpose_negative_axes": ('t @ c.transpose(0, -1, -2) + np.transpose(u, [-1, -2, -3])',
+                                't: f32["N", "M", "K"], c: f32["N", "M", "K"], u: f32["M", "M", "N"]', None),
     "diff": ('np.diff(a) + np.diff(a, axis=0).sum()', 'a: f32["M", "K"]', None),
     "average": ('np.average(a, axis=1) + np.average(a)', 'a: f32["M", "K"]', None),
     "prod": ('np.prod(a, axis=0) * a.prod()', 'a: f32["M", "K"]', None),
@@ -498,6 +500,17 @@ def test_array_forms(tmp_program, name):
         assert np.shape(got) == np.shape(truth) and rel_err(got, truth) < 1e-5, (name, backend, plan)
     if kinds is not None:
         assert [k.kind for k in plan.kernels] == kinds, plan
+
+
+@pytest.mark.parametrize("perm", ["0, 2, -1", "(0, 1, 3)", "(0, -4, 1)"])
+def test_a_transpose_of_no_permutation_is_refused_with_its_location(tmp_program, perm):
+    """numpy raises for a repeated axis (-1 is the last: (0, 2, -1) repeats it) or one out of range."""
+    with pytest.raises(eqsat.ProgramError, match=r"prog_\d+\.py:\d+:\d+: .* is not a permutation of the 3 axes"):
+        tmp_program(PRELUDE + f'''
+@program
+def p(t: f32["N", "M", "K"]):
+    return t.transpose({perm}) * 2.0
+''')
 
 
 @pytest.mark.parametrize("m", [1, 2, 6])
