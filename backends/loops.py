@@ -91,7 +91,11 @@ def _lib():
         def transpose(x, perm):
             return np.transpose(x, perm)
 
-        fns.update(empty=zeros, zeros=zeros, transpose=transpose)
+        @numba.njit(cache=True, error_model="numpy")
+        def reshape(x, shape):  # (numba reshapes contiguous arrays only; a contiguous one is not copied)
+            return np.ascontiguousarray(x).reshape(shape)
+
+        fns.update(empty=zeros, zeros=zeros, transpose=transpose, reshape=reshape)
         _LIB = fns
     return _LIB
 
@@ -420,8 +424,7 @@ def _source(plan, nest):
     for name in sorted(used - set(params) - set(plan.dims)):
         obj = g.get(name)
         canon = desugar.library_name(name) or next((k for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS,
-                                                                    "transpose": lang.transpose}.items() if f is obj),
-                                                   None)
+                                                                    **lang.SHAPERS}.items() if f is obj), None)
         if canon is not None:
             lib_names[canon] = name
             lines.append(f"{name} = None  # bound to the compiled {canon} on load")

@@ -163,7 +163,7 @@ class Types:
             if _UNSET in kinds:
                 return _UNSET
             canon = self.lib.get(fn)
-            if canon in lang.BUILDERS or canon == "transpose":
+            if canon in lang.BUILDERS or canon in lang.SHAPERS:
                 return ARRAY
             if canon == "float32" and len(kinds) == 1 and kinds[0] in SCALAR:
                 return F32  # (np.float32(e): a float32, whatever e was)

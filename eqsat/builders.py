@@ -65,6 +65,18 @@ class Builders(Hoisting):
         record_result(n, self.env)
         return n
 
+    def visit_Subscript(self, n):
+        """An element or slice of a reshape (`x.flatten()[0]`): of its value computed into a
+        temporary just before the statement, as only a name is indexed."""
+        self.generic_visit(n)
+        v = n.value
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == LIB + "reshape":
+            got = self.env.value_shape(v)
+            if got is not None and got is not SCALAR:
+                n.value = self.computed(v, f"eqsat_new{self.count}", got, n)
+                self.count += 1
+        return n
+
     def visit_Call(self, n):
         self.generic_visit(n)
         f = n.func
@@ -253,10 +265,13 @@ class Builders(Hoisting):
 
     def reshape(self, n):
         """`x.reshape(shape)` (`x.reshape(a, b)`, `np.reshape(x, shape)`, one extent -1), and
-        `x.ravel()`, `x.flatten()`, read where the call is: a buffer of the new shape holding
-        x's elements in C order, copied before the statement (an element's flat position
-        is the same in both: a store at `i * N + j` where the result is a vector, a read
-        at the flat position where x is one, else a read at its digits, `//` and `%`)."""
+        `x.ravel()`, `x.flatten()`, read where the call is: the language's `reshape(x, shape)`
+        with every extent worked out (-1 too), a value holding x's elements in C order (an
+        operand expression is computed into a temporary first). Read as a value, so a view
+        is the same only where nothing writes x or it while it is read: an operand is read
+        where the statement reads it, and a name is bound to it only where nothing but new
+        buffers is written (`visit_Assign`). The e-graph's reshape is a view where x is
+        contiguous; copies the backends make where it is not, as numpy does."""
         x, _ = _reshaped(n, self.env)
         part = self._operand(x, 0)
         if part is None:
@@ -287,38 +302,10 @@ class Builders(Hoisting):
             dims_out[free[0]] = ast.BinOp(left=total, op=ast.FloorDiv(), right=_product(rest)) if rest else total
         if not free:
             self._same_count(n, dims_in, dims_out)
-        name, stmts = self._buffer(dims_out)
-
-        def flat(idx, dims):  # C order: ((i0 * d1 + i1) * d2 + i2) ...
-            out = ast.Name(id=idx[0], ctx=ast.Load())
-            for i, d in zip(idx[1:], dims[1:]):
-                out = ast.BinOp(left=ast.BinOp(left=out, op=ast.Mult(), right=copy.deepcopy(d)), op=ast.Add(),
-                                right=ast.Name(id=i, ctx=ast.Load()))
-            return out
-
-        if len(dims_out) == 1:  # over x's elements, stored at their flat position
-            idx = [f"{name}_{d}" for d in range(len(dims_in))]
-            body = [ast.Assign(targets=[sections.subscript(name, [flat(idx, dims_in)], ast.Store())],
-                               value=sections.subscript(x.id, [ast.Name(id=i, ctx=ast.Load()) for i in idx]))]
-            stmts += _loops(idx, dims_in, body)
-        else:  # over the result's elements, each read at its flat position in x
-            idx = [f"{name}_{d}" for d in range(len(dims_out))]
-            pos = flat(idx, dims_out)
-            if len(dims_in) == 1:
-                src = [pos]
-            else:
-                src, inner = [], None
-                for k in reversed(range(len(dims_in))):
-                    at = copy.deepcopy(pos) if inner is None else ast.BinOp(left=copy.deepcopy(pos),
-                                                                            op=ast.FloorDiv(), right=inner)
-                    src.insert(0, ast.BinOp(left=at, op=ast.Mod(), right=copy.deepcopy(dims_in[k])) if k else at)
-                    inner = copy.deepcopy(dims_in[k]) if inner is None else \
-                        ast.BinOp(left=inner, op=ast.Mult(), right=copy.deepcopy(dims_in[k]))
-            body = [ast.Assign(targets=[sections.subscript(name, [ast.Name(id=i, ctx=ast.Load()) for i in idx],
-                                                           ast.Store())], value=sections.subscript(x.id, src))]
-            stmts += _loops(idx, dims_out, body)
-        self.place(stmts, n)
-        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), n)
+        self.count += 1  # (the operand's temporary above is named by the count: each reshape its own)
+        out = ast.Call(func=ast.Name(id=LIB + "reshape", ctx=ast.Load()),
+                       args=[ast.Name(id=x.id, ctx=ast.Load()), ast.Tuple(elts=dims_out, ctx=ast.Load())], keywords=[])
+        return ast.copy_location(out, n)
 
     def _same_count(self, n, dims_in: list, dims_out: list) -> None:
         """numpy refuses a reshape to another count of elements (ValueError); so does the

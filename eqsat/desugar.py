@@ -97,8 +97,7 @@ _COPY_LIMIT = 2000
 
 
 # what those names are bound to where a kept nest runs as Python
-BINDINGS = {LIB + k: f for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS,
-                                     "transpose": lang.transpose}.items()}
+BINDINGS = {LIB + k: f for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS, **lang.SHAPERS}.items()}
 # a buffer a nest kept as written makes for itself (`lower.Nest.allocates`: it writes every
 # element before any read, so its contents need no fill)
 ALLOCATE = "eqsat_allocate"
@@ -112,7 +111,7 @@ def library_name(name: str) -> str | None:
     """The language function an `eqsat_lib_` name stands for, else None."""
     if name.startswith(LIB):
         canon = name[len(LIB):]
-        if canon in lang.UNARY or canon in lang.BINARY or canon in lang.BUILDERS or canon == "transpose":
+        if canon in lang.UNARY or canon in lang.BINARY or canon in lang.BUILDERS or canon in lang.SHAPERS:
             return canon
     return None
 
@@ -650,6 +649,10 @@ class _Env(ast.NodeTransformer):
                                                    for d in dims):
                 return None
             return ([copy.deepcopy(d) for d in dims], a[1])
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and library_name(e.func.id) == "reshape" and \
+                len(e.args) == 2 and isinstance(e.args[1], ast.Tuple):  # (`reshape(x, (A * B, C))`, builders')
+            a = self.value_shape(e.args[0])
+            return None if a is None or a is SCALAR else ([copy.deepcopy(d) for d in e.args[1].elts], a[1])
         if isinstance(e, ast.Call) and self.is_transpose(e.func) and len(e.args) == 2 and not e.keywords and \
                 isinstance(e.args[1], ast.Tuple):
             a, perm = self.value_shape(e.args[0]), [_number(x) for x in e.args[1].elts]  # (`transpose(x, (0, 2, 1))`)

@@ -22,7 +22,7 @@ from .names import LIB
 from .terms import allow_deep_recursion
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, Param, Program, Ref, Select, Store,
-    Transpose, ie_canon, ie_eval, ie_names,
+    Reshape, Transpose, ie_canon, ie_eval, ie_names,
 )
 
 
@@ -170,8 +170,9 @@ class _Parser:
             for k, f in table.items():
                 if obj is f:
                     return k
-        if obj is lang.transpose:
-            return "transpose"
+        for k, f in lang.SHAPERS.items():
+            if obj is f:
+                return k
         return None
 
     # ------------------------------------------------------------------ top level
@@ -1153,6 +1154,11 @@ class _Parser:
                               f"inside an expression")
         if name == "range":
             raise self.err(e, "range(...) is only allowed as a loop's iterable")
+        if name == "reshape":  # (desugar's: `x.reshape(...)` with its extents worked out, -1 too)
+            x = self.expr(e.args[0]) if len(e.args) == 2 else None
+            if x is None or x.ty is None or not isinstance(e.args[1], ast.Tuple):
+                raise self.err(e, "reshape(x, shape) takes a tensor and a tuple of extents")
+            return Reshape(loc, x, ty=tuple(self.extent(d) for d in e.args[1].elts))
         if name == "transpose":
             if not 1 <= len(e.args) <= 2:
                 raise self.err(e, "transpose(x, perm) takes a tensor and an optional permutation tuple")

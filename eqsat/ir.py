@@ -125,6 +125,16 @@ class Transpose(Expr):
         return (self.x,)
 
 
+@dataclass(eq=False)
+class Reshape(Expr):
+    """`x.reshape(shape)` read as a value (numpy's view, where nothing writes either: the
+    desugaring binds it only there): x's elements in C order, `ty` its new extents."""
+    x: Expr
+
+    def children(self) -> tuple:
+        return (self.x,)
+
+
 # ----------------------------------------------------------------------------- statements
 @dataclass(eq=False)
 class Stmt:

@@ -83,6 +83,15 @@ def transpose(x, perm=None):
     return np.transpose(x, perm)
 
 
+def reshape(x, shape):
+    return np.reshape(x, shape)
+
+
+# the language's functions that change a tensor's shape, not its elements: one table the
+# desugaring, the front end and the compiled nests read
+SHAPERS = {"transpose": transpose, "reshape": reshape}
+
+
 def relu(x):
     return np.maximum(x, np.float32(0))
 

@@ -45,7 +45,7 @@ from .limits import OutOfTime, analysis_deadline, check_deadline
 from .errors import ProgramError
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Select, Store,
-    Transpose, ie_affine, ie_eval, ie_names, written,
+    Reshape, Transpose, ie_affine, ie_eval, ie_names, written,
 )
 from .ir import accumulation as _accumulation, idx_names as _idx_names, leaves as _leaves
 from .terms import Node, weak_casts
@@ -391,6 +391,8 @@ class _Lowerer:
             return self.matmul(e, self.tensor(e.a), self.tensor(e.b))
         if isinstance(e, Transpose):
             return Node("Ten.transpose", self.tensor(e.x), " ".join(map(str, e.perm)))
+        if isinstance(e, Reshape):
+            return self.reshaped(self.tensor(e.x), self.shape_of(e.ty, e.loc))
         shape = self.shape_of(e.ty, e.loc)
         merged = self.batch_merged(e, shape) if len(shape) >= 4 else None
         if merged is not None:
@@ -573,7 +575,7 @@ class _Lowerer:
             return _select(e.cond, lambda x: self.elem(x, my, ctx), self.elem(e.a, my, ctx), self.elem(e.b, my, ctx))
         if isinstance(e, MatMul) and _with_vector(e):
             return self.vector_product(e, my, ctx)
-        if isinstance(e, MatMul):
+        if isinstance(e, (MatMul, Reshape)):
             t = self.open_tensor(e, ctx)
             return T.load(t, [i if n != 1 else T.ilit(0) for i, n in zip(my, shape)])
         raise NotFunctional(f"unexpected tensor expression {type(e).__name__}")
@@ -591,6 +593,8 @@ class _Lowerer:
             return self.matmul(e, self.open_tensor(e.a, ctx), self.open_tensor(e.b, ctx))
         if isinstance(e, Transpose):
             return Node("Ten.transpose", self.open_tensor(e.x, ctx), " ".join(map(str, e.perm)))
+        if isinstance(e, Reshape):
+            return self.reshaped(self.open_tensor(e.x, ctx), self.shape_of(e.ty, e.loc))
         shape = self.shape_of(e.ty, e.loc)  # elementwise: a compute over its shape
         vs = [self.new_var("t", n) for n in shape]
         return T.compute(list(zip(vs, shape)), self.elem(e, [T.iv(v) for v in vs], ctx))

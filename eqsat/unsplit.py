@@ -25,7 +25,7 @@ import copy
 import weakref
 from itertools import count
 
-from .ir import Alloc, Assign, BoolOp, Call, Compare, Dim, For, If, Index, Select, Store, Transpose, Bin, MatMul, \
+from .ir import Alloc, Assign, BoolOp, Call, Compare, Dim, For, If, Index, Reshape, Select, Store, Transpose, Bin, MatMul, \
     ie_eval, ie_names
 
 class _Keep(Exception):
@@ -213,6 +213,8 @@ def _expr(e, ie):
         return MatMul(e.loc, _expr(e.a, ie), _expr(e.b, ie), ty=e.ty)
     if isinstance(e, Transpose):
         return Transpose(e.loc, _expr(e.x, ie), e.perm, ty=e.ty)
+    if isinstance(e, Reshape):
+        return Reshape(e.loc, _expr(e.x, ie), ty=e.ty)
     if isinstance(e, Compare):
         return Compare(e.loc, e.op, _expr(e.a, ie), _expr(e.b, ie), ty=e.ty)
     if isinstance(e, BoolOp):

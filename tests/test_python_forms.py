@@ -1777,3 +1777,45 @@ def test_np_float32_of_a_value_is_numpys_cast(tmp_program, monkeypatch, policy, 
     x = np.random.default_rng(0).standard_normal(7).astype(np.float32)
     plan = eqsat.optimize(prog, {"N": 7})
     np.testing.assert_array_equal(plan.run(x), eqsat.reference(prog, x))
+
+
+RESHAPES = {  # body, params, the kernels on h100 (a reshape of a contiguous tensor is a view)
+    "around_a_matmul": ('h = x.reshape(B * S, D) @ w + b\n    return np.maximum(h, 0.0).reshape(B, S, E)',
+                        'x: f32["B", "S", "D"], w: f32["D", "E"], b: f32["E"]', ["matmul"]),
+    "minus_one_and_lists": ('return np.reshape(x, [-1, D]) @ w',
+                            'x: f32["B", "S", "D"], w: f32["D", "E"]', ["matmul"]),
+    "of_a_transposed_view": ('t = y.T\n    return t.reshape(S, D) @ w', 'y: f32["D", "S"], w: f32["D", "E"]',
+                             ["matmul"]),
+    "heads_split": ('q = (a @ w2).reshape(S, 2, D // 2).transpose(1, 0, 2)\n    return q @ q.transpose(0, 2, 1)',
+                    'a: f32["S", "D"], w2: f32["D", "D"]', ["matmul", "matmul"]),
+    "two_in_one_statement": ('return np.reshape(z * 2.0, (D, -1)) @ z.ravel().reshape(S, D)',
+                             'z: f32["S", "D"]', None),
+    "bound_then_looped": ('y2 = z.reshape(D, S)\n    out = np.empty((D, S), dtype=np.float32)\n'
+                          '    for i in range(D):\n        for j in range(S):\n'
+                          '            out[i, j] = y2[i, j] if y2[i, j] > 0 else 0.1 * y2[i, j]\n    return out',
+                          'z: f32["S", "D"]', ["pointwise"]),
+    "in_a_kept_nest": ('t = z.T\n    out = np.empty((E,), dtype=np.float32)\n    for i in range(E):\n'
+                       '        f = t.ravel()\n        out[i] = f[i % (S * D)] * v[i] + f[(i * 7) % (S * D)]\n'
+                       '    return out', 'z: f32["S", "D"], v: f32["E"]', None),
+}
+
+
+@pytest.mark.parametrize("policy", ["never", "always"])
+@pytest.mark.parametrize("name", sorted(RESHAPES))
+def test_reshapes_are_views_in_the_egraph(tmp_program, monkeypatch, name, policy):
+    """numpy's reshape, read as a value (`lower`: a `Ten.reshape` term), not a copy loop
+    indexed by `//` and `%` kept as written: a reshape around a matmul is the matmul alone.
+    Kept nests that read one run it compiled (numba reshapes a contiguous copy) and not."""
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", policy)
+    body, params, kinds = RESHAPES[name]
+    prog = tmp_program(PRELUDE + f"@program\ndef p({params}):\n    {body}\n")
+    dims = {d: n for d, n in {"B": 2, "S": 4, "D": 6, "E": 3}.items() if d in prog.dims}
+    args = random_args(prog, dims, seed=3)
+    want = eqsat.reference(prog, *args, shapes=dims)
+    for target in ("h100", "cpu"):
+        plan = eqsat.optimize(prog, dims, target=target)
+        for backend in ("numpy", "triton"):
+            got = plan.run(*args, backend=backend)
+            assert np.shape(got) == np.shape(want) and rel_err(got, want) < 1e-5, (name, target, backend, plan)
+        if kinds is not None and target == "h100":
+            assert [k.kind for k in plan.kernels] == kinds, plan
