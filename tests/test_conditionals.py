@@ -643,3 +643,110 @@ def test_an_element_a_guarded_update_skips_keeps_its_sign_of_zero(tmp_program, b
             got = np.asarray(plan.run(x, y.copy(), backend=backend))
             assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want)), \
                 (target, backend, got, want, plan)
+
+
+IN_SEQUENCE = {  # a scalar or element updated several times in one iteration, set afresh in each
+    "sum_in_sequence": '''
+@program
+def p(x: f32["N"], y: f32["N"], z: f32["N"]) -> f32["N"]:
+    o = empty((N,))
+    for i in range(N):
+        s = x[i]
+        s += y[i]
+        s += z[i]
+        o[i] = 1.0 if s > 0.0 else s - 1.0
+    return o
+''',
+    "guarded_sums": '''
+@program
+def p(x: f32["N"], y: f32["N"], z: f32["N"]) -> f32["N"]:
+    o = empty((N,))
+    for i in range(N):
+        s = x[i]
+        if y[i] > 0:
+            s += y[i]
+        if z[i] < 0:
+            s += z[i]
+        if i > 0:
+            s += x[i - 1]
+        o[i] = s
+    return o
+''',
+    "guarded_chain_of_an_element": '''
+@program
+def p(x: f32["N"], y: f32["N"], z: f32["N"]) -> f32["N"]:
+    o = x.copy()
+    for i in range(N):
+        if y[i] > 0:
+            o[i] = o[i] + y[i] + z[i]
+    return o
+''',
+    "products_in_sequence": '''
+@program
+def p(x: f32["N"], y: f32["N"], z: f32["N"]) -> f32["N"]:
+    o = empty((N,))
+    for i in range(N):
+        s = x[i]
+        s *= y[i]
+        if z[i] != 5.0:
+            s *= z[i]
+        o[i] = s
+    return o
+''',
+    "diagonal_update_beside_negative_zeros": '''
+@program
+def p(x: f32["N"], y: f32["N"], z: f32["N"]) -> f32["N", "N"]:
+    c = zeros((N, N))
+    for i in range(N):
+        for j in range(N):
+            c[i, j] = x[j] * 0.0 - 0.0
+    for i in range(N):
+        c[i, i] += y[i] + z[i]
+    return c
+''',
+}
+
+
+@pytest.mark.parametrize("target", ["h100", "cpu"])
+@pytest.mark.parametrize("name", sorted(IN_SEQUENCE))
+def test_updates_in_sequence_keep_their_order_and_zeros(tmp_program, name, target):
+    """Found by a probe (2026-11-27): if-conversion merged `s += y; s += z` into `s += (y + z)`
+    and guarded a chain `o[i] = o[i] + y + z` as `o[i] += (y + z if c else 0.0)` for a value
+    set afresh in every iteration, not carried across it: (x + y) + z computed as x + (y + z)
+    (1e8 - 1e8 + 1 gave 1, a later branch flipped), and -0.0 + 0.0 where a guard was false
+    gave 0.0. Only a reduction may reorder its sum; these run each statement in order, bit
+    for bit."""
+    prog = tmp_program(IN_SEQUENCE[name])
+    x = np.array([1.0, -0.0, 1.0, 1e20, -0.0, 3.0], np.float32)
+    y = np.array([1e8, -0.0, 1e8, 1e20, -0.0, 2.0], np.float32)
+    z = np.array([-1e8, -0.0, -1e8, 1e-20, -0.0, -2.0], np.float32)
+    want = eqsat.reference(prog, x, y, z)
+    plan = eqsat.optimize(prog, {"N": 6}, target=target)
+    for backend in ("numpy", "triton"):
+        got = plan.run(x, y, z, backend=backend)
+        assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want)), \
+            (backend, got, want, plan)
+
+
+def test_a_sum_carried_across_its_loop_is_still_one_reduction(tmp_program):
+    """The merge of `if c: s += a else: s -= b` into one accumulation stays where s is
+    carried across the loop (a reduction, whose terms a plan may sum in any order)."""
+    prog = tmp_program('''
+@program
+def p(a: f32["M", "N"], b: f32["M", "N"]) -> f32["M"]:
+    out = empty((M,))
+    for i in range(M):
+        s = 0.0
+        for j in range(N):
+            if a[i, j] > 0.0:
+                s += a[i, j]
+            else:
+                s -= b[i, j]
+            s += 1.0
+        out[i] = s
+    return out
+''')
+    args = random_args(prog, D, seed=4)
+    plan = eqsat.optimize(prog, D)
+    assert [k.kind for k in plan.kernels] == ["reduction"], plan
+    assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
