@@ -52,6 +52,7 @@ from .terms import Node, weak_casts
 from .hoist import hoist_invariant_reductions
 from .unroll import unrolled
 from .peel import absorb_first
+from .normalize import normalize
 from .reroll import reroll
 from .unsplit import merge_split_reductions, unsplit
 from .work import nest_work
@@ -609,7 +610,8 @@ class _Lowerer:
             if not lift:
                 raise NotFunctional(why or KEPT_FOR_TIME)
             try:
-                whole = reroll(s, self.dims, getattr(s, "views", {}))  # (loops written in pieces, as one)
+                # (loops written from 1 read at i - 1, from 0; loops written in pieces, as one)
+                whole = reroll(normalize(s, self.dims), self.dims, getattr(s, "views", {}))
                 merged = unsplit(whole, self.dims, self.fresh, _reorder_check(whole, self))
                 functional = _NestRun(self, ifconvert(merged, self.dims, self.shapes)).run()
             except isl.Error as e:  # an analysis it cannot state: keep the nest as written
