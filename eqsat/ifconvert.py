@@ -89,7 +89,7 @@ def _convert(s, dims: dict, shapes: dict, path: tuple):
             out = _convert(b, dims, shapes, path + (s,))
             body.extend(out if isinstance(out, list) else [out])
         new = copy.copy(s)
-        new.body = _merged_accumulations(body, s)  # (`s += a[k]` then a converted `if`'s `s += ...`)
+        new.body = _merged_accumulations(body, path + (s,))  # (`s += a[k]` then a converted `if`'s `s += ...`)
         return new
     if isinstance(s, If) and path:
         flat = _predicated(s, dims, shapes, path)
@@ -145,7 +145,7 @@ def _scatter(s: Store, shapes: dict, path: tuple):
         conds.append(Compare(s.loc, "==", Dim(s.loc, w), _value(s.idx[pos], s.loc)))
         idx[pos] = ("name", w)
     cond = conds[0] if len(conds) == 1 else BoolOp(s.loc, "and", tuple(conds))
-    out = [_guard(Store(s.loc, s.buf, tuple(idx), s.value, aug=s.aug, aug_op=s.aug_op), cond, True, None)]
+    out = [_guard(Store(s.loc, s.buf, tuple(idx), s.value, aug=s.aug, aug_op=s.aug_op), cond, True, path)]
     for w, n in reversed(axes):
         out = [For(s.loc, w, ("int", 0), ("int", n), out, node=None, step=1)]
     return out[0]
@@ -351,56 +351,60 @@ def _predicated_locals(s: If, dims, shapes, path, outside=None):
                 return None
             out.append(loop)
         else:
-            out.append(_guard(x, cond, holds, path[-1] if path else None))
+            out.append(_guard(x, cond, holds, path))
     for x, then, other in merges:
         out.append(Assign(s.loc, x, Select(s.loc, copy.deepcopy(cond), Ref(s.loc, then), Ref(s.loc, other))))
-    return _merged_accumulations(out, path[-1] if path else None), mine | below
+    return _merged_accumulations(out, path), mine | below
 
 
-def _carried(x, loop) -> bool:
+def _carried(x, loops: tuple) -> bool:
     """Whether statement `x` (an accumulation: `s += e`, `y[i] = y[i] + a + b`) adds into a
-    value carried across the iterations of `loop`, the innermost loop around it: a reduction
-    over that loop, which a plan may sum in any order. So its target is written in `loop`
-    only by accumulations by the same operation (never set afresh in an iteration), and a
-    store's index does not move with `loop`'s variable. Otherwise each iteration runs it
-    once in sequence, and it keeps its own order and bits (`s = x[i]; s += y[i]; s += z[i]`
-    is (x + y) + z, and a -0.0 stays -0.0 where its guard is false)."""
-    if loop is None or not isinstance(x, (Assign, Store)):
+    value carried across the iterations of one of `loops` (the loops around it): a reduction
+    over that loop, which a plan may sum in any order. So a store's index does not move
+    with that loop's variable, and in that loop its target (a scalar; for a store, the
+    element at the same index) is written only by accumulations by the same operation:
+    never set afresh in an iteration. Otherwise each iteration runs it once in sequence,
+    and it keeps its own order and bits (`s = x[i]; s += y[i]; s += z[i]` is (x + y) + z,
+    and a -0.0 stays -0.0 where its guard is false)."""
+    if not isinstance(x, (Assign, Store)):
         return False
     op = x.aug_op if x.aug else "+"
-    target = x.name if isinstance(x, Assign) else x.buf
-    if isinstance(x, Store) and loop.var in {n for ie in x.idx for n in ie_names(ie)}:
-        return False
+    store = isinstance(x, Store)
+    name = x.buf if store else x.name
+    moves = {n for ie in x.idx for n in ie_names(ie)} if store else set()
+
+    def accumulates(s) -> bool:
+        return s.aug_op == op if s.aug else op == "+" and sum_chain(s) is not None
 
     def ok(s) -> bool:
         if isinstance(s, (For, If)):
             return all(ok(b) for b in s.body + (s.orelse if isinstance(s, If) else []))
-        if isinstance(s, (Assign, Store, Alloc)) and target in written(s):
-            if isinstance(s, Alloc) or isinstance(s, Store) != isinstance(x, Store):
-                return False
-            if s.aug:
-                return s.aug_op == op
-            return op == "+" and sum_chain(s) is not None
+        if isinstance(s, Alloc):
+            return s.name != name
+        if isinstance(s, Assign) and s.name == name:
+            return not store and accumulates(s)
+        if store and isinstance(s, Store) and s.buf == name and tuple(s.idx) == tuple(x.idx):
+            return accumulates(s)
         return True
 
-    return all(ok(b) for b in loop.body)
+    return any(loop.var not in moves and all(ok(b) for b in loop.body) for loop in loops)
 
 
-def _merged_accumulations(stmts: list, loop) -> list:
+def _merged_accumulations(stmts: list, loops: tuple) -> list:
     """Adjacent accumulations into one scalar by the same operation, the later reading
     nothing the earlier set, as one: `s += (a if c else 0.0)` then `s += (0.0 if c else -b)`
     (the two branches of `if c: s += a else: s -= b`) is `s += ((a if c else 0.0) + (0.0
     if c else -b))`, so a loop around it is one reduction, not a loop whose scalar "is
     updated by several statements". A sum in another order: the same up to rounding, as
-    every reduction a plan computes; so only where the scalar is carried across `loop`,
-    the innermost loop around them (`_carried`): a scalar set afresh in each iteration
+    every reduction a plan computes; so only where the scalar is carried across one of
+    `loops`, the loops around them (`_carried`): a scalar set afresh in each iteration
     keeps its statements' order."""
     out: list = []
     for x in stmts:
         last = out[-1] if out else None
         if (isinstance(x, Assign) and isinstance(last, Assign) and x.aug and last.aug and x.name == last.name
                 and x.aug_op == last.aug_op in ("+", "*") and x.value.ty is None and last.value.ty is None
-                and x.name not in _names(x.value) and not _is_hoisted(x) and _carried(x, loop)):
+                and x.name not in _names(x.value) and not _is_hoisted(x) and _carried(x, loops)):
             merged = copy.copy(last)
             merged.value = Bin(last.loc, x.aug_op, last.value, x.value)
             out[-1] = merged
@@ -606,12 +610,12 @@ def _is_hoisted(x) -> bool:
     return isinstance(x, Assign) and x.name.startswith(_PREFIX) and x.name[len(_PREFIX):].isdigit()
 
 
-def _guard(x, cond, holds: bool, loop):
-    """`x` run only where `cond` is `holds`: its value selected against the old one. `loop`:
-    the innermost loop around it, or None."""
+def _guard(x, cond, holds: bool, loops: tuple):
+    """`x` run only where `cond` is `holds`: its value selected against the old one. `loops`:
+    the loops around it."""
     check_deadline()  # (an elif chain of n branches guards its statements n^2 / 2 times)
     c = copy.deepcopy(cond)
-    carried = _carried(x, loop)
+    carried = _carried(x, loops)
     chain = sum_chain(x) if not x.aug and carried else None
     if chain is not None:  # `y[i] = y[i] + a + b` is `y[i] += a + b` here, so it stays an accumulation
         x = copy.copy(x)
