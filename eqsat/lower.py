@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import copy
 import math
+import operator
 import re
 import time
 import weakref
@@ -510,6 +511,8 @@ class _Lowerer:
             return ctx.read_scalar(e.name, e)
         if isinstance(e, Index):
             return ctx.load(e.base, [self.ix(i, ctx.loopvars, e.loc) for i in e.idx], e)
+        if isinstance(e, Bin) and e.op == "**":
+            return self.power(e)
         if isinstance(e, Bin):
             ie = _index_of(e, self._ie_memo)  # arithmetic on loop variables and sizes: one index value
             if ie is not None and ie_names(ie) - set(self.dims) and ie_names(ie) <= set(self.dims) | set(ctx.loopvars):
@@ -530,6 +533,37 @@ class _Lowerer:
         if isinstance(e, MatMul):  # a dot product of two vectors
             return self.vector_product(e, [], ctx)
         raise NotFunctional(f"unexpected scalar expression {type(e).__name__}")
+
+    def power(self, e: Bin) -> Node:
+        """`a ** b` of numbers and sizes alone (`K ** -0.5`, `2.0 ** -0.5`: the front end makes
+        a product of a small integer power): the Python number it is, computed here as
+        Python would (the sizes are known). Of anything else no term: the nest runs as
+        written."""
+        value = self.number(e)
+        if value is None:
+            raise NotFunctional("`**` has no functional form here")
+        return T.lit(float(value))
+
+    def number(self, e):
+        """The Python number an expression of number literals and sizes is, or None."""
+        if isinstance(e, Const):
+            return e.value if type(e.value) in (int, float) else None
+        if isinstance(e, Dim):
+            return self.dims.get(e.name)
+        if isinstance(e, Call) and e.fn == "neg" and len(e.args) == 1:
+            a = self.number(e.args[0])
+            return None if a is None else -a
+        if not isinstance(e, Bin) or e.op not in ("+", "-", "*", "/", "**"):
+            return None
+        a, b = self.number(e.a), self.number(e.b)
+        if a is None or b is None:
+            return None
+        try:
+            v = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+                 "**": operator.pow}[e.op](a, b)
+        except (ArithmeticError, ValueError):  # (0 ** -1, 1e300 ** 2: Python raises; the nest runs as written)
+            return None
+        return v if type(v) in (int, float) else None  # ((-8) ** 0.5 is complex)
 
     def vector_product(self, e, my: list, ctx: "_Ctx") -> Node:
         """Element `my` of `@` with a vector operand (numpy's: the vector's axis is the

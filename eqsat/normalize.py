@@ -11,14 +11,27 @@ included); what changes is that every access is a plain loop variable, so the lo
 finds whole-tensor definitions and the rules find matmuls and fused epilogues, as for the
 loop written from 0. A loop whose variable is read any other way (as a value, `x[i] * i`;
 at another offset, `x[i] - x[i - 1]`; by a condition) is left as written: there the shift
-would only move the offset elsewhere. Only the functional form is built from the
-normalized nest (its dataflow is checked on it); the nest as written still runs as written.
+would only move the offset elsewhere.
+
+A store inside a loop that writes one element at every iteration, its value read from
+what the iteration computed (`for k in range(K): acc += x[i, k] * w[k, j]; out[i, j] =
+max(acc, 0.0)`), leaves the value of the last iteration: where the loop runs at least once
+(its bounds are sizes, known here), nothing else in the loop reads or writes that buffer,
+and nothing after the store in the loop changes what it reads, it is the same store made
+once after the loop (`_sunk`), and the loop is a reduction with its epilogue.
+
+Only the functional form is built from the normalized nest (its dataflow is checked on
+it); the nest as written still runs as written.
 """
 from __future__ import annotations
 
 import copy
 
-from .ir import Alloc, Assign, For, If, Store, ie_canon, ie_names
+import dataclasses
+
+from .ir import (
+    Alloc, Assign, Bin, Compare, Const, Dim, For, If, Select, Store, ie_canon, ie_eval, ie_names, idx_names, written,
+)
 from .unsplit import _Keep, _map
 
 
@@ -34,12 +47,182 @@ def normalize(s, dims) -> object:
         return new
     if not isinstance(s, For):
         return s
-    body = [normalize(b, dims) for b in s.body]
+    body = []
+    for b in s.body:
+        b = normalize(b, dims)
+        if isinstance(b, For):
+            b = _first_iteration(b, dims)
+            last = b[-1]
+            sunk = _sunk(last, dims)
+            b = b[:-1] + (sunk if sunk is not None else [last])
+            body.extend(b)
+            continue
+        body.append(b)
     loop = s
-    if any(a is not b for a, b in zip(body, s.body)):
+    if len(body) != len(s.body) or any(a is not b for a, b in zip(body, s.body)):
         loop = copy.copy(s)
         loop.body = body
     return _shifted(loop, dims) or loop
+
+
+def _values(f: For, dims):
+    """The values loop `f` runs through, where its bounds are sizes; else None."""
+    if (ie_names(f.lo) | ie_names(f.hi)) - set(dims):
+        return None
+    return range(ie_eval(f.lo, dims), ie_eval(f.hi, dims), f.step)
+
+
+def _at(cond, var: str, value: int, dims) -> bool:
+    """`cond` is `var == value` (either way round)."""
+    if not isinstance(cond, Compare) or cond.op != "==":
+        return False
+    for a, b in ((cond.a, cond.b), (cond.b, cond.a)):
+        if isinstance(a, Dim) and a.name == var and _int(b, dims) == value:
+            return True
+    return False
+
+
+def _int(e, dims):
+    """The int an expression of integer literals and sizes is, else None."""
+    if isinstance(e, Const):  # (the front end makes a literal's number a float: `k == 0` holds 0.0)
+        v = e.value
+        return int(v) if type(v) in (int, float) and v == v and float(v).is_integer() else None
+    if isinstance(e, Dim):
+        return dims.get(e.name)
+    if isinstance(e, Bin) and e.op in ("+", "-", "*"):
+        a, b = _int(e.a, dims), _int(e.b, dims)
+        if a is None or b is None:
+            return None
+        return a + b if e.op == "+" else a - b if e.op == "-" else a * b
+    return None
+
+
+def _same(a, b) -> bool:
+    """Two IR expressions alike but for their locations."""
+    if type(a) is not type(b):
+        return False
+    if not dataclasses.is_dataclass(a):
+        return a == b
+    for fl in dataclasses.fields(a):
+        if fl.name == "loc":
+            continue
+        x, y = getattr(a, fl.name), getattr(b, fl.name)
+        if isinstance(x, tuple) and isinstance(y, tuple):
+            if len(x) != len(y) or not all(_same(p, q) for p, q in zip(x, y)):
+                return False
+        elif not _same(x, y):
+            return False
+    return True
+
+
+def _first_iteration(f: For, dims) -> list:
+    """[statements before loop `f`, `f`] with a scalar set at its first iteration made an
+    accumulation from before it: `if k == 0: acc = t1 else: acc += t2` is `acc = -0.0` before
+    the loop and `acc += (t1 if k == 0 else t2)` in it (`acc += t` where t1 and t2 are alike;
+    -0.0 + t1 is t1, bit for bit); `if k == 0: acc = c` with c the same in every iteration
+    is `acc = c` before it. Where the loop runs at least once (its bounds are sizes) and
+    nothing in it mentions acc before that `if`. [f] where there is none."""
+    values = _values(f, dims)
+    if not values:
+        return [f]
+    pre, body, seen = [], [], set()
+    for s in f.body:
+        got = None
+        if isinstance(s, If) and _at(s.cond, f.var, values[0], dims) and len(s.body) == 1 and \
+                isinstance(s.body[0], Assign) and not s.body[0].aug and s.body[0].value.ty is None and \
+                s.body[0].name not in seen and s.body[0].name not in _vars_read(s.body[0].value):
+            acc, t1 = s.body[0].name, s.body[0].value
+            other = s.orelse[0] if len(s.orelse) == 1 else None
+            if isinstance(other, Assign) and other.name == acc and other.aug and other.aug_op == "+" and \
+                    other.value.ty is None:
+                t2 = other.value
+                value = t1 if _same(t1, t2) else Select(s.loc, s.cond, t1, t2)
+                got = [Assign(s.loc, acc, Const(s.loc, -0.0))], Assign(s.loc, acc, value, aug=True, aug_op="+")
+            elif not s.orelse and not _vars_read(t1) & ({f.var} | _written_in(f.body)):
+                got = [s.body[0]], None
+        if got is not None:
+            pre += got[0]
+            if got[1] is not None:
+                body.append(got[1])
+        else:
+            body.append(s)
+        seen |= _mentioned(s)
+    if not pre:
+        return [f]
+    loop = copy.copy(f)
+    loop.body = body
+    return [*pre, loop]
+
+
+def _written_in(stmts) -> set:
+    out = set()
+    for s in stmts:
+        out |= written(s)
+    return out
+
+
+def _sunk(f: For, dims):
+    """[loop `f` without its stores of one element per iteration, those stores after it]
+    (module doc), or None where there is none to move. A store under `if k == last:` at
+    the loop's last value of k is one too."""
+    values = _values(f, dims)
+    if not values:
+        return None
+    keep, moved = [], []
+    for n, s in enumerate(f.body):
+        if isinstance(s, If) and not s.orelse and len(s.body) == 1 and isinstance(s.body[0], Store) and \
+                _at(s.cond, f.var, values[-1], dims):
+            inner = s.body[0]  # (its value read as the last iteration left it: the store below, checked)
+            if not inner.aug and f.var not in idx_names(inner.idx) and f.var not in _vars_read(inner.value) and \
+                    inner.buf not in _vars_read(inner.value) and \
+                    not any(inner.buf in _mentioned(b) for b in f.body if b is not s) and \
+                    not any(written(b) & _vars_read(inner.value) for b in f.body[n + 1:]):
+                moved.append(inner)
+                continue
+        if isinstance(s, Store) and not s.aug and f.var not in idx_names(s.idx) and \
+                f.var not in _vars_read(s.value) and s.buf not in _vars_read(s.value) and \
+                not any(s.buf in _mentioned(b) for b in f.body if b is not s) and \
+                not any(written(b) & _vars_read(s.value) for b in f.body[n + 1:]):
+            moved.append(s)
+        else:
+            keep.append(s)
+    if not moved:
+        return None
+    loop = copy.copy(f)
+    loop.body = keep
+    return [loop, *moved]
+
+
+def _vars_read(e) -> set:
+    """The names (scalars, buffers, loop variables) expression `e` reads."""
+    out = set()
+    name = getattr(e, "name", None)
+    if isinstance(name, str):
+        out.add(name)
+    base = getattr(e, "base", None)
+    if isinstance(base, str):
+        out.add(base)
+    idx = getattr(e, "idx", None)
+    if idx is not None:
+        out |= idx_names(idx)
+    for c in e.children():
+        out |= _vars_read(c)
+    return out
+
+
+def _mentioned(s) -> set:
+    """Every name statement `s` reads or writes."""
+    if isinstance(s, (For, If)):
+        out = set(written(s)) | ({s.var} | ie_names(s.lo) | ie_names(s.hi) if isinstance(s, For) else _vars_read(s.cond))
+        for b in s.body + (s.orelse if isinstance(s, If) else []):
+            out |= _mentioned(b)
+        return out
+    out = set(written(s))
+    if isinstance(s, Store):
+        out |= idx_names(s.idx) | _vars_read(s.value)
+    elif isinstance(s, Assign):
+        out |= _vars_read(s.value)
+    return out
 
 
 def _shifted(f: For, dims):

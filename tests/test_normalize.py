@@ -62,7 +62,106 @@ FOUND = {  # loops, the kernels expected on h100
                 acc += x[M - 1 - i, k] * w[k, j]
             y[M - 1 - i, j] = acc
 ''', ["matmul"]),
+    "epilogue_stored_in_the_reduction_loop": ('''
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += x[i, k] * w[k, j]
+                y[i, j] = max(acc + b[j], 0.0)
+''', ["matmul"]),
+    "scaled_by_a_power_of_a_size": ('''
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += x[i, k] * w[k, j]
+            y[i, j] = acc * K ** -0.5 + b[j] / 2.0 ** 0.5
+''', ["matmul"]),
+    "first_term_chosen_at_the_first_iteration": ('''
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                if k == 0:
+                    acc = x[i, k] * w[k, j]
+                else:
+                    acc += x[i, k] * w[k, j]
+            y[i, j] = acc + b[j]
+''', ["matmul"]),
+    "reset_at_the_first_iteration": ('''
+    for i in range(M):
+        for j in range(N):
+            acc = 5.0
+            for k in range(K):
+                if k == 0:
+                    acc = 0.0
+                acc += x[i, k] * w[k, j]
+            y[i, j] = relu(acc)
+''', ["matmul"]),
+    "epilogue_at_the_last_iteration": ('''
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += x[i, k] * w[k, j]
+                if k == K - 1:
+                    y[i, j] = max(acc + b[j], 0.0)
+''', ["matmul"]),
     # near misses: correct, whatever the kernels
+    "first_terms_that_differ": ('''
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                if k == 0:
+                    acc = x[i, k] * 2.0
+                else:
+                    acc += x[i, k] * w[k, j]
+            y[i, j] = acc
+''', None),
+    "first_term_read_before": ('''
+    for i in range(M):
+        for j in range(N):
+            acc = b[j]
+            for k in range(K):
+                y[i, j] = acc
+                if k == 0:
+                    acc = x[i, k] * w[k, j]
+                else:
+                    acc += x[i, k] * w[k, j]
+''', None),
+    "stored_at_another_iteration": ('''
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += x[i, k] * w[k, j]
+                if k == K - 2:
+                    y[i, j] = acc
+''', None),
+    "stored_in_the_loop_then_changed": ('''
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += x[i, k] * w[k, j]
+                y[i, j] = acc + b[j]
+                acc *= 0.5
+''', None),
+    "stored_in_the_loop_reading_its_variable": ('''
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += x[i, k] * w[k, j]
+                y[i, j] = acc + w[k, j]
+''', None),
+    "stored_in_a_loop_that_never_runs": ('''
+    for i in range(M):
+        for j in range(N):
+            y[i, j] = b[j]
+            for k in range(K - 4):
+                y[i, j] = x[i, 0] * 9.0
+''', None),
     "one_operand_backwards": ('''
     for i in range(M):
         for j in range(N):
