@@ -154,6 +154,23 @@ def _first_iteration(f: For, dims) -> list:
     return [*pre, loop]
 
 
+def _leaves(stmts):
+    """The assignments and stores of statements (inside `if`s too), or None where there is
+    anything else (a loop, an allocation)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, If):
+            inner = _leaves(s.body + s.orelse)
+            if inner is None:
+                return None
+            out += inner
+        elif isinstance(s, (Assign, Store)):
+            out.append(s)
+        else:
+            return None
+    return out
+
+
 def _written_in(stmts) -> set:
     out = set()
     for s in stmts:
@@ -163,21 +180,25 @@ def _written_in(stmts) -> set:
 
 def _sunk(f: For, dims):
     """[loop `f` without its stores of one element per iteration, those stores after it]
-    (module doc), or None where there is none to move. A store under `if k == last:` at
-    the loop's last value of k is one too."""
+    (module doc), or None where there is none to move. The statements under `if k == last:`
+    at the loop's last value of k move too, where they are assignments and stores that
+    read nothing later statements of the loop write, do not read k, and write what no
+    other statement of the loop mentions (`t = f(acc); out[i, j] = g(t)`)."""
     values = _values(f, dims)
     if not values:
         return None
     keep, moved = [], []
     for n, s in enumerate(f.body):
-        if isinstance(s, If) and not s.orelse and len(s.body) == 1 and isinstance(s.body[0], Store) and \
-                _at(s.cond, f.var, values[-1], dims):
-            inner = s.body[0]  # (its value read as the last iteration left it: the store below, checked)
-            if not inner.aug and f.var not in idx_names(inner.idx) and f.var not in _vars_read(inner.value) and \
-                    inner.buf not in _vars_read(inner.value) and \
-                    not any(inner.buf in _mentioned(b) for b in f.body if b is not s) and \
-                    not any(written(b) & _vars_read(inner.value) for b in f.body[n + 1:]):
-                moved.append(inner)
+        if isinstance(s, If) and not s.orelse and _at(s.cond, f.var, values[-1], dims) and \
+                _leaves(s.body) is not None:
+            reads = set()  # (every name its statements mention: k included where a store's index uses it)
+            for b in s.body:
+                reads |= _mentioned(b)
+            writes = _written_in(s.body)
+            if f.var not in reads and \
+                    not any(writes & _mentioned(b) for b in f.body if b is not s) and \
+                    not any(written(b) & reads for b in f.body[n + 1:]):
+                moved += s.body
                 continue
         if isinstance(s, Store) and not s.aug and f.var not in idx_names(s.idx) and \
                 f.var not in _vars_read(s.value) and s.buf not in _vars_read(s.value) and \

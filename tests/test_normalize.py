@@ -107,7 +107,32 @@ FOUND = {  # loops, the kernels expected on h100
                 if k == K - 1:
                     y[i, j] = max(acc + b[j], 0.0)
 ''', ["matmul"]),
+    "statements_at_the_last_iteration": ('''
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += x[i, k] * w[k, j]
+                if k == K - 1:
+                    t = acc + b[j]
+                    if t < 0.0:
+                        t = 0.0
+                    elif t > 6.0:
+                        t = 6.0
+                    y[i, j] = t
+''', ["matmul"]),
     # near misses: correct, whatever the kernels
+    "last_iteration_sets_what_the_loop_reads": ('''
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            t = 1.0
+            for k in range(K):
+                acc += x[i, k] * w[k, j] * t
+                if k == K - 1:
+                    t = acc * 0.5
+                    y[i, j] = t + b[j]
+''', None),
     "first_terms_that_differ": ('''
     for i in range(M):
         for j in range(N):
