@@ -47,22 +47,27 @@ def normalize(s, dims) -> object:
         return new
     if not isinstance(s, For):
         return s
-    body = []
-    for b in s.body:
-        b = normalize(b, dims)
-        if isinstance(b, For):
-            b = _first_iteration(b, dims)
-            last = b[-1]
-            sunk = _sunk(last, dims)
-            b = b[:-1] + (sunk if sunk is not None else [last])
-            body.extend(b)
-            continue
-        body.append(b)
-    loop = s
-    if len(body) != len(s.body) or any(a is not b for a, b in zip(body, s.body)):
-        loop = copy.copy(s)
-        loop.body = body
+    loop = _inside(s, dims)
     return _shifted(loop, dims) or loop
+
+
+def _inside(f: For, dims) -> For:
+    """Loop `f` with the loops in its body normalized: each with what it sets at its first
+    iteration set before it, what it stores at its last after it, then shifted (in that
+    order: a condition on the loop's variable, `if k == K - 1`, keeps it from shifting)."""
+    body = []
+    for b in f.body:
+        if isinstance(b, For):
+            *pre, loop = _first_iteration(_inside(b, dims), dims)
+            sunk = _sunk(loop, dims) or [loop]
+            body += [*pre, _shifted(sunk[0], dims) or sunk[0], *sunk[1:]]
+        else:
+            body.append(normalize(b, dims))
+    if len(body) == len(f.body) and all(a is b for a, b in zip(body, f.body)):
+        return f
+    loop = copy.copy(f)
+    loop.body = body
+    return loop
 
 
 def _values(f: For, dims):

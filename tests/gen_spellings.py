@@ -210,8 +210,16 @@ def gen_spelling(ch) -> SpellingProgram:
     A = b.tensor("a", *bat, *(("M", "K") if a_lay == "mk" else ("K", "M")))
     B = A if gram else b.tensor("b", *bat, *(("K", "N") if b_lay == "kn" else ("N", "K")))
 
+    # where each loop of the main nest starts (`eqsat/normalize.py`): from 0, from 1 read at
+    # `v - 1`, or (k) from 0 read backwards at `K - 1 - k`; a split axis from 0
+    origin = {}
+    for v in "ijk":
+        origin[v] = "zero" if v in axes else ch.choice(["zero", "zero", "zero", "one"] + (["rev"] if v == "k" else []))
+        b.tag(f"origin_{v}", origin[v])
+    extent = {"i": "M", "j": NN, "k": "K"}
     # index expressions of the logical loop variables (split: x0 * T + x1)
-    ix = {v: (f"{v}0 * {T} + {v}1" if v in axes else v) for v in "ijk"}
+    ix = {v: (f"{v}0 * {T} + {v}1" if v in axes else f"{v} - 1" if origin[v] == "one" else
+              f"{extent[v]} - 1 - {v}" if origin[v] == "rev" else v) for v in "ijk"}
     I, J, Kx = ix["i"], ix["j"], ix["k"]
     q = "q, " if batched else ""
     a_ref = f"{A}[{q}{I}, {Kx}]" if a_lay == "mk" else f"{A}[{q}{Kx}, {I}]"
@@ -357,14 +365,15 @@ def gen_spelling(ch) -> SpellingProgram:
         return [coarse, fine] if split_order == "coarse" else [fine, coarse]
 
     def open_loop(depth: int, v: str, split_it: bool = True) -> int:
-        """Emit the loop over logical variable `v` (two loops when it is a split one);
-        returns the depth of its body."""
+        """Emit the loop over logical variable `v` (two loops when it is a split one; from
+        its `origin` in the main nest); returns the depth of its body."""
         if split_it and v in axes:
             for h in split_loops(v):
                 b.emit(depth, h)
                 depth += 1
             return depth
-        b.emit(depth, f"for {v} in range({ext[v]}):")
+        one = split_it and origin.get(v) == "one"
+        b.emit(depth, f"for {v} in range(1, {ext[v]} + 1):" if one else f"for {v} in range({ext[v]}):")
         return depth + 1
 
     def open_loops(depth: int, vs: list) -> int:
@@ -423,12 +432,29 @@ def gen_spelling(ch) -> SpellingProgram:
     if style == "scalar":
         alloc = ch.choice(["empty", "zeros"])
         b.tag("alloc", alloc)
+        # with k one loop: the first term set under `if k == first:`, and the store made after
+        # the k loop, at its last iteration (`if k == last:`) or at every iteration
+        first_if = "k" not in axes and init == "zero" and acc == "iadd" and ch.coin(0.5)
+        store_at = ch.choice(["after", "after", "last", "every"]) if "k" not in axes else "after"
+        b.tag("first_if", "yes" if first_if else "no")
+        b.tag("store_at", store_at)
         b.emit(0, f"c = {alloc}({out_shape})")
         d = open_loops(0, order[:-1])
         b.emit(d, "acc = " + ("0.0" if init == "zero" else f"bias[{J}]"))
         dk = open_loop(d, "k")
-        update("acc", dk)
-        b.emit(d, f"{C} = " + (epi("acc", I, J) if epi_at == "store" else "acc"))
+        if first_if:
+            b.emit(dk, f"if k == {1 if origin['k'] == 'one' else 0}:")
+            b.emit(dk + 1, f"acc = {P}")
+            b.emit(dk, "else:")
+            update("acc", dk + 1)
+        else:
+            update("acc", dk)
+        store = f"{C} = " + (epi("acc", I, J) if epi_at == "store" else "acc")
+        if store_at == "last":
+            b.emit(dk, f"if k == {'K' if origin['k'] == 'one' else 'K - 1'}:")
+            b.emit(dk + 1, store)
+        else:
+            b.emit(dk if store_at == "every" else d, store)
     else:
         b.emit(0, f"c = {'zeros' if init == 'zeros' else 'empty'}({out_shape})")
         if init.endswith("_sep"):
