@@ -456,6 +456,7 @@ def _source(plan, nest):
     tree = marked if par else copy.deepcopy(node)
     desugar.clamped(tree, set(plan.dims))  # (bounds desugar widened to a guard, clamped again)
     _overlap_safe(tree, plan.lowered.tensor_shapes, nest.views)
+    scalar_types.fold_sizes(tree, plan.dims)  # (`N ** n / N ** (n - 1)`: Python's exact ints, here)
     types = _types(tree, plan, nest, consts, lib_names, weak)
     scalar_types.exact_ints(tree, types, plan.dims)  # integer arithmetic meeting a float as Python's
     scalar_types.cast_weak(tree, types)  # Python numbers meeting float32 as the reference has them

@@ -22,6 +22,8 @@ written (Python-number arithmetic stays float64, as in the reference: 1e30 * 1e3
 from __future__ import annotations
 
 import ast
+import math
+import operator
 
 import numpy as np
 
@@ -67,7 +69,7 @@ class Types:
     language function -> its canonical name."""
 
     def __init__(self, tree, tensors: dict, f32_names, ints, consts: dict, lib: dict):
-        self.tensors, self.lib = tensors, lib
+        self.tensors, self.lib = dict(tensors), lib
         self.env: dict = {n: F32 for n in f32_names}
         self.env.update({n: INT for n in ints})
         for n, v in consts.items():
@@ -89,6 +91,15 @@ class Types:
                         assigns.append((name, value, None))
             elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
                 assigns.append((st.target.id, st.value, None))
+        # a view the nest binds itself (`r = x[i]`, `t = x.T`, `v = x`) is a tensor of its rank:
+        # `s += r[j]` reads a float32
+        for _ in range(len(assigns) + 1):
+            views = {name: self.view_rank(value) for name, value, op in assigns if op is None}
+            new = {n: r for n, r in views.items() if r and n not in self.tensors}
+            if not new:
+                break
+            self.tensors.update(new)
+        tensors = self.tensors
         self.assigned = {n for n, _, _ in assigns if n not in fixed and n not in tensors}
         # a fixpoint over the locals' types, which only rise in the lattice INT < FLOAT <
         # F32 < F64 (unknown above all); a name not yet typed is skipped, not unknown
@@ -114,6 +125,20 @@ class Types:
                 break
         for name in self.assigned:
             self.env.setdefault(name, None)
+
+    def view_rank(self, e) -> int | None:
+        """The rank of a view of a tensor `e` names (`x`, `x[i]`, `x[1:, j]`, `x.T`), else None."""
+        if isinstance(e, ast.Name):
+            return self.tensors.get(e.id)
+        if isinstance(e, ast.Attribute) and e.attr == "T":
+            return self.view_rank(e.value)
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name) and self.tensors.get(e.value.id):
+            idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+            if any(i is Ellipsis or isinstance(i, ast.Constant) and i.value in (None, Ellipsis) for i in idx):
+                return None
+            rank = self.tensors[e.value.id] - sum(not isinstance(i, ast.Slice) for i in idx)
+            return rank if rank > 0 else None
+        return None
 
     def of(self, e):
         """The type of expression `e` (None: unknown; `_UNSET` while a local is untyped)."""
@@ -213,6 +238,50 @@ _INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Pow, ast.FloorDiv, ast.Mod)
 INT64 = 2 ** 63 - 1
 
 
+_FOLDED = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
+
+
+def fold_sizes(tree, sizes: dict) -> int:
+    """Arithmetic of number literals and sizes alone (no loop variable, no element), computed
+    here by Python and written as its value, in place: Python's ints are exact where numba's
+    int64 is not (`N ** n / N ** (n - 1)` is 5.0 at N = 5, n = 500; in int64 it wraps). A
+    value that is an int past int64, or not a finite number, or where Python raises
+    (`0 ** -1`), is left as written. Returns how many it folded."""
+    count = 0
+
+    def value(e):
+        if isinstance(e, ast.Constant) and type(e.value) in (int, float):
+            return e.value
+        if isinstance(e, ast.Name) and type(sizes.get(e.id)) is int:
+            return sizes[e.id]
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            v = value(e.operand)
+            return None if v is None else -v if isinstance(e.op, ast.USub) else v
+        if isinstance(e, ast.BinOp) and type(e.op) in _FOLDED:
+            a, b = value(e.left), value(e.right)
+            if a is None or b is None:
+                return None
+            try:
+                return _FOLDED[type(e.op)](a, b)
+            except (ArithmeticError, ValueError):
+                return None
+        return None
+
+    class Fold(ast.NodeTransformer):
+        def visit_BinOp(self, node):
+            nonlocal count
+            v = value(node)
+            if (type(v) is float and math.isfinite(v)) or (type(v) is int and -INT64 <= v <= INT64):
+                count += 1
+                return ast.copy_location(ast.Constant(v), node)
+            self.generic_visit(node)
+            return node
+
+    Fold().visit(tree)
+    return count
+
+
 def exact_ints(tree, types: Types, sizes: dict) -> int:
     """numba computes Python's integers as int64: `+ - *` are exact modulo 2**64, so a result
     that fits is exact however its parts overflowed, but a result past int64 wraps where
@@ -295,10 +364,20 @@ def exact_ints(tree, types: Types, sizes: dict) -> int:
         for x in list(ast.walk(node)):
             if isinstance(x, ast.BinOp) and not isinstance(x.op, ast.MatMult):
                 left, right = of(x.left), of(x.right)
-                if right in floats and arith(x.left):
+                # (`/` of two ints is a float, Python's from the exact ints: `2 ** 70 / 2 ** 68`)
+                div = isinstance(x.op, ast.Div) and left == INT and right == INT and (arith(x.left) or arith(x.right))
+                if (right in floats or div) and arith(x.left):
                     x.left, count = floated(x.left), count + 1
-                if left in floats and arith(x.right):
+                if (left in floats or div) and arith(x.right):
                     x.right, count = floated(x.right), count + 1
+            elif isinstance(x, ast.IfExp):
+                # a branch meeting a float through the select (`N ** -1 if c else 2.0`); a
+                # negative power is Python's float whatever it meets
+                for attr in ("body", "orelse"):
+                    branch = getattr(x, attr)
+                    if arith(branch) and (of(x) in floats or negative_power(branch)):
+                        setattr(x, attr, floated(branch))
+                        count += 1
             elif isinstance(x, ast.Compare):
                 parts = [x.left, *x.comparators]
                 if any(of(p) in floats for p in parts):

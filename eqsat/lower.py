@@ -511,8 +511,10 @@ class _Lowerer:
             return ctx.read_scalar(e.name, e)
         if isinstance(e, Index):
             return ctx.load(e.base, [self.ix(i, ctx.loopvars, e.loc) for i in e.idx], e)
-        if isinstance(e, Bin) and e.op == "**":
-            return self.power(e)
+        if isinstance(e, Bin) and _has_power(e):
+            got = self.power(e)
+            if got is not None:
+                return got
         if isinstance(e, Bin):
             ie = _index_of(e, self._ie_memo)  # arithmetic on loop variables and sizes: one index value
             if ie is not None and ie_names(ie) - set(self.dims) and ie_names(ie) <= set(self.dims) | set(ctx.loopvars):
@@ -534,36 +536,51 @@ class _Lowerer:
             return self.vector_product(e, [], ctx)
         raise NotFunctional(f"unexpected scalar expression {type(e).__name__}")
 
-    def power(self, e: Bin) -> Node:
-        """`a ** b` of numbers and sizes alone (`K ** -0.5`, `2.0 ** -0.5`: the front end makes
-        a product of a small integer power): the Python number it is, computed here as
-        Python would (the sizes are known). Of anything else no term: the nest runs as
-        written."""
-        value = self.number(e)
-        if value is None:
+    def power(self, e: Bin) -> Node | None:
+        """Arithmetic of numbers and sizes holding a `**` (`K ** -0.5`, `2.0 ** -0.5`; the front
+        end makes a product of a small integer power): the number it is, computed here as
+        Python would (the sizes are known), where that is surely its value. The front end
+        keeps a literal as a float, so `25` and `25.0` look alike, and Python's int arithmetic
+        is exact where float64's is not (`N ** 25 + 1 - N ** 25` is 1 of ints, 0.0 of
+        floats): the value is folded only where reading the integral literals as ints and as
+        floats gives the same number, every int on the way exact in float64 (below 2**53).
+        Else None, and `a ** b` itself has no term: the nest runs as written (as does a power
+        of anything else)."""
+        a, b = self.number(e, True), self.number(e, False)
+        if a is not None and b is not None and float(a) == float(b):
+            return T.lit(float(b))
+        if e.op == "**":
             raise NotFunctional("`**` has no functional form here")
-        return T.lit(float(value))
+        return None
 
-    def number(self, e):
-        """The Python number an expression of number literals and sizes is, or None."""
+    def number(self, e, ints: bool):
+        """The Python number an expression of number literals and sizes is, its integral
+        literals read as ints (`ints`) or as floats; None where it is not one, or an int on
+        the way is past 2**53, or Python raises (0 ** -1, 1e300 ** 2)."""
         if isinstance(e, Const):
-            return e.value if type(e.value) in (int, float) else None
+            v = e.value
+            if type(v) not in (int, float) or v != v:
+                return None
+            return int(v) if ints and float(v).is_integer() else float(v)
         if isinstance(e, Dim):
-            return self.dims.get(e.name)
-        if isinstance(e, Call) and e.fn == "neg" and len(e.args) == 1:
-            a = self.number(e.args[0])
-            return None if a is None else -a
-        if not isinstance(e, Bin) or e.op not in ("+", "-", "*", "/", "**"):
+            v = self.dims.get(e.name)
+        elif isinstance(e, Call) and e.fn == "neg" and len(e.args) == 1:
+            a = self.number(e.args[0], ints)
+            v = None if a is None else -a
+        elif isinstance(e, Bin) and e.op in ("+", "-", "*", "/", "**"):
+            a, b = self.number(e.a, ints), self.number(e.b, ints)
+            if a is None or b is None:
+                return None
+            try:
+                v = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+                     "**": operator.pow}[e.op](a, b)
+            except (ArithmeticError, ValueError):
+                return None
+        else:
             return None
-        a, b = self.number(e.a), self.number(e.b)
-        if a is None or b is None:
+        if type(v) is int and abs(v) >= 2 ** 53 or type(v) not in (int, float):  # ((-8) ** 0.5 is complex)
             return None
-        try:
-            v = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-                 "**": operator.pow}[e.op](a, b)
-        except (ArithmeticError, ValueError):  # (0 ** -1, 1e300 ** 2: Python raises; the nest runs as written)
-            return None
-        return v if type(v) in (int, float) else None  # ((-8) ** 0.5 is complex)
+        return v
 
     def vector_product(self, e, my: list, ctx: "_Ctx") -> Node:
         """Element `my` of `@` with a vector operand (numpy's: the vector's axis is the
@@ -1645,6 +1662,10 @@ def _load(t: Node, idx) -> Node:
         if len(dims) == len(idx):
             return _substitute(t.args[1], {v: ix for (v, _), ix in zip(dims, idx)})
     return T.load(t, idx)
+
+
+def _has_power(e) -> bool:
+    return isinstance(e, Bin) and (e.op == "**" or _has_power(e.a) or _has_power(e.b))
 
 
 def _operands(e) -> list:
