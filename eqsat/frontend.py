@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import dataclasses
 import copy
 import inspect
 
@@ -22,7 +21,7 @@ from .names import LIB
 from .terms import allow_deep_recursion
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, Param, Program, Ref, Select, Store,
-    Reshape, Transpose, ie_canon, ie_eval, ie_names,
+    Reshape, Transpose, ie_canon, ie_eval, ie_names, same_expr,
 )
 
 
@@ -1092,7 +1091,7 @@ class _Parser:
         if ra == 0 or rb == 0:
             raise self.err(node, "`@` needs tensor operands of at least one axis; use `*` for scalars")
         inner = b.ty[0] if rb == 1 else b.ty[-2]
-        if a.ty[-1] != inner:
+        if ie_canon(a.ty[-1]) != ie_canon(inner):  # (`N * M` is `M * N`)
             raise self.err(node, f"shape mismatch in `@`: {_shape_str(a.ty)} @ {_shape_str(b.ty)} "
                                  f"(contraction {_d(a.ty[-1])} vs {_d(inner)})")
         if ra == 1 or rb == 1:  # numpy's: a vector's axis is contracted and not kept
@@ -1431,18 +1430,7 @@ def _extremum_update(cond, body: list, orelse: list):
         return None
     a, b = cond.a, cond.b
     for new, old, bigger in ((a, b, cond.op == ">"), (b, a, cond.op == "<")):
-        if isinstance(old, Ref) and old.name == st.name and _same(new, st.value):
+        if isinstance(old, Ref) and old.name == st.name and same_expr(new, st.value):
             return ("max" if bigger else "min"), st.name, st.value
     return None
 
-
-def _same(x, y) -> bool:
-    """Two IR expressions written alike (locations and types aside)."""
-    if type(x) is not type(y):
-        return False
-    if isinstance(x, tuple):
-        return len(x) == len(y) and all(_same(p, q) for p, q in zip(x, y))
-    if not dataclasses.is_dataclass(x):
-        return x == y
-    return all(_same(getattr(x, f.name), getattr(y, f.name)) for f in dataclasses.fields(x)
-               if f.name not in ("loc", "ty"))

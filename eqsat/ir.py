@@ -9,6 +9,7 @@ IExpr). Statements carry the source location for error messages.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -269,6 +270,18 @@ def _program_by_name(module: str | None, name: str, file: str):
 
 
 # ----------------------------------------------------------------------------- IExpr helpers
+def same_expr(x, y) -> bool:
+    """Two IR expressions written alike (locations and types aside)."""
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, tuple):
+        return len(x) == len(y) and all(same_expr(p, q) for p, q in zip(x, y))
+    if not dataclasses.is_dataclass(x):
+        return x == y
+    return all(same_expr(getattr(x, f.name), getattr(y, f.name)) for f in dataclasses.fields(x)
+               if f.name not in ("loc", "ty"))
+
+
 def written(s) -> set:
     """The names statement `s` assigns, stores into or allocates (a loop or an `if`:
     anywhere inside it)."""

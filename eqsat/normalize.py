@@ -27,10 +27,9 @@ from __future__ import annotations
 
 import copy
 
-import dataclasses
-
 from .ir import (
-    Alloc, Assign, Bin, Compare, Const, Dim, For, If, Select, Store, ie_canon, ie_eval, ie_names, idx_names, written,
+    Alloc, Assign, Bin, Compare, Const, Dim, For, If, Select, Store, ie_canon, ie_eval, ie_names, idx_names, same_expr,
+    written,
 )
 from .unsplit import _Keep, _map
 
@@ -102,24 +101,6 @@ def _int(e, dims):
     return None
 
 
-def _same(a, b) -> bool:
-    """Two IR expressions alike but for their locations."""
-    if type(a) is not type(b):
-        return False
-    if not dataclasses.is_dataclass(a):
-        return a == b
-    for fl in dataclasses.fields(a):
-        if fl.name == "loc":
-            continue
-        x, y = getattr(a, fl.name), getattr(b, fl.name)
-        if isinstance(x, tuple) and isinstance(y, tuple):
-            if len(x) != len(y) or not all(_same(p, q) for p, q in zip(x, y)):
-                return False
-        elif not _same(x, y):
-            return False
-    return True
-
-
 def _first_iteration(f: For, dims) -> list:
     """[statements before loop `f`, `f`] with a scalar set at its first iteration made an
     accumulation from before it: `if k == 0: acc = t1 else: acc += t2` is `acc = -0.0` before
@@ -141,7 +122,7 @@ def _first_iteration(f: For, dims) -> list:
             if isinstance(other, Assign) and other.name == acc and other.aug and other.aug_op == "+" and \
                     other.value.ty is None:
                 t2 = other.value
-                value = t1 if _same(t1, t2) else Select(s.loc, s.cond, t1, t2)
+                value = t1 if same_expr(t1, t2) else Select(s.loc, s.cond, t1, t2)
                 got = [Assign(s.loc, acc, Const(s.loc, -0.0))], Assign(s.loc, acc, value, aug=True, aug_op="+")
             elif not s.orelse and not _vars_read(t1) & ({f.var} | _written_in(f.body)):
                 got = [s.body[0]], None

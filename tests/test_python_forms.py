@@ -482,6 +482,8 @@ ARRAY_FORMS = {  # numpy's contractions, methods and arrays made as operands: ex
     "reshape_operands": ('a.reshape(K, M) @ a + np.reshape(a * 2.0, (K, -1)) @ a.ravel().reshape(M, K) '
                          '+ a.flatten()[0]', 'a: f32["M", "K"]', None),
     "reshape_of_a_vector": ('u.reshape(1, -1) * 2.0', 'u: f32["M"]', None),
+    # (the contraction's extents compared as polynomials: N * M is M * N; was refused)
+    "flattened_dot": ('a.T.reshape(M * K) @ c.reshape(K * M)', 'a: f32["M", "K"], c: f32["K", "M"]', None),
     "roll_periodic_stencil": ('0.5 * a + 0.25 * (np.roll(a, 1, axis=0) + np.roll(a, shift=-7, axis=-1))',
                               'a: f32["M", "K"]', None),
 }
