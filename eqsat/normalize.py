@@ -18,7 +18,13 @@ what the iteration computed (`for k in range(K): acc += x[i, k] * w[k, j]; out[i
 max(acc, 0.0)`), leaves the value of the last iteration: where the loop runs at least once
 (its bounds are sizes, known here), nothing else in the loop reads or writes that buffer,
 and nothing after the store in the loop changes what it reads, it is the same store made
-once after the loop (`_sunk`), and the loop is a reduction with its epilogue.
+once after the loop (`_sunk`), and the loop is a reduction with its epilogue; so are the
+statements under `if k == K - 1:` at its last iteration.
+
+A scalar set at the loop's first iteration (`if k == 0: acc = t1 else: acc += t2`) is an
+accumulation from -0.0 set before the loop (`acc += (t1 if k == 0 else t2)`: -0.0 + t1 is t1,
+bit for bit), and `if k == 0: acc = c` of a value the loop does not change is set before
+it (`_first_iteration`).
 
 Only the functional form is built from the normalized nest (its dataflow is checked on
 it); the nest as written still runs as written.
