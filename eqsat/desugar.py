@@ -612,6 +612,8 @@ class _Env(ast.NodeTransformer):
                 not sections.is_mask(e.slice, self.masks):  # an element (not what a mask selects)
             got = self.shape(e.value)
             return SCALAR if got is not None and len(index_elts(e.slice)) == len(got[0]) else None
+        if isinstance(e, ast.Call) and self.callee(e.func) is builtins.abs and len(e.args) == 1 and not e.keywords:
+            return self.value_shape(e.args[0])  # (of a tensor too: numpy's abs, elementwise)
         if isinstance(e, ast.Call) and self.callee(e.func) in (builtins.max, builtins.min, builtins.abs) and \
                 e.args and not e.keywords:
             return SCALAR if all(self.value_shape(a) is SCALAR for a in e.args) else None

@@ -560,6 +560,26 @@ def p(x: f32["M", "N"]):
 ''')
 
 
+def test_builtin_abs_of_a_tensor_bound_to_a_name_has_its_shape(tmp_program):
+    """`h = abs(x @ w)` then `np.where(h > 0.5, h, 0.0)`: builtin abs of a tensor is numpy's,
+    elementwise (found by a spelling generator: the comparison was refused, h's shape unknown)."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(a: f32["M", "K"], b: f32["K", "N"]) -> f32["M", "N"]:
+    h = abs(a @ b)
+    return np.where(h > 0.5, h, 0.0) + abs(a[0, 0])
+''')
+    dims = {"M": 5, "K": 4, "N": 3}
+    args = random_args(prog, dims, seed=7)
+    want = eqsat.reference(prog, *args)
+    for target in ("h100", "cpu"):
+        plan = eqsat.optimize(prog, dims, target=target)
+        for backend in ("numpy", "triton"):
+            assert rel_err(plan.run(*args, backend=backend), want) < 1e-5, (target, backend, plan)
+        if target == "h100":
+            assert [k.kind for k in plan.kernels] == ["matmul"], plan
+
+
 def test_results_bound_to_names_are_read_by_later_contractions(tmp_program):
     """`v = np.einsum(...)` then a contraction or reduction of v (batched attention's
     scores, then their max): v has the shape of what it was bound to."""
