@@ -220,8 +220,10 @@ class Reductions(Hoisting):
                          right=sections.subscript(x.id, idx))
         body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=step),
                 ast.Assign(targets=[sections.subscript(out, idx, ast.Store())], value=run)]
+        # (a running sum from -0.0, the exact additive identity: numpy's first element is x's own,
+        # -0.0 included, where 0.0 + -0.0 is 0.0)
         body = [ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())],
-                           value=ast.Constant(0.0 if kind == "cumsum" else 1.0))] + _nest([idx[a].id], [dims[a]], body)
+                           value=ast.Constant(-0.0 if kind == "cumsum" else 1.0))] + _nest([idx[a].id], [dims[a]], body)
         others = [d for d in range(len(dims)) if d != a]
         body = _nest([idx[d].id for d in others], [dims[d] for d in others], body)
         self.place([self.allocation(out, dims)] + body, n)
