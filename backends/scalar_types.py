@@ -99,8 +99,7 @@ class Types:
             if not new:
                 break
             self.tensors.update(new)
-        tensors = self.tensors
-        self.assigned = {n for n, _, _ in assigns if n not in fixed and n not in tensors}
+        self.assigned = {n for n, _, _ in assigns if n not in fixed and n not in self.tensors}
         # a fixpoint over the locals' types, which only rise in the lattice INT < FLOAT <
         # F32 < F64 (unknown above all); a name not yet typed is skipped, not unknown
         for _ in range(8 * len(self.assigned) + 8):

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from .bounds import loop_values
-from .ifconvert import _mentions, _names, _rename_expr
-from .ir import Assign, For, If, Index, Ref, Store, leaves, written
+from .ifconvert import _mentions, _rename_expr
+from .ir import Assign, For, If, Index, Ref, Store, expr_reads, leaves, written
 
 _NAMES = count()
 
@@ -50,7 +50,7 @@ def _sets_first(body: list, name: str) -> bool:
         if not _touches(b, name):
             continue
         if isinstance(b, Assign) and b.name == name and not b.aug and b.value.ty is None:
-            return name not in _names(b.value)
+            return name not in expr_reads(b.value)
         return False
     return False
 

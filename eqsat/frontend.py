@@ -1166,8 +1166,8 @@ class _Parser:
                 raise self.err(e, "transpose of a scalar")
             if len(e.args) == 2:
                 p = e.args[1]
-                given = [_int_literal(c) for c in p.elts] if isinstance(p, (ast.Tuple, ast.List)) else [None]
-                if None in given:
+                given = [desugar._number(c) for c in p.elts] if isinstance(p, (ast.Tuple, ast.List)) else [None]
+                if any(type(a) is not int for a in given):
                     raise self.err(p, "transpose's permutation must be a tuple of integer literals")
                 # numpy's: an axis may count from the end (-1 is the last)
                 perm = tuple(a + len(x.ty) if -len(x.ty) <= a < 0 else a for a in given)
@@ -1242,15 +1242,6 @@ def _integer(e) -> bool:
     if isinstance(e, Dim):
         return True
     return isinstance(e, Bin) and e.op in ("+", "-", "*") and _integer(e.a) and _integer(e.b)
-
-
-def _int_literal(e):
-    """The value of an integer literal in the source (`2`, `-1`), else None."""
-    neg = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub)
-    c = e.operand if neg else e
-    if isinstance(c, ast.Constant) and type(c.value) is int:
-        return -c.value if neg else c.value
-    return None
 
 
 def _const_int(t):

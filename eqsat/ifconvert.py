@@ -50,7 +50,8 @@ from itertools import count
 from .bounds import leaving_axis, loop_values
 from .limits import check_deadline
 from .ir import (
-    Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Ref, Select, Store, ie_eval, ie_names, max_min,
+    Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Ref, Select, Store, expr_reads, ie_eval,
+    ie_names, max_min,
     sum_chain,
     written,
 )
@@ -334,7 +335,7 @@ def _predicated_locals(s: If, dims, shapes, path, outside=None):
     # each predicated statement evaluates the condition again: if a statement before the
     # last writes what it reads (or a loop writes it: its later iterations would see it),
     # the condition is evaluated once, into a temporary, first
-    reads = _names(s.cond)
+    reads = expr_reads(s.cond)
     before_last = stmts if merges else stmts[:-1]  # (the merges evaluate it after every statement)
     if (any(written(x) & reads for x, _ in before_last)
             or any(isinstance(x, For) and written(x) & reads for x, _ in stmts)):
@@ -404,7 +405,7 @@ def _merged_accumulations(stmts: list, loops: tuple) -> list:
         last = out[-1] if out else None
         if (isinstance(x, Assign) and isinstance(last, Assign) and x.aug and last.aug and x.name == last.name
                 and x.aug_op == last.aug_op in ("+", "*") and x.value.ty is None and last.value.ty is None
-                and x.name not in _names(x.value) and not _is_hoisted(x) and _carried(x, loops)):
+                and x.name not in expr_reads(x.value) and not _is_hoisted(x) and _carried(x, loops)):
             merged = copy.copy(last)
             merged.value = Bin(last.loc, x.aug_op, last.value, x.value)
             out[-1] = merged
@@ -433,7 +434,7 @@ def _localized(s: If, path, outside=None) -> tuple:
     inside = {id(s)} | {id(b) for b in s.body + s.orelse}  # a hull's `if` is new: its statements are not
     in_nest = _mentions(path[0], skip=inside) if path else frozenset()
     outside = set(in_nest) if outside is None else set(outside) & in_nest
-    outside |= _names(s.cond)
+    outside |= expr_reads(s.cond)
     around = frozenset(outside)  # (for the levels inside: before this level's additions)
     mapping = {}
     kills, kept = [], []
@@ -454,7 +455,7 @@ def _localized(s: If, path, outside=None) -> tuple:
     # unguarded, and one unguarded statement after both selects between them, so the value
     # on entry is never read (guarded in place, `o = t if c else o` read `o` before any
     # assignment where both branches set it: `if t > 0: o = t else: o = 0.0`)
-    both = (kills[0] & kills[1]) - set(mapping) - _names(s.cond)
+    both = (kills[0] & kills[1]) - set(mapping) - expr_reads(s.cond)
     merges = [(x, f"{_PREFIX}{x}_{next(_TEMPS)}", f"{_PREFIX}{x}_{next(_TEMPS)}") for x in sorted(both)]
     if not mapping and not merges:
         return s, frozenset(), [], around
@@ -472,14 +473,14 @@ def _live_in(branch: list) -> frozenset:
     live, set_ = set(), set()  # (set_: set on every way through what came before)
     for b in branch:
         if isinstance(b, Assign):
-            reads = _names(b.value) | ({b.name} if b.aug else set())
+            reads = expr_reads(b.value) | ({b.name} if b.aug else set())
             live |= reads - set_
             if not b.aug and b.value.ty is None:
                 set_.add(b.name)
         elif isinstance(b, Store):
-            live |= _names(b.value) - set_
+            live |= expr_reads(b.value) - set_
         elif isinstance(b, If):
-            live |= (_names(b.cond) | _live_in_both(b)) - set_
+            live |= (expr_reads(b.cond) | _live_in_both(b)) - set_
             if b.orelse:
                 set_ |= _killed_both(b)
         else:
@@ -498,10 +499,10 @@ def _killed(branch: list) -> set:
     killed, seen = set(), set()
     for b in branch:
         if (isinstance(b, Assign) and not b.aug and b.value.ty is None and b.name not in seen
-                and b.name not in _names(b.value) and not _is_hoisted(b)):
+                and b.name not in expr_reads(b.value) and not _is_hoisted(b)):
             killed.add(b.name)
         elif isinstance(b, If) and b.orelse:  # (an `elif` chain: set first on every way through it)
-            killed |= _killed_both(b) - seen - _names(b.cond)
+            killed |= _killed_both(b) - seen - expr_reads(b.cond)
         seen |= _mentions(b)
     return killed
 
@@ -540,11 +541,11 @@ def _mentions_in(x, skip, memo) -> tuple:
         return got, True
     clean = True
     if isinstance(x, Assign):
-        out = frozenset({x.name}) | _names(x.value)
+        out = frozenset({x.name}) | expr_reads(x.value)
     elif isinstance(x, Store):
-        out = frozenset(_names(x.value))
+        out = frozenset(expr_reads(x.value))
     else:
-        parts = [_names(x.cond)] if isinstance(x, If) else []
+        parts = [expr_reads(x.cond)] if isinstance(x, If) else []
         for b in list(getattr(x, "body", [])) + list(getattr(x, "orelse", [])):
             names, ok = _mentions_in(b, skip, memo)
             parts.append(names)
@@ -650,17 +651,6 @@ def _guard(x, cond, holds: bool, loops: tuple):
     new = Bin(x.loc, x.aug_op, cur, x.value, ty=x.value.ty) if x.aug else x.value
     val = Select(x.loc, c, new, old, ty=x.value.ty) if holds else Select(x.loc, c, old, new, ty=x.value.ty)
     return Store(x.loc, x.buf, tuple(x.idx), val, guarded=True)
-
-
-def _names(e) -> set:
-    out = set()
-    if isinstance(e, Ref):
-        out.add(e.name)
-    elif isinstance(e, Index):
-        out.add(e.base)
-    for c in e.children():
-        out |= _names(c)
-    return out
 
 
 def _inside(x, dims, shapes, path) -> bool:

@@ -270,6 +270,26 @@ def _program_by_name(module: str | None, name: str, file: str):
 
 
 # ----------------------------------------------------------------------------- IExpr helpers
+def expr_reads(e, names: bool = False) -> set:
+    """The tensors and scalars expression `e` reads (Ref names, Index bases); with `names`,
+    also every loop variable and size it mentions (Dim values, the names in its indices).
+    Walked with a stack: a long sum is as deep as it is long."""
+    out: set = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Ref):
+            out.add(x.name)
+        elif isinstance(x, Index):
+            out.add(x.base)
+            if names:
+                out |= idx_names(x.idx)
+        elif names and isinstance(x, Dim):
+            out.add(x.name)
+        stack.extend(x.children())
+    return out
+
+
 def same_expr(x, y) -> bool:
     """Two IR expressions written alike (locations and types aside)."""
     if type(x) is not type(y):

@@ -46,7 +46,7 @@ from .limits import OutOfTime, analysis_deadline, check_deadline
 from .errors import ProgramError
 from .ir import (
     Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, MatMul, NotAffine, Ref, Select, Store,
-    Reshape, Transpose, ie_affine, ie_eval, ie_names, written,
+    Reshape, Transpose, expr_reads, ie_affine, ie_eval, ie_names, written,
 )
 from .ir import accumulation as _accumulation, idx_names as _idx_names, leaves as _leaves
 from .terms import Node, weak_casts
@@ -61,6 +61,8 @@ from .parallel import parallel_work
 
 
 AUG = {"+": "Sc.add", "*": "Sc.mul", "/": "Sc.div"}  # an augmented assignment's combining op
+# Python's arithmetic on numbers, for what the lowering computes itself (`_Lowerer.number`)
+_ARITHMETIC = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "**": operator.pow}
 
 
 def _call(e: Call, term) -> Node:
@@ -256,7 +258,7 @@ class _Lowerer:
         sure = [set() for _ in self.prog.body]  # names surely read after each statement
         seen: set = set()
         for r in self.prog.returns:
-            _expr_reads(r, seen)
+            seen |= expr_reads(r)
         surely = set(seen)
         for k in range(len(self.prog.body) - 1, -1, -1):
             later[k], sure[k] = set(seen), surely
@@ -567,13 +569,12 @@ class _Lowerer:
         elif isinstance(e, Call) and e.fn == "neg" and len(e.args) == 1:
             a = self.number(e.args[0], ints)
             v = None if a is None else -a
-        elif isinstance(e, Bin) and e.op in ("+", "-", "*", "/", "**"):
+        elif isinstance(e, Bin) and e.op in _ARITHMETIC:
             a, b = self.number(e.a, ints), self.number(e.b, ints)
             if a is None or b is None:
                 return None
             try:
-                v = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-                     "**": operator.pow}[e.op](a, b)
+                v = _ARITHMETIC[e.op](a, b)
             except (ArithmeticError, ValueError):
                 return None
         else:
@@ -884,7 +885,7 @@ def _overwrites(s, name: str, shape: tuple, dims: dict, shapes: dict) -> bool:
         return False
     for st, loops in stores:
         reads: set = set()
-        _expr_reads(st.value, reads)
+        reads |= expr_reads(st.value)
         if loops is None or st.aug or st.guarded or name in reads:
             return False
     if len(stores) == 1 and len(stores[0][0].idx) == len(shape):
@@ -1067,16 +1068,6 @@ def _declare_shapes(s, low):
         low.shapes[s.name] = low.shape_of(s.value.ty, s.loc)
 
 
-def _expr_reads(e, reads: set) -> None:
-    """The names an expression reads (Ref and Index bases), into `reads`."""
-    if isinstance(e, Ref):
-        reads.add(e.name)
-    elif isinstance(e, Index):
-        reads.add(e.base)
-    for c in e.children():
-        _expr_reads(c, reads)
-
-
 def _exposed_reads(stmts, assigned: set, exposed: set, dims: dict, sure: bool = False) -> None:
     """Names the statements read before assigning them (into `exposed`), and the names
     every run of them assigns (into `assigned`, updated in place): a loop's body counts as
@@ -1086,7 +1077,7 @@ def _exposed_reads(stmts, assigned: set, exposed: set, dims: dict, sure: bool = 
     for s in stmts:
         if isinstance(s, (Assign, Store)):
             r: set = set()
-            _expr_reads(s.value, r)
+            r |= expr_reads(s.value)
             if s.aug:
                 r.add(s.name if isinstance(s, Assign) else s.buf)
             exposed |= r - assigned
@@ -1104,7 +1095,7 @@ def _exposed_reads(stmts, assigned: set, exposed: set, dims: dict, sure: bool = 
                 assigned |= inner
         elif isinstance(s, If):
             r = set()
-            _expr_reads(s.cond, r)
+            r |= expr_reads(s.cond)
             exposed |= r - assigned
             a, b = set(assigned), set(assigned)
             branch = set() if sure else exposed
@@ -1129,14 +1120,14 @@ def _scan(s, reads, writes, swrites, local):
     """Names a statement reads and writes (buffers/tensors in writes, scalars in swrites)."""
     if isinstance(s, (For, If)):
         if isinstance(s, If):
-            _expr_reads(s.cond, reads)
+            reads |= expr_reads(s.cond)
         for b in _sub(s):
             _scan(b, reads, writes, swrites, local)
     elif isinstance(s, Store):
-        _expr_reads(s.value, reads)
+        reads |= expr_reads(s.value)
         writes.add(s.buf)
     elif isinstance(s, Assign):
-        _expr_reads(s.value, reads)
+        reads |= expr_reads(s.value)
         if s.aug:
             reads.add(s.name)
         (swrites if s.value.ty is None else writes).add(s.name)

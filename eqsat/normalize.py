@@ -34,8 +34,8 @@ from __future__ import annotations
 import copy
 
 from .ir import (
-    Alloc, Assign, Bin, Compare, Const, Dim, For, If, Select, Store, ie_canon, ie_eval, ie_names, idx_names, same_expr,
-    written,
+    Alloc, Assign, Bin, Compare, Const, Dim, For, If, Select, Store, expr_reads, ie_canon, ie_eval, ie_names, idx_names,
+    same_expr, written,
 )
 from .unsplit import _Keep, _map
 
@@ -122,7 +122,7 @@ def _first_iteration(f: For, dims) -> list:
         got = None
         if isinstance(s, If) and _at(s.cond, f.var, values[0], dims) and len(s.body) == 1 and \
                 isinstance(s.body[0], Assign) and not s.body[0].aug and s.body[0].value.ty is None and \
-                s.body[0].name not in seen and s.body[0].name not in _vars_read(s.body[0].value):
+                s.body[0].name not in seen and s.body[0].name not in expr_reads(s.body[0].value, names=True):
             acc, t1 = s.body[0].name, s.body[0].value
             other = s.orelse[0] if len(s.orelse) == 1 else None
             if isinstance(other, Assign) and other.name == acc and other.aug and other.aug_op == "+" and \
@@ -130,7 +130,7 @@ def _first_iteration(f: For, dims) -> list:
                 t2 = other.value
                 value = t1 if same_expr(t1, t2) else Select(s.loc, s.cond, t1, t2)
                 got = [Assign(s.loc, acc, Const(s.loc, -0.0))], Assign(s.loc, acc, value, aug=True, aug_op="+")
-            elif not s.orelse and not _vars_read(t1) & ({f.var} | _written_in(f.body)):
+            elif not s.orelse and not expr_reads(t1, names=True) & ({f.var} | _written_in(f.body)):
                 got = [s.body[0]], None
         if got is not None:
             pre += got[0]
@@ -183,20 +183,13 @@ def _sunk(f: For, dims):
     for n, s in enumerate(f.body):
         if isinstance(s, If) and not s.orelse and _at(s.cond, f.var, values[-1], dims) and \
                 _leaves(s.body) is not None:
-            reads = set()  # (every name its statements mention: k included where a store's index uses it)
-            for b in s.body:
-                reads |= _mentioned(b)
-            writes = _written_in(s.body)
-            if f.var not in reads and \
-                    not any(writes & _mentioned(b) for b in f.body if b is not s) and \
-                    not any(written(b) & reads for b in f.body[n + 1:]):
-                moved += s.body
-                continue
-        if isinstance(s, Store) and not s.aug and f.var not in idx_names(s.idx) and \
-                f.var not in _vars_read(s.value) and s.buf not in _vars_read(s.value) and \
-                not any(s.buf in _mentioned(b) for b in f.body if b is not s) and \
-                not any(written(b) & _vars_read(s.value) for b in f.body[n + 1:]):
-            moved.append(s)
+            stmts = s.body  # (run once, at the last iteration)
+        elif isinstance(s, Store) and not s.aug and s.buf not in expr_reads(s.value):
+            stmts = [s]  # (run at every iteration, each the same store but the last one's value)
+        else:
+            stmts = None
+        if stmts is not None and _movable(stmts, f, n):
+            moved += stmts
         else:
             keep.append(s)
     if not moved:
@@ -206,35 +199,34 @@ def _sunk(f: For, dims):
     return [loop, *moved]
 
 
-def _vars_read(e) -> set:
-    """The names (scalars, buffers, loop variables) expression `e` reads."""
-    out = set()
-    name = getattr(e, "name", None)
-    if isinstance(name, str):
-        out.add(name)
-    base = getattr(e, "base", None)
-    if isinstance(base, str):
-        out.add(base)
-    idx = getattr(e, "idx", None)
-    if idx is not None:
-        out |= idx_names(idx)
-    for c in e.children():
-        out |= _vars_read(c)
-    return out
+def _movable(stmts, f: For, n: int) -> bool:
+    """Whether `stmts`, the `n`th statement of loop `f`'s body or inside it, can run after the
+    loop instead: they do not read f's variable (a store's index included), nothing else in
+    the loop mentions what they write, and nothing after them in the loop writes what they
+    read."""
+    reads = set()
+    for b in stmts:
+        reads |= _mentioned(b)
+    writes = _written_in(stmts)
+    return f.var not in reads and not any(writes & _mentioned(b) for k, b in enumerate(f.body) if k != n) and \
+        not any(written(b) & reads for b in f.body[n + 1:])
 
 
 def _mentioned(s) -> set:
     """Every name statement `s` reads or writes."""
+    if isinstance(s, For):
+        out = set(written(s)) | {s.var} | ie_names(s.lo) | ie_names(s.hi)
+    elif isinstance(s, If):
+        out = set(written(s)) | expr_reads(s.cond, names=True)
     if isinstance(s, (For, If)):
-        out = set(written(s)) | ({s.var} | ie_names(s.lo) | ie_names(s.hi) if isinstance(s, For) else _vars_read(s.cond))
         for b in s.body + (s.orelse if isinstance(s, If) else []):
             out |= _mentioned(b)
         return out
     out = set(written(s))
     if isinstance(s, Store):
-        out |= idx_names(s.idx) | _vars_read(s.value)
+        out |= idx_names(s.idx) | expr_reads(s.value, names=True)
     elif isinstance(s, Assign):
-        out |= _vars_read(s.value)
+        out |= expr_reads(s.value, names=True)
     return out
 
 
