@@ -30,7 +30,6 @@ import math
 import operator
 import re
 import time
-import weakref
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -775,7 +774,7 @@ class _Lowerer:
         """A nest's functional term with split reductions merged and loop-invariant
         reductions hoisted out of the reductions around them (eqsat/hoist.py)."""
         t = merge_split_reductions(t, lambda e: self.new_var("k", e))
-        return hoist_invariant_reductions(t, _free_vars, self.new_var, self.var_extent.get, self.hoisted,
+        return hoist_invariant_reductions(t, T.free_vars, self.new_var, self.var_extent.get, self.hoisted,
                                           self.hoist_canon)
 
     def _as_written(self, s, reason: str):
@@ -1159,7 +1158,7 @@ class _Ctx:
         iteration, then `t @ v[h]`) is the tensor of all its iterations' values sliced at
         this one (`_NestRun.expand`), not an open computation."""
         t = self.tensor_value(name, node)
-        if self.run is not None and t.op == "Ten.compute" and _free_vars(t):
+        if self.run is not None and t.op == "Ten.compute" and T.free_vars(t):
             full, at = self.run.expand(name, t, [])
             if full is not t:
                 for ix in at:
@@ -1206,7 +1205,7 @@ class _NestRun:
                     out[name] = None  # private to a loop: only the nest as written gives it
                     continue
                 self.flow.check_final(name, entry[1])
-                if _free_vars(entry[0]):  # a safety net: a value must not depend on a loop left behind
+                if T.free_vars(entry[0]):  # a safety net: a value must not depend on a loop left behind
                     raise NotFunctional(f"the value of {name!r} depends on a loop variable outside its loop")
                 out[name] = entry[0]
             for stmt, key, src, chain in self.checks:
@@ -1405,7 +1404,7 @@ class _NestRun:
                 if entry is None or f not in entry[1].free:
                     continue
                 term, src = entry
-                if trip(f, self.low.dims) > 0 and not fvars & _free_vars(term):
+                if trip(f, self.low.dims) > 0 and not fvars & T.free_vars(term):
                     table[name] = (term, Source(src.stmt, src.name, tuple(x for x in src.free if x is not f),
                                                 src.prev))
                 else:
@@ -1500,9 +1499,6 @@ class _NestRun:
         self.scal[s.name] = (self.low.scalar(s.value, ctx), Source(s, s.name, tuple(self.open)))
 
 
-_FREE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # term -> its free variables
-
-
 def _hoist_closed(t: Node) -> Node:
     """Reductions in scalar term `t` that read no index variable bound outside them (a dot
     product of two vectors, `s = u @ v` then `A * s`, or `A * (u @ v)`) as a 0-d tensor
@@ -1516,7 +1512,7 @@ def _hoist_closed(t: Node) -> Node:
         got = memo.get(n)
         if got is not None:
             return got
-        if n.op == "Sc.red" and not _free_vars(n):
+        if n.op == "Sc.red" and not T.free_vars(n):
             out = T.load(T.compute([], n), [])
         elif n.sort != "Sc":
             out = n
@@ -1527,23 +1523,6 @@ def _hoist_closed(t: Node) -> Node:
         return out
 
     return go(t)
-
-
-def _free_vars(term: Node) -> frozenset:
-    """Index variables a term uses without binding them (compute axes and reductions bind).
-    Memoized across calls (terms are immutable): a chain of nests shares its earlier terms."""
-    free = _FREE
-    for n in T.postorder(term, free):
-        if n.op == "Ix.v":
-            out = frozenset([n.args[0]])
-        else:
-            out = frozenset().union(*(free[a] for a in n.args if isinstance(a, Node)))
-            if n.op == "Ten.compute":
-                out -= {v for v, _ in T.unlist(n.args[0])}
-            elif n.op == "Sc.red":
-                out -= {n.args[1]}
-        free[n] = out
-    return free[term]
 
 
 def _rename(term: Node, new: dict) -> Node:
@@ -1648,7 +1627,7 @@ def _load(t: Node, idx) -> Node:
     whose rules take every computation for a closed one."""
     if t.op == "Ten.compute" and t.args[1].op == "Sc.lit":
         return t.args[1]
-    if t.op == "Ten.compute" and _free_vars(t):
+    if t.op == "Ten.compute" and T.free_vars(t):
         dims = T.unlist(t.args[0])
         if len(dims) == len(idx):
             return _substitute(t.args[1], {v: ix for (v, _), ix in zip(dims, idx)})
@@ -1674,7 +1653,7 @@ def _with_vector(e) -> bool:
 
 
 def _closed(t: Node, name: str) -> Node:
-    if t.op == "Ten.compute" and _free_vars(t):
+    if t.op == "Ten.compute" and T.free_vars(t):
         raise NotFunctional(f"{name!r}, private to an enclosing loop, is read whole by a library call")
     return t
 

@@ -481,6 +481,26 @@ def postorder(n: Node, known=(), kids=None):
         yield x
 
 
+_FREE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # term -> its free variables
+
+
+def free_vars(term: Node) -> frozenset:
+    """Index variables a term uses without binding them (compute axes and reductions bind).
+    Memoized across calls (terms are immutable): a chain of nests shares its earlier terms."""
+    free = _FREE
+    for n in postorder(term, free):
+        if n.op == "Ix.v":
+            out = frozenset([n.args[0]])
+        else:
+            out = frozenset().union(*(free[a] for a in n.args if isinstance(a, Node)))
+            if n.op == "Ten.compute":
+                out -= {v for v, _ in unlist(n.args[0])}
+            elif n.op == "Sc.red":
+                out -= {n.args[1]}
+        free[n] = out
+    return free[term]
+
+
 def rebuild(n: Node, replace) -> Node:
     """`n` with every node for which `replace(node)` gives a term replaced by it, and its
     ancestors rebuilt (hash-consing keeps the untouched parts shared)."""

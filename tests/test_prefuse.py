@@ -13,7 +13,7 @@ import eqsat
 from conftest import random_args, rel_err
 from eqsat.lower import lower
 from eqsat.prefuse import prefuse
-from eqsat.terms import walk
+from eqsat.terms import free_vars, walk
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import programs  # noqa: E402
@@ -149,4 +149,31 @@ def p(x: f32["M", "N"], b: f32["N"]) -> f32["M", "N"]:
         plan = eqsat.optimize(prog, D, target=target, candidates=3)
         plan = next((c for c in plan.candidates if [k.kind for k in c.kernels] == ["pointwise"]), plan)
         assert [k.kind for k in plan.kernels] == ["pointwise"], plan
+        assert rel_err(plan.run(*args, backend=backend), want) < 1e-5, target
+
+
+def test_a_tensor_read_inside_a_fused_producer_is_renamed_too(tmp_program):
+    """`h = x[b] @ w; g = h + bias; out[b] = relu(g)` in a loop over b: `g`, fused into
+    its reader, reads the tensor `x[b] @ w`, open in the producer's own batch variable;
+    that tensor is renamed with the producer's scalars (it kept the producer's variable,
+    free in the fused term: no form could be costed and the nest stayed a loop). Now one
+    matmul with its epilogue, and no variable escapes its binder."""
+    prog = tmp_program('''
+@program
+def p(x: f32["B", "M", "K"], w: f32["K", "N"], bias: f32["N"]) -> f32["B", "M", "N"]:
+    out = empty((B, M, N))
+    for b in range(B):
+        h = x[b] @ w
+        g = h + bias
+        out[b] = relu(g)
+    return out
+''')
+    shapes = {"B": 3, "M": 8, "K": 6, "N": 5}
+    out = prefuse(lower(prog, shapes))
+    assert all(not free_vars(t) for pair in out.unions for t in pair)
+    args = random_args(prog, shapes, seed=5)
+    want = eqsat.reference(prog, *args)
+    for target, backend in (("h100", "triton"), ("cpu", "numpy")):
+        plan = eqsat.optimize(prog, shapes, target=target)
+        assert [k.kind for k in plan.kernels] == ["matmul"], plan
         assert rel_err(plan.run(*args, backend=backend), want) < 1e-5, target
