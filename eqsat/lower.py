@@ -1442,7 +1442,16 @@ class _NestRun:
                 self.scal[name] = (total, Source(s, name, tuple(outer), init_src))
 
     def _started(self, init: Node, term: Node) -> Node:
-        """`init + term`, one sum where init is the sum's own first term (`eqsat/peel.py`)."""
+        """`init + term`, one sum where init is the sum's own first term (`eqsat/peel.py`);
+        a guarded sum whose guard does not vary over its reductions, `init + sum[k](e if c
+        else 0.0)` (`if c: for k: s += e`, or a store at a fixed index made total:
+        `eqsat/ifconvert.py`), is `init + sum[k](e) if c else init`: where c fails nothing
+        was added, and the value is init's own, -0.0 included (init + 0.0 is 0.0)."""
+        masked = _invariant_guard(term)
+        if masked is not None:
+            cmp, l, r, whole, holds = masked
+            added = self._started(init, whole)
+            return T.select(cmp, l, r, added, init) if holds else T.select(cmp, l, r, init, added)
         whole = absorb_first(init, term, lambda n: self.low.new_var("k", n), self.low.functional)
         return whole if whole is not None else T.binop("Sc.add", init, term)
 
@@ -1662,6 +1671,29 @@ def _substitute(term: Node, env: dict) -> Node:
     """`term` with index variables replaced (Var -> Ix term); binders are unique names
     (a computation's axes are its loops' variables), so nothing is captured."""
     return T.rebuild(term, lambda n: env.get(n.args[0]) if n.op == "Ix.v" else None)
+
+
+def _invariant_guard(term: Node):
+    """For a sum `sum[k..](e if l cmp r else 0.0)` (or `0.0 if .. else e`) whose condition
+    reads none of the variables its reductions bind: (cmp, l, r, `sum[k..](e)`, whether e is
+    taken where the condition holds); None for any other term."""
+    reds, body = [], term
+    while body.op == "Sc.red" and body.args[0] == "sum":
+        reds.append(body)
+        body = body.args[3]
+    if not reds or body.op != "Sc.select":
+        return None
+    cmp, l, r, a, b = body.args
+    zero = T.lit(0.0)
+    if (b is zero) == (a is zero):
+        return None
+    bound = {x.args[1] for x in reds}
+    if not bound.isdisjoint(T.free_vars(l)) or not bound.isdisjoint(T.free_vars(r)):
+        return None
+    whole = b if a is zero else a
+    for x in reversed(reds):
+        whole = Node("Sc.red", "sum", x.args[1], x.args[2], whole)
+    return cmp, l, r, whole, a is not zero
 
 
 def _wrap(op, red, body):

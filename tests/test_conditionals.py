@@ -750,3 +750,47 @@ def p(a: f32["M", "N"], b: f32["M", "N"]) -> f32["M"]:
     plan = eqsat.optimize(prog, D)
     assert [k.kind for k in plan.kernels] == ["reduction"], plan
     assert rel_err(plan.run(*args), eqsat.reference(prog, *args)) < 1e-5
+
+
+INVARIANT_GUARDS = {  # a guarded sum whose guard does not vary over the reduction
+    # a store at a fixed column in a loop over j: made a store over every column, the
+    # condition on the column (found by a probe, 2026-11-28: -0.0 became 0.0 in the columns
+    # the loop never writes)
+    "fixed_column": '''
+@program
+def p(x: f32["N", "M"], v: f32["N"]) -> f32["N", "M"]:
+    y = x * 0.5
+    for i in range(N):
+        for j in range(2):
+            y[i, M - 1] -= v[i]
+    return y
+''',
+    # a condition outside the loop it accumulates over
+    "outer_condition": '''
+@program
+def p(x: f32["N", "M"], v: f32["N"]) -> f32["N", "M"]:
+    y = x * 0.5
+    for i in range(N):
+        if v[i] > 0.0:
+            for j in range(M):
+                y[i, 0] += x[i, j]
+    return y
+''',
+}
+
+
+@pytest.mark.parametrize("target", ["h100", "cpu"])
+@pytest.mark.parametrize("name", sorted(INVARIANT_GUARDS))
+def test_a_sum_whose_guard_fails_leaves_its_start_as_it_was(tmp_program, name, target):
+    """`init + sum[k](e if c else 0.0)` with c the same for every k is `init + sum[k](e) if c
+    else init`: where c fails, init keeps its bits, -0.0 included."""
+    prog = tmp_program(INVARIANT_GUARDS[name])
+    # (rows whose guard holds sum to nonzero: a sum of -0.0s only is a reduction's own zero)
+    x = np.array([[-0.0, 1.0, -0.0], [-0.0, -0.0, 2.0], [-0.0, 3.0, -0.0]], np.float32)
+    v = np.array([1.5, -1.0, 0.5], np.float32)
+    want = eqsat.reference(prog, x, v)
+    plan = eqsat.optimize(prog, {"N": 3, "M": 3}, target=target)
+    for backend in ("numpy", "triton"):
+        got = plan.run(x, v, backend=backend)
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want)), \
+            (backend, got, want, plan)
