@@ -160,9 +160,6 @@ class ScInfo:
     # numpy's are vectorized (`PER_ELEMENT_CALLS`)
     uncompiled: bool = False
 
-    def per_eval(self, t: Target) -> float:
-        return self.flops / t.simt_flops + (ITEM * len(self.loads) + self.red_bytes) / t.bandwidth + self.passes
-
 
 @dataclass(slots=True)
 class TenInfo:
@@ -205,6 +202,9 @@ def union(*ds) -> dict:
     for d in ds:
         out.update(d)
     return out
+
+
+_NOTHING = ScInfo()  # (never changed: `_binary` makes a new info)
 
 
 def _binary(a: ScInfo, b: ScInfo, flops: float, passes: float) -> ScInfo:
@@ -315,10 +315,24 @@ class Model:
         # bytes an element of a tensor takes in memory: its dtype's for a program input of
         # f16 or bf16 (and views of one), 4 for everything eqsat computes (f32)
         self.item = item or (lambda key: ITEM)
+        self._sizes: dict = {}  # key -> elements (`size`)
 
     def size(self, key) -> float:
-        s = self.shape(key)
-        return INF if s is None else float(math.prod(s))
+        got = self._sizes.get(key)
+        if got is None:
+            s = self.shape(key)
+            got = self._sizes[key] = INF if s is None else float(math.prod(s))
+        return got
+
+    def evaluations(self, info: ScInfo, m: float) -> float:
+        """A scalar evaluated `m` times (once for each point of its free variables): its
+        operations and reductions m times, and each distinct load read at most as many
+        elements as its tensor holds, as a compute kernel's bytes count them (`ten`): `x[i,
+        f] - c[k, f]` over i, k, f reads x and c once each, not once per (i, k, f); the
+        tensor of those differences, loaded, reads all of it."""
+        t = self.t
+        by = math.fsum(min(m, self.size(k)) * self.item(k) for k, _ in info.loads) if info.loads else 0.0
+        return (info.flops / t.simt_flops + info.red_bytes / t.bandwidth + info.passes) * m + by / t.bandwidth
 
     def entry(self, key, info: TenInfo) -> dict:
         return union(info.deps, {key: info.own}) if not info.view else info.deps
@@ -358,8 +372,10 @@ class Model:
         return None
 
     def arithmetic(self, a: ScInfo, b: ScInfo) -> ScInfo:
-        """A binary arithmetic operation (`ARITHMETIC`) over two evaluated scalars."""
-        return _binary(a, b, 1, self.t.pass_time)
+        """A binary arithmetic operation (`ARITHMETIC`) over two evaluated scalars. Over one
+        value twice (`d * d`: the same info, one class or one term) that value is paid once:
+        every backend computes a kernel body's shared term once (a memo per term)."""
+        return _binary(a, _NOTHING if a is b else b, 1, self.t.pass_time)
 
     # -------------------------------------------------------------- tensors
     def ten(self, key, op: str, a: list, closed: bool, extents=None) -> TenInfo | None:

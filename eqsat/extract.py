@@ -377,7 +377,7 @@ class Extractor:
     def sc_key(self, cid, info) -> float:
         """What choosing a scalar e-node costs: its work over every evaluation, the kernels
         it needs, and the dependent chain it adds to its kernel."""
-        return info.per_eval(self.model.t) * self.mult(cid) + self.dep_total(info.deps) + self.chain(cid, info)
+        return self.model.evaluations(info, self.mult(cid)) + self.dep_total(info.deps) + self.chain(cid, info)
 
     def chain(self, cid, info) -> float:
         """The dependent latency a scalar adds to its kernel: its own chain of loads and
@@ -426,7 +426,7 @@ class Extractor:
             if m is None:
                 m = self.mult(cid)
             deps = info.deps
-            key = info.per_eval(self.model.t) * m + (self.dep_total(deps) if deps else 0.0)
+            key = self.model.evaluations(info, m) + (self.dep_total(deps) if deps else 0.0)
             return (key + self.chain(cid, info) if info.has_red else key), info
         a = []
         for code, v in n.refs:

@@ -189,3 +189,46 @@ def test_prices_equal_up_to_rounding_never_switch_a_choice(tmp_program, monkeypa
     assert banned == [], banned
     assert [k.kind for k in plan.kernels] == ["matmul"] * n, plan.kernels
     assert_matches_reference(plan, prog, shapes)
+
+
+KMEANS = '''
+@program
+def p(x: f32["P", "F"], c: f32["K", "F"]) -> f32["P"]:
+    best = empty((P,))
+    for i in range(P):
+        m = 3.0e38
+        for k in range(K):
+            s = 0.0
+            for f in range(F):
+                diff = x[i, f] - c[k, f]
+                s += diff * diff
+            if s < m:
+                m = s
+        best[i] = m
+    return best
+'''
+
+
+def test_a_broadcast_difference_is_computed_where_it_is_reduced(tmp_program):
+    """k-means' distances (found by a probe, 2026-11-28): the differences `x[i, f] - c[k,
+    f]` over i, k and f were charged a load of x and of c at every point, so writing them
+    as a P x K x F tensor and reading it back (51 MB at P = 100k) looked cheaper than
+    computing them inside the sum that reads them, and ran 2.7x numba. Priced as a kernel
+    reads them (each tensor once), the plan computes them in the reduction."""
+    prog = tmp_program(KMEANS)
+    plan = eqsat.optimize(prog, {"P": 100_000, "K": 8, "F": 16}, target="cpu")
+    assert "pointwise" not in [k.kind for k in plan.kernels], plan
+    small = {"P": 7, "K": 3, "F": 5}
+    args = random_args(prog, small, 3)
+    got = eqsat.optimize(prog, small, target="cpu").run(*args)
+    assert rel_err(got, eqsat.reference(prog, *args)) < 1e-5
+
+
+def test_an_operation_over_one_value_twice_pays_for_it_once():
+    """`d * d`: every backend computes a kernel's shared term once (a memo per term)."""
+    from eqsat.cost import TARGETS, Model, ScInfo
+
+    m = Model(TARGETS["cpu"], lambda k: None, None)
+    d = ScInfo(flops=5.0, red_bytes=8.0)
+    assert m.arithmetic(d, d).flops == 6.0 and m.arithmetic(d, d).red_bytes == 8.0
+    assert m.arithmetic(d, ScInfo(flops=5.0, red_bytes=8.0)).flops == 11.0
