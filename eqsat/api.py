@@ -423,7 +423,7 @@ def _load_rule_file(path: str):
     mod = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(mod)
-    except Exception as e:  # a user's file: report where, not a deep traceback
+    except (Exception, SystemExit) as e:  # a user's file (sys.exit too): report where, not a deep traceback
         raise ArgumentError(f"{path}: cannot load rule file: {type(e).__name__}: {e}") from e
     rs = getattr(mod, "ruleset", None)
     if not isinstance(rs, Ruleset):

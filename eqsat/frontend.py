@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import dis
 import inspect
+import types
 
 import numpy as np
 
@@ -25,11 +27,15 @@ from .ir import (
 )
 
 
-def program(fn) -> Program:
-    """Decorator: parse `fn` as an eqsat program (see DESIGN.md for the language)."""
+def program(fn=None, *, _source=None) -> Program:
+    """Decorator: parse `fn` as an eqsat program (see DESIGN.md for the language).
+    `_source`: the (lines, first line, file) it was read from before (`Program.current`
+    parses that text again, not the file as it may have been edited since)."""
+    if fn is None:
+        raise ProgramError("@program takes no arguments: write `@program`, not `@program()`", None)
     allow_deep_recursion()  # (a sum of a few hundred terms is that many nested operations)
     try:
-        return _Parser(fn).parse()
+        return _Parser(fn, _source).parse()
     except RecursionError:
         code = getattr(fn, "__code__", None)
         loc = Loc(code.co_filename, code.co_firstlineno, 0) if code is not None else None
@@ -38,16 +44,60 @@ def program(fn) -> Program:
                            loc) from None
 
 
+def _python_number(e) -> bool:
+    """Whether expression `e` is made of literals, sizes, loop variables and integer
+    parameters alone (Python numbers: no element of a tensor, no scalar parameter)."""
+    if isinstance(e, (Const, Dim)):
+        return True
+    if isinstance(e, Bin) or isinstance(e, Call) and e.fn == "neg":
+        return all(_python_number(c) for c in e.children())
+    return False
+
+
+def _same_code(tree: ast.Module, code) -> bool:
+    """Whether the function `code.co_name` that `tree` defines compiles to what `code`
+    holds: its names, variables, constants and operators (not its exact instructions, which
+    depend on the module around it: `np.f` of an imported `np` is an attribute load there).
+    True where that cannot be told (the text does not compile alone, or holds no such
+    function, or pytest rewrote the function's asserts: its names start with "@py")."""
+    if any(n.startswith("@py") for n in code.co_names):
+        return True
+    try:
+        mod = compile(tree, "<eqsat source check>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return True
+    stack = list(mod.co_consts)
+    while stack:
+        c = stack.pop()
+        if isinstance(c, types.CodeType):
+            if c.co_name == code.co_name and c.co_varnames[:c.co_argcount] == code.co_varnames[:code.co_argcount]:
+                return _code_signature(c) == _code_signature(code)
+            stack.extend(c.co_consts)
+    return True
+
+
+def _code_signature(code) -> tuple:
+    ops = tuple(i.argrepr for i in dis.get_instructions(code)
+                if i.opname in ("BINARY_OP", "COMPARE_OP", "UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT", "IS_OP",
+                                "CONTAINS_OP"))
+    consts = tuple(repr(c) for c in code.co_consts if not isinstance(c, types.CodeType))
+    return code.co_names, code.co_varnames, consts, ops
+
+
 class _Parser:
-    def __init__(self, fn):
+    def __init__(self, fn, source=None):
         self.fn = fn
         if not inspect.isfunction(fn):
             raise ProgramError(f"@program expects a function, got {type(fn).__name__} {fn!r}", None)
-        try:
-            lines, self.first = inspect.getsourcelines(fn)
-            self.file = inspect.getsourcefile(fn) or "<unknown>"
-        except (OSError, TypeError) as e:
-            raise ProgramError(f"cannot read the source of {fn!r}: {e}", None) from None
+        if source is None:
+            try:
+                lines, first = inspect.getsourcelines(fn)
+                file = inspect.getsourcefile(fn) or "<unknown>"
+            except (OSError, TypeError) as e:
+                raise ProgramError(f"cannot read the source of {fn!r}: {e}", None) from None
+            source = (tuple(lines), first, file)
+        self.source = source
+        lines, self.first, self.file = source
         src = "".join(lines)
         self.line0 = self.first
         self.indent = 0
@@ -56,8 +106,11 @@ class _Parser:
             # break on a docstring line at column 0); line numbers shift by one
             self.first -= 1
             src = "if 1:\n" + src
-        self.tree = ast.parse(src)
-        if isinstance(self.tree.body[0], ast.If):
+        try:
+            self.tree = ast.parse(src)
+        except SyntaxError as e:
+            raise self._stale(f"it does not parse ({e.msg})") from None
+        if self.tree.body and isinstance(self.tree.body[0], ast.If):
             self.tree.body = self.tree.body[0].body
         for node in self.tree.body:  # (the passes over the tree name lines in their messages)
             node.eqsat_first_line = self.first
@@ -175,11 +228,29 @@ class _Parser:
         return None
 
     # ------------------------------------------------------------------ top level
+    def _stale(self, what: str) -> ProgramError:
+        return ProgramError(f"the source read for {self.fn.__qualname__} ({self.file}, line {self.line0}) is "
+                            f"not the function Python runs: {what}; the file changed since it was imported, or "
+                            f"the function was compiled from other text (exec or compile of a string: eqsat reads "
+                            f"a program's source from its file). Import it again", Loc(self.file, self.line0, 1))
+
     def parse(self) -> Program:
         fdefs = [n for n in self.tree.body if isinstance(n, ast.FunctionDef)]
         if not fdefs:
-            raise ProgramError("@program expects a function definition (a `def`)", Loc(self.file, self.line0, 1))
+            raise self._stale("it holds no function definition (`def`)")
         fdef = fdefs[0]
+        code = self.fn.__code__
+        names = [a.arg for a in fdef.args.posonlyargs + fdef.args.args]
+        if fdef.name != code.co_name or names != list(code.co_varnames[:code.co_argcount]):
+            raise self._stale(f"it defines {fdef.name}({', '.join(names)}), Python's function is "
+                              f"{code.co_name}({', '.join(code.co_varnames[:code.co_argcount])})")
+        if not code.co_freevars and not _same_code(self.tree, code):
+            raise self._stale("its text compiles to other code than the function's")
+        lo, hi = self.first + fdef.lineno - 1, self.first + (fdef.end_lineno or fdef.lineno) - 1
+        lines = [n for _, _, n in code.co_lines() if n is not None]
+        if lines and not lo - len(fdef.decorator_list) <= min(lines) <= max(lines) <= hi:
+            raise self._stale(f"its definition spans lines {lo}-{hi}, the function's code lines "
+                              f"{min(lines)}-{max(lines)}")
         params = self.parse_params(fdef)
         out_dims = self.return_dims(fdef)
         self.out_dims = set(out_dims)
@@ -245,7 +316,8 @@ class _Parser:
                 kinds[s.name] = s.kind
         dims += [p.name for p in params if p.dtype is int]  # integer parameters: sizes given per call
         return Program(fdef.name, params, stmts, returns, dims, self.file, self.fn, self.loc(fdef), kinds,
-                       out_dtypes, dict(self.constants), tuple(self.return_checks), tuple(self.assertions))
+                       out_dtypes, dict(self.constants), tuple(self.return_checks), tuple(self.assertions),
+                       self.source)
 
     def parse_params(self, fdef) -> list:
         a = fdef.args
@@ -1020,6 +1092,10 @@ class _Parser:
             ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
             if type(e.op) not in ops:
                 raise self.err(e, f"unsupported operator `{_opname(e.op)}`")
+            if ops[type(e.op)] in ("/", "//", "%") and isinstance(b, Const) and b.value == 0 and _python_number(a):
+                # (of an element, numpy's inf or NaN with a warning: a value the plan computes too)
+                raise self.err(e, f"`{ast.unparse(e)}`: a division of a Python number by zero, which raises "
+                                  f"ZeroDivisionError in Python")
             return Bin(loc, ops[type(e.op)], a, b, ty=self.bcast(e, a.ty, b.ty))
         if isinstance(e, ast.IfExp):
             c = self.cond(e.test)

@@ -219,6 +219,8 @@ class Program:
     # the program's `assert`s on sizes: (where, condition over index expressions, its source,
     # its message's source or None), checked when the sizes are known (`args.check_dims`)
     assertions: tuple = ()
+    # the text it was parsed from, as read at decoration: (lines, first line, file)
+    source: tuple = ()
 
     def current(self) -> "Program":
         """This program, or, where a module-level constant it reads has changed since it was
@@ -234,7 +236,7 @@ class Program:
             if not same:
                 from .frontend import program
 
-                return program(self.fn)
+                return program(self.fn, _source=self.source or None)  # (that text: not the file as edited since)
         return self
 
     def __call__(self, *args, **kwargs):

@@ -1878,6 +1878,8 @@ def test_a_process_forked_after_the_engine_ran_says_so_instead_of_hanging(tmp_pa
 @pytest.mark.parametrize("name, text, phrase", [
     ("empty.py", "", "must define `ruleset`"), ("syntax.py", "def (\n", "SyntaxError"),
     ("three.py", "ruleset = 3\n", "got int"), ("rules.txt", "x", "a Python file (.py)"),
+    # (a probe's: sys.exit() in a rule file ended the caller's process from inside optimize())
+    ("exits.py", "import sys\nsys.exit(3)\n", "SystemExit"),
 ])
 def test_a_rule_file_that_does_not_load_is_bad_input_not_an_unsound_rule(tmp_path, name, text, phrase):
     """A rule file with a syntax error, no `ruleset`, or no Python at all was reported as an
@@ -1889,3 +1891,54 @@ def test_a_rule_file_that_does_not_load_is_bad_input_not_an_unsound_rule(tmp_pat
     from eqsat.rulecheck import UnsoundRule
 
     assert str(path) in str(e) and not isinstance(e, UnsoundRule)
+
+
+def _import_file(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_program_parsed_again_reads_the_text_it_was_imported_from(tmp_path):
+    """A module-level constant changed after import makes optimize() parse the program again
+    (`Program.current`). It read the file, which had been edited since (found by a probe,
+    2026-11-28): the plan computed `x + SCALE` where Python and `reference` run `x * SCALE`.
+    Now the text read at decoration is parsed again."""
+    path = tmp_path / "edited_prog.py"
+    src = "from eqsat import *\nSCALE = 2.0\n@program\ndef q(x: f32['M']) -> f32['M']:\n    return x * SCALE\n"
+    path.write_text(src)
+    mod = _import_file(path, f"edited_prog_{uuid.uuid4().hex}")
+    path.write_text(src.replace("x * SCALE", "x + SCALE"))
+    mod.SCALE = 3.0
+    x = np.arange(4, dtype=np.float32)
+    got = eqsat.optimize(mod.q, {"M": 4}).run(x)
+    assert np.array_equal(got, eqsat.reference(mod.q, x)) and np.array_equal(got, x * 3.0), got
+
+
+def test_a_function_compiled_from_other_text_than_its_file_is_refused(tmp_path):
+    """A function compiled from a string under a real file's name: eqsat reads the file, which
+    holds another function of the same name; refused, not planned from the wrong text."""
+    path = tmp_path / "cell.py"
+    path.write_text("@program\ndef q(x: f32['M']) -> f32['M']:\n    return x + 100.0\n")
+    ns = {"program": program, "f32": f32}
+    with pytest.raises(eqsat.ProgramError, match="not the function Python runs"):
+        exec(compile("@program\ndef q(x: f32['M']) -> f32['M']:\n    return x * 2.0\n", str(path), "exec"), ns)
+
+
+def test_program_called_with_no_function_says_how_to_write_it():
+    with pytest.raises(eqsat.ProgramError, match="not `@program\\(\\)`"):
+        @program()
+        def p(x: f32["M"]) -> f32["M"]:
+            return x
+
+
+def test_a_division_of_python_numbers_by_zero_is_refused(tmp_path):
+    """`x[i] + i // 0` raises ZeroDivisionError in Python; a plan returned numbers (found by a
+    probe, 2026-11-28). Refused where it is written; an element divided by zero is numpy's
+    inf, which a plan computes too."""
+    path = tmp_path / "divzero.py"
+    path.write_text("from eqsat import *\n@program\ndef p(x: f32['M']) -> f32['M']:\n"
+                    "    y = zeros((M,))\n    for i in range(M):\n        y[i] = x[i] + i // 0\n    return y\n")
+    with pytest.raises(eqsat.ProgramError, match=r"divzero.py:6:.*`i // 0`.*ZeroDivisionError"):
+        _import_file(path, f"divzero_{uuid.uuid4().hex}")
