@@ -108,30 +108,36 @@ def _int(e, dims):
 
 
 def _first_iteration(f: For, dims) -> list:
-    """[statements before loop `f`, `f`] with a scalar set at its first iteration made an
-    accumulation from before it: `if k == 0: acc = t1 else: acc += t2` is `acc = -0.0` before
-    the loop and `acc += (t1 if k == 0 else t2)` in it (`acc += t` where t1 and t2 are alike;
-    -0.0 + t1 is t1, bit for bit); `if k == 0: acc = c` with c the same in every iteration
-    is `acc = c` before it. Where the loop runs at least once (its bounds are sizes) and
-    nothing in it mentions acc before that `if`. [f] where there is none."""
+    """[statements before loop `f`, `f`] with a scalar or an element set at its first
+    iteration made an accumulation from before it: `if k == 0: acc = t1 else: acc += t2` is
+    `acc = -0.0` before the loop and `acc += (t1 if k == 0 else t2)` in it (`acc += t` where
+    t1 and t2 are alike; -0.0 + t1 is t1, bit for bit); `if k == 0: acc = c` with c the same
+    in every iteration is `acc = c` before it; alike for an element `h[i, j]` whose index does
+    not move with k, where neither value reads h. Where the loop runs at least once (its
+    bounds are sizes) and nothing in it mentions acc (h) before that `if`. [f] where there
+    is none."""
     values = _values(f, dims)
     if not values:
         return [f]
     pre, body, seen = [], [], set()
     for s in f.body:
         got = None
-        if isinstance(s, If) and _at(s.cond, f.var, values[0], dims) and len(s.body) == 1 and \
-                isinstance(s.body[0], Assign) and not s.body[0].aug and s.body[0].value.ty is None and \
-                s.body[0].name not in seen and s.body[0].name not in expr_reads(s.body[0].value, names=True):
-            acc, t1 = s.body[0].name, s.body[0].value
+        first = s.body[0] if isinstance(s, If) and len(s.body) == 1 else None
+        target = _set_afresh(first, f.var)
+        if target is not None and _at(s.cond, f.var, values[0], dims) and target not in seen:
+            t1 = first.value
             other = s.orelse[0] if len(s.orelse) == 1 else None
-            if isinstance(other, Assign) and other.name == acc and other.aug and other.aug_op == "+" and \
-                    other.value.ty is None:
+            if _same_target(other, first) and other.aug and other.aug_op == "+" and other.value.ty is None and \
+                    (isinstance(other, Assign) or target not in expr_reads(other.value)):
                 t2 = other.value
                 value = t1 if same_expr(t1, t2) else Select(s.loc, s.cond, t1, t2)
-                got = [Assign(s.loc, acc, Const(s.loc, -0.0))], Assign(s.loc, acc, value, aug=True, aug_op="+")
+                start = copy.copy(first)
+                start.value = Const(s.loc, -0.0)
+                step = copy.copy(other)
+                step.value = value
+                got = [start], step
             elif not s.orelse and not expr_reads(t1, names=True) & ({f.var} | _written_in(f.body)):
-                got = [s.body[0]], None
+                got = [first], None
         if got is not None:
             pre += got[0]
             if got[1] is not None:
@@ -144,6 +150,25 @@ def _first_iteration(f: For, dims) -> list:
     loop = copy.copy(f)
     loop.body = body
     return [*pre, loop]
+
+
+def _set_afresh(s, var: str):
+    """The scalar or tensor that `s` sets afresh, a scalar value reading nothing of it: `acc =
+    t`, or `h[i, j] = t` at an index that does not move with loop variable `var`; else None."""
+    if isinstance(s, Assign) and not s.aug and s.value.ty is None and s.name not in expr_reads(s.value, names=True):
+        return s.name
+    if isinstance(s, Store) and not s.aug and s.value.ty is None and s.buf not in expr_reads(s.value) and \
+            var not in idx_names(s.idx):
+        return s.buf
+    return None
+
+
+def _same_target(s, first) -> bool:
+    """Whether statement `s` writes what `first` (`_set_afresh`) does: the same scalar, or the
+    same element."""
+    if isinstance(first, Assign):
+        return isinstance(s, Assign) and s.name == first.name
+    return isinstance(s, Store) and s.buf == first.buf and tuple(s.idx) == tuple(first.idx)
 
 
 def _leaves(stmts):

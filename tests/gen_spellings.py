@@ -460,7 +460,21 @@ def gen_spelling(ch) -> SpellingProgram:
         if init.endswith("_sep"):
             val = "0.0" if init == "loop_sep" else "bias[j]"
             side_nest(lambda: f"c[{q}i, j] = {val}")
-        if init.endswith("_inside"):  # k innermost: the init before the k loop
+        # (a zero set under `if k == first:` inside the k loop, the first term there or before
+        # the update: an element's first iteration, `normalize._first_iteration`)
+        elem_first = init == "loop_inside" and acc == "iadd" and "k" not in axes and ch.coin(0.5)
+        b.tag("elem_first", "yes" if elem_first else "no")
+        if elem_first:
+            dk = open_loops(0, order[:-1])
+            d = open_loop(dk, "k")
+            b.emit(d, f"if k == {1 if origin['k'] == 'one' else 0}:")
+            if ch.coin(0.5):
+                b.emit(d + 1, f"{C} = {P}")
+                b.emit(d, "else:")
+                d += 1
+            else:
+                b.emit(d + 1, f"{C} = 0.0")
+        elif init.endswith("_inside"):  # k innermost: the init before the k loop
             dk = open_loops(0, order[:-1])
             b.emit(dk, f"{C} = " + ("0.0" if init == "loop_inside" else f"bias[{J}]"))
             d = open_loop(dk, "k")

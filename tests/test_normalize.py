@@ -143,6 +143,44 @@ FOUND = {  # loops, the kernels expected on h100
                     acc += x[i, k] * w[k, j]
             y[i, j] = acc
 ''', None),
+    # an element set at the first iteration (a probe's generator, 2026-11-28: 47 of 47 missed)
+    "element_first_term_chosen_at_the_first_iteration": ('''
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                if k == 0:
+                    y[i, j] = x[i, k] * w[k, j]
+                else:
+                    y[i, j] += x[i, k] * w[k, j]
+            y[i, j] = relu(y[i, j] + b[j])
+''', ["matmul"]),
+    "element_reset_at_the_first_iteration": ('''
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                if k == 0:
+                    y[i, j] = 0.0
+                y[i, j] += x[i, k] * w[k, j]
+''', ["matmul"]),
+    # near misses: the element's index moves with k; its first value reads the tensor
+    "element_moving_with_the_loop": ('''
+    for i in range(M):
+        for k in range(K):
+            if k == 0:
+                y[i, k] = x[i, k] * w[k, 0]
+            else:
+                y[i, k] += x[i, k] * w[k, 1]
+''', None),
+    "element_first_term_reads_its_tensor": ('''
+    for i in range(M):
+        for j in range(N):
+            y[i, j] = b[j]
+            for k in range(K):
+                if k == 0:
+                    y[i, j] = y[i, j] * x[i, k]
+                else:
+                    y[i, j] += x[i, k] * w[k, j]
+''', None),
     "first_term_read_before": ('''
     for i in range(M):
         for j in range(N):
