@@ -429,8 +429,11 @@ class _Parser:
 
     def check_return(self, fdef, ret, returns) -> tuple:
         """Check the returned values against the annotation; their declared dtypes."""
-        want = self.annotation(fdef, getattr(self.fn, "__annotations__", {}).get("return"))
+        notes = getattr(self.fn, "__annotations__", {})
+        want = self.annotation(fdef, notes.get("return"))
         if want is None:
+            if "return" in notes:  # (`-> None`)
+                raise self.err(ret, "returns a value but the annotation declares None")
             return (lang.f32,) * len(returns)
         if getattr(want, "__origin__", None) is tuple:  # tuple[f32[...], f32[...]]
             want = want.__args__
@@ -442,6 +445,9 @@ class _Parser:
                 if r.ty is not None:
                     raise self.err(ret, f"returns a tensor of shape {_shape_str(r.ty)} but the annotation "
                                         "declares a scalar")
+            elif w in (int, float, bool, complex) and r.ty is not None:
+                raise self.err(ret, f"returns a tensor of shape {_shape_str(r.ty)} but the annotation declares "
+                                    f"a Python {w.__name__}")
             elif isinstance(w, lang.TensorType):
                 ty = tuple(self.return_dim(fdef, d) for d in w.dims)
                 if r.ty is None or len(r.ty) != len(ty):
@@ -1188,10 +1194,35 @@ class _Parser:
                                  f"must have none; broadcasting them is not supported)")
         return MatMul(self.loc(node), a, b, ty=(ba or bb) + (a.ty[-2], b.ty[-1]))
 
+    def _reduction_why(self, e: ast.Call) -> str | None:
+        """Why a reduction of a tensor parameter was not read, where it is its arguments: an
+        axis out of range, or a keyword other than `axis` and `keepdims`."""
+        f = e.func
+        method = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in self.sym
+        x = f.value if method else e.args[0] if e.args else None
+        if not isinstance(x, ast.Name) or self.sym.get(x.id, (None,))[0] != "tparam":
+            return None
+        rank = len(self.sym[x.id][1])
+        other = [k.arg for k in e.keywords if k.arg not in ("axis", "keepdims")]
+        if other:
+            return (f"the keyword `{other[0]}=` is not read (a reduction takes `axis=` and `keepdims=`); "
+                    f"write the reduction without it")
+        axis = next((k.value for k in e.keywords if k.arg == "axis"), None)
+        if axis is None:
+            args = e.args if method else e.args[1:]
+            axis = args[0] if args else None
+        if axis is not None and desugar.reduced_axes(axis, rank) is False:
+            return (f"axis `{ast.unparse(axis)}` is not an axis of {x.id!r}, which has {rank} axes "
+                    f"(axes are constant ints from {-rank} to {rank - 1}, each once)")
+        return None
+
     def call(self, e: ast.Call):
         loc = self.loc(e)
         name = self.fn_name(e.func)
         if name is None and reductions.is_reduction(e.func, self.resolve_global):
+            why = self._reduction_why(e)
+            if why:
+                raise self.err(e, f"`{ast.unparse(e)}`: {why}")
             raise self.err(e, f"`{ast.unparse(e)}`: its operand's shape is not known here; a reduction reads a "
                               f"tensor of declared shape, a name bound once to one (not a name bound again, as "
                               f"in a loop), or elementwise arithmetic, slices and products of those (a product "

@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import ArgumentError
-from .plan import form_kernels
+from .lang import UNARY
+from .plan import EPILOGUE_NAME, form_kernels
 
 KINDS = ("matmul", "pointwise", "reduction", "loop")
 _NAME = r"[A-Za-z_][A-Za-z_0-9]*"
@@ -47,6 +48,11 @@ class KernelPattern:
         return f"{pro}{self.kind}{epi}"
 
 
+# the op names a kernel's epilogue or prologue lists (`plan.epilogue_ops`): the arithmetic
+# table's and the language's functions
+_OPS = frozenset(EPILOGUE_NAME.values()) | frozenset(UNARY) | {"neg"}
+
+
 def parse(pattern: str) -> list:
     if not isinstance(pattern, str) or not pattern.strip():
         raise ArgumentError("why_not expects a pattern like 'matmul+add+relu' (kernels separated by commas)")
@@ -60,6 +66,10 @@ def parse(pattern: str) -> list:
         ops = [o for o in m.group(3).split("+") if o]
         epi = None if "*" in ops else frozenset(ops)
         pro = frozenset(m.group(1).split("+")) if m.group(1) else None
+        unknown = sorted((set(ops) - {"*"} | (pro or set())) - _OPS)
+        if unknown:
+            raise ArgumentError(f"kernel pattern {part.strip()!r}: no kernel has the op {unknown[0]!r}; ops are "
+                                f"{', '.join(sorted(_OPS))}")
         out.append(KernelPattern(m.group(2), epi, pro))
     return out
 

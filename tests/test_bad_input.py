@@ -1942,3 +1942,30 @@ def test_a_division_of_python_numbers_by_zero_is_refused(tmp_path):
                     "    y = zeros((M,))\n    for i in range(M):\n        y[i] = x[i] + i // 0\n    return y\n")
     with pytest.raises(eqsat.ProgramError, match=r"divzero.py:6:.*`i // 0`.*ZeroDivisionError"):
         _import_file(path, f"divzero_{uuid.uuid4().hex}")
+
+
+@pytest.mark.parametrize("call, phrase", [
+    ("np.sum(a, axis=2)", "axis `2` is not an axis of 'a', which has 2 axes"),
+    ("a.max(axis=-3)", "axis `-3` is not an axis"),
+    ("np.sum(a, dtype=np.float64)", "the keyword `dtype=` is not read"),
+    ("np.max(a, 1, where=a > 0)", "the keyword `where=` is not read"),
+])
+def test_a_reduction_of_a_declared_tensor_names_what_is_wrong_with_its_arguments(tmp_path, call, phrase):
+    """A probe's: these said "its operand's shape is not known", of a parameter whose shape
+    is declared."""
+    path = tmp_path / f"red_{uuid.uuid4().hex}.py"
+    path.write_text(f"import numpy as np\nfrom eqsat import *\n@program\ndef p(a: f32['M', 'N']) -> f32['M']:\n"
+                    f"    return {call}\n")
+    with pytest.raises(eqsat.ProgramError, match=re.escape(phrase)) as ei:
+        _import_file(path, path.stem)
+    assert f"{path}:5:" in str(ei.value)
+
+
+@pytest.mark.parametrize("note", ["int", "None", "float"])
+def test_a_return_annotation_that_contradicts_the_returned_tensor_is_refused(tmp_path, note):
+    """A probe's: `-> int` and `-> None` over a returned tensor were accepted silently."""
+    path = tmp_path / f"ret_{uuid.uuid4().hex}.py"
+    path.write_text(f"from eqsat import *\n@program\ndef p(x: f32['M']) -> {note}:\n    return x * 2.0\n")
+    with pytest.raises(eqsat.ProgramError, match="annotation declares") as ei:
+        _import_file(path, path.stem)
+    assert f"{path}:4:" in str(ei.value)

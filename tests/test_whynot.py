@@ -85,3 +85,11 @@ def test_bad_patterns_are_clear_errors(lbr, bad):
     _, _, plan = lbr
     with pytest.raises(ArgumentError, match="pattern"):
         plan.why_not(bad)
+
+
+@pytest.mark.parametrize("bad", ["matmul+frobnicate", "frob>matmul+relu"])
+def test_an_op_no_kernel_has_is_named(lbr, bad):
+    """A probe's: `matmul+frobnicate` answered "not in the e-graph"."""
+    _, _, plan = lbr
+    with pytest.raises(ArgumentError, match="no kernel has the op 'frob"):
+        plan.why_not(bad)
