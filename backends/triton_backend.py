@@ -228,8 +228,8 @@ def _fn(name: str, x: str) -> str:
         return f"({x} * -1.0)"
     if name == "exp":
         return f"tl.exp({x})"
-    if name == "sqrt":
-        return f"tl.sqrt({x})"
+    if name == "sqrt":  # (correctly rounded: `tl.sqrt` is sqrt.approx.ftz on sm_90, 0.0 for a subnormal)
+        return f"tl.sqrt_rn({x})"
     if name == "log":
         return f"tl.log({x})"
     if name == "sin":

@@ -205,6 +205,40 @@ def test_16_bit_operands_go_to_a_16_bit_tensor_core_dot():
     assert got == {"f16": "f32.f16.f16", "bf16": "f32.bf16.bf16", "f32": "f32.tf32.tf32"}, got
 
 
+SQRT_SCRIPT = r"""
+import sys
+sys.path.insert(0, {bench!r})
+import eqsat
+from eqsat.backends import triton_backend
+from programs import load_source
+SRC = '''
+@program
+def roots(x: f32["N"]) -> f32["N"]:
+    return x / sqrt(abs(x) + 1e-30)
+'''
+plan = eqsat.optimize(load_source(SRC, "roots"), {{"N": 4096}})
+ptx = triton_backend.ptx(plan, 0, arch=90)
+print(ptx.count("sqrt.rn.f32"), ptx.count("sqrt.approx"))
+"""
+
+
+def test_sqrt_compiles_to_the_correctly_rounded_root():
+    """`tl.sqrt` compiled for sm_90 to `sqrt.approx.ftz.f32`, which flushes subnormal inputs
+    to zero: sqrt(1e-40) was 0.0 and sqrt(-1e-40) -0.0 on an H100 where numpy gives 1e-20
+    and NaN (a probe, 2026-11-28; Triton's interpreter is exact, so only the PTX shows it).
+    The kernels use `tl.sqrt_rn` (`sqrt.rn.f32`)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
+    r = subprocess.run([sys.executable, "-c", SQRT_SCRIPT.format(bench=bench)], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rn, approx = map(int, r.stdout.split())
+    assert rn >= 1 and approx == 0, r.stdout
+
+
 # ---------------------------------------------------------------- device-resident plans
 def _counting(monkeypatch):
     """Record, in order, every kernel launch and every host<->device copy eqsat makes
