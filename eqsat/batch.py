@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 
-from .errors import ArgumentError
+from .errors import ArgumentError, EqsatError
 
 
 def optimize_many(items, *, workers: int | None = None, executor: Executor | None = None,
@@ -105,19 +105,34 @@ def _portable(plan) -> dict:
     exact plan it falls back to (a plan that assumes finite arguments), and its
     alternatives' terms (`candidates=k`)."""
     return {"roots": plan.roots, "report": plan.report, "rules": plan.rules, "target": plan.target,
-            "kept": plan.lowered.kept_for_time, "meta": {k: getattr(plan, k, None) for k in _META},
+            "kept": plan.lowered.kept_for_time, "out_of_time_from": plan.lowered.out_of_time_from,
+            "nests": _nests(plan.lowered), "meta": {k: getattr(plan, k, None) for k in _META},
             "fallback": None if plan.fallback is None else _portable(plan.fallback),
             "alternatives": [a.roots for a in plan.alternatives]}
+
+
+def _nests(lowered) -> dict:
+    """What identifies each loop nest of a lowering: where it starts (line and column: a
+    worker may import the module from another path), what it writes, its work."""
+    return {n.id: ((n.stmt.loc.line, n.stmt.loc.col) if getattr(n.stmt, "loc", None) else None, tuple(n.outputs),
+                   n.work.get("ops"))
+            for n in lowered.nests.values()}
 
 
 def _rebuild(prog, shapes, kw, data, lowered=None):
     from .api import Plan
     from .lower import lower
 
-    # lowered again as the worker did: its nests kept as written for time stay so (the
-    # roots name nests by their number)
-    if lowered is None or lowered.kept_for_time != data["kept"]:
-        lowered = lower(prog, dict(shapes), keep=data["kept"])
+    # lowered again as the worker did: its nests kept as written for time stay so, and from
+    # the statement where it ran out of time on, statements are grouped as it grouped them
+    # (the roots name nests by their number)
+    if lowered is None or (lowered.kept_for_time, lowered.out_of_time_from) != (data["kept"], data["out_of_time_from"]):
+        lowered = lower(prog, dict(shapes), keep=data["kept"], out_of_time_from=data["out_of_time_from"])
+    if _nests(lowered) != data["nests"]:
+        # (a safety net: the roots name nests by their number, and nests lowered otherwise
+        # would run other code under those names)
+        raise EqsatError(f"optimize_many: {prog.name} lowered again in this process differs from the worker's "
+                         f"lowering (its loop nests); call optimize() for it")
     plan = Plan(prog, dict(shapes), data["target"], lowered, data["roots"], data["report"], data["rules"])
     for k, v in data["meta"].items():
         setattr(plan, k, v)

@@ -177,16 +177,22 @@ class Lowered:
     # to pass the time limit (`lift_next`), or their analysis abandoned past its deadline;
     # `lower(..., keep=)` lowers the program the same way again
     kept_for_time: frozenset = frozenset()
+    # the top-level statement from which lifting more was predicted to pass the time limit
+    # (from there nests are kept as written, statements in a row grouped as one nest), or
+    # None; `lower(..., out_of_time_from=)` lowers the program the same way again
+    out_of_time_from: int | None = None
 
 
 class _Lowerer:
     def __init__(self, prog, dims: dict, finish: float | None = None, abandon: float | None = None,
-                 keep: frozenset = frozenset()):
+                 keep: frozenset = frozenset(), out_of_time_from: int | None = None):
         self._ie_memo: dict = {}  # `bounds._index_of` of the expressions lowered (linear on deep sums)
         self.prog = prog
         self.dims = dims
         self.finish, self.abandon, self.keep = finish, abandon, keep
         self.out_of_time = False  # lifting more would pass `finish`: later top-level nests are kept as written
+        self.out_of_time_from = out_of_time_from  # (replayed: `Lowered.out_of_time_from`)
+        self.first_out_of_time: int | None = None  # the top-level statement where it became so
         self.kept_for_time: set = set()
         self.env: dict[str, Node] = {}
         self.shapes: dict[str, tuple] = {}  # tensor name -> concrete shape
@@ -271,8 +277,12 @@ class _Lowerer:
         body, k = self.prog.body, 0
         while k < len(body):
             s, last = body[k], k
-            if self.finish is not None and is_nest[k] and not self.out_of_time:
+            if self.out_of_time_from is not None and k >= self.out_of_time_from:
+                self.out_of_time = True
+            elif self.finish is not None and is_nest[k] and not self.out_of_time:
                 self.out_of_time = not lift_next(clock(), self.finish, times, nests_after[k])
+            if self.out_of_time and self.first_out_of_time is None:
+                self.first_out_of_time = k
             if self.out_of_time and _groupable(s):
                 # kept as written from here: the statements up to the next term-level one run
                 # as one nest (a loop of one iteration around them), not a kernel each (3,000
@@ -309,7 +319,7 @@ class _Lowerer:
         unions = [(weak_casts(a), weak_casts(b)) for a, b in self.unions]
         return Lowered(roots, scal, unions, self.nests, dict(self.shapes),
                        [p.name for p in self.prog.params if p.shape is None and p.dtype is not int], self.var_extent,
-                       dict(self.shapes), frozenset(self.kept_for_time))
+                       dict(self.shapes), frozenset(self.kept_for_time), self.first_out_of_time)
 
     def top(self, s):
         # once lifting more is predicted to pass the time limit, a nest is kept as written at
@@ -1750,13 +1760,14 @@ ISL_OPS_PER_SECOND = 8e6
 
 
 def lower(prog, dims: dict, finish: float | None = None, abandon: float | None = None,
-          keep: frozenset = frozenset()) -> Lowered:
+          keep: frozenset = frozenset(), out_of_time_from: int | None = None) -> Lowered:
     """The program's terms. `finish` and `abandon` are `time.perf_counter()` values: from
     the first top-level nest whose lifting is predicted to make optimize() end past `finish`
     (`lift_next`), nests are kept as written without analysis, and a nest whose analysis
     runs past `abandon` (isl's operations bounded by the time left) is kept as written too;
     both are sound, a nest as written being the program's own code. `keep`: nest ids kept
-    as written without analysis (to lower a program again exactly as an earlier call did:
-    `Lowered.kept_for_time`)."""
+    as written without analysis, and `out_of_time_from` the top-level statement from which
+    every nest is (to lower a program again exactly as an earlier call did:
+    `Lowered.kept_for_time`, `Lowered.out_of_time_from`)."""
     check_bounds(prog, dims)
-    return _Lowerer(prog, dims, finish, abandon, keep).run()
+    return _Lowerer(prog, dims, finish, abandon, keep, out_of_time_from).run()

@@ -160,3 +160,36 @@ def test_a_bad_executor_or_items_is_an_argument_error():
         except eqsat.ArgumentError:
             continue
         raise AssertionError("expected ArgumentError")
+
+
+def test_a_plan_lowered_out_of_time_is_rebuilt_from_the_same_lowering(tmp_path):
+    """A probe's (2026-11-28): with the time limit reached in the lowering, a worker keeps the
+    remaining top-level statements as written, grouped into one nest; the parent lowered the
+    program again with only the kept nests' numbers, so without that grouping, and the
+    worker's roots named another nest 0: 300 unrolled updates came back with a relative
+    error of 1.0, attention over heads with a KeyError. The statement where the lowering
+    ran out of time is replayed too, and nests that still differ are refused."""
+    import importlib.util
+
+    import pytest
+
+    from eqsat import batch
+
+    lines = "\n".join(f"    y[{i % 16}] = y[{i % 16}] + x[{(i * 7) % 16}] * {1 + i % 5}.0" for i in range(300))
+    path = tmp_path / "updates.py"
+    path.write_text(f"from eqsat import *\n\n@program\ndef upd(x: f32['M']) -> f32['M']:\n    y = zeros((M,))\n"
+                    f"{lines}\n    return y\n")
+    spec = importlib.util.spec_from_file_location("updates_prog", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    shapes = {"M": 16}
+    plan = eqsat.optimize(mod.upd, shapes, limits=eqsat.Limits(seconds=0.05))
+    if plan.lowered.out_of_time_from is None:
+        pytest.skip("this machine lowered 300 statements within 0.05 s")
+    data = batch._portable(plan)
+    rebuilt = batch._rebuild(mod.upd, shapes, {}, data)
+    x = np.random.default_rng(0).standard_normal(16).astype(np.float32)
+    assert rel_err(rebuilt.run(x), eqsat.reference(mod.upd, x)) < 1e-5
+    data["nests"] = {k: (None, ("other",), 0) for k in data["nests"]}
+    with pytest.raises(eqsat.EqsatError, match="differs from the worker's lowering"):
+        batch._rebuild(mod.upd, shapes, {}, data)
