@@ -45,9 +45,28 @@ MAX_MODULES = 256
 _MODULES_LOCK = threading.Lock()
 
 
+_OVERRIDE = threading.local()  # this thread's policy inside `interpreted()`
+
+
 def policy() -> str:
+    forced = getattr(_OVERRIDE, "mode", None)
+    if forced is not None:
+        return forced
     mode = os.environ.get("EQSAT_COMPILE_LOOPS", "always")
     return mode if mode in ("auto", "always", "never") else "always"
+
+
+@contextlib.contextmanager
+def interpreted():
+    """Plans first run on this thread inside it interpret their kept nests (`never`): what
+    checks a plan's values on tiny sizes uses (`eqsat.rulecheck`), where compiling each
+    nest would cost seconds and change nothing."""
+    before = getattr(_OVERRIDE, "mode", None)
+    _OVERRIDE.mode = "never"
+    try:
+        yield
+    finally:
+        _OVERRIDE.mode = before
 
 
 def cache_dir() -> Path:

@@ -136,6 +136,7 @@ def check(user_sources: list, builtin: list, seconds: float = math.inf) -> None:
     if os.environ.get("EQSAT_CHECK_RULES", "1") == "0":
         return
     from .api import optimize, resolve_rules
+    from .backends.loops import interpreted
     from .limits import Limits
     from .reference import reference
 
@@ -157,7 +158,8 @@ def check(user_sources: list, builtin: list, seconds: float = math.inf) -> None:
             try:
                 plan = optimize(prog, DIMS, rules=list(builtin) + [source], _checked=True,
                                 limits=Limits(seconds=each, nodes=20_000))
-                got = np.asarray(plan.run(*args), dtype=np.float64)
+                with interpreted():  # (tiny sizes: compiling its kept nests took seconds on a fresh cache)
+                    got = np.asarray(plan.run(*args), dtype=np.float64)
             except EqsatError as e:
                 err = UnsoundRule(f"rule source {label}: probe program {prog.name!r} failed with it: {e}")
                 break

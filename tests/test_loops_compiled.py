@@ -634,3 +634,20 @@ def p(x: f32["N"]) -> f32["N"]:
             got = np.asarray(plan.run(x, backend=backend))
             assert np.all(np.signbit(got) == np.signbit(want)), (backend, x[np.signbit(got) != np.signbit(want)])
             assert np.allclose(got, want, rtol=1e-6, atol=0), (backend, np.max(np.abs(got - want) / np.abs(want)))
+
+
+def test_interpreted_forces_this_threads_plans_to_interpret_their_nests(monkeypatch):
+    """`loops.interpreted()` (the rule check's probes: compiling their tiny nests on a fresh
+    cache took 4.7 s, a probe's) sets this thread's policy to `never`, and only inside it."""
+    import threading
+
+    from eqsat.backends import loops
+
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    seen = []
+    with loops.interpreted():
+        assert loops.policy() == "never"
+        t = threading.Thread(target=lambda: seen.append(loops.policy()))
+        t.start()
+        t.join()
+    assert seen == ["always"] and loops.policy() == "always"
