@@ -96,22 +96,25 @@ class Builders(Hoisting):
         if self.guards or not (obj in _LIKE or obj in _SHAPED or obj in _EYE):
             return n
         kws = {k.arg: k.value for k in n.keywords}
+        args = list(n.args)
+        k = 2 if obj in (np.full, np.full_like) else 1
+        if obj in _LIKE or obj in _SHAPED:
+            if len(args) == k + 1 and "dtype" not in kws:  # (`np.ones((M, N), np.float32)`: dtype by position)
+                kws["dtype"] = args.pop()
         if set(kws) - {"dtype"} or ("dtype" in kws and self.env.callee(kws["dtype"]) is not np.float32):
             return n
         fill, diagonal = None, False
         if obj in _LIKE:
-            k = 2 if obj is np.full_like else 1
-            got = self.env.value_shape(n.args[0]) if len(n.args) == k else None
+            got = self.env.value_shape(args[0]) if len(args) == k else None
             if got is None or got is SCALAR or not got[1]:
                 return n
             dims = [copy.deepcopy(d) for d in got[0]]
-            fill = n.args[1] if obj is np.full_like else ast.Constant(_LIKE[obj])
+            fill = args[1] if obj is np.full_like else ast.Constant(_LIKE[obj])
         elif obj in _SHAPED:
-            k = 2 if obj is np.full else 1
-            if len(n.args) != k:
+            if len(args) != k:
                 return n
-            dims = _sizes(n.args[0], self.env)
-            fill = n.args[1] if obj is np.full else ast.Constant(_SHAPED[obj])
+            dims = _sizes(args[0], self.env)
+            fill = args[1] if obj is np.full else ast.Constant(_SHAPED[obj])
             if dims is None or (obj is np.full and "dtype" not in kws and self.env.is_int(fill)):
                 return n  # (numpy's `np.full(s, 2)`: an integer array)
         else:

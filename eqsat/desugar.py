@@ -107,6 +107,9 @@ _NUMBERS = {(np, "inf"), (np, "nan"), (np, "pi"), (np, "e"), (np, "NINF"), (np, 
             (math, "nan"), (math, "pi"), (math, "e"), (math, "tau")}
 
 
+_FILLED = (np.ones, np.zeros, np.empty, np.full)  # arrays made from a shape (`_Env._filled_shape`)
+
+
 def library_name(name: str) -> str | None:
     """The language function an `eqsat_lib_` name stands for, else None."""
     if name.startswith(LIB):
@@ -123,18 +126,20 @@ def rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     assumed: list = []
     token = sections.ASSUMED.set(assumed)
     try:
-        _rewrite(fdef, params, sizes, resolve)
+        env = _rewrite(fdef, params, sizes, resolve)
     finally:
         sections.ASSUMED.reset(token)
-    _assert_extents(fdef, assumed)
+    _assert_extents(fdef, assumed, env)
 
 
-def _assert_extents(fdef, pairs: list) -> None:
+def _assert_extents(fdef, pairs: list, env) -> None:
     """`assert x == y` at the top of `fdef` for each pair of extents taken as equal
-    (`sections.maybe_same`): checked when the sizes are known, as the program's own."""
+    (`sections.maybe_same`): checked when the sizes are known, as the program's own. The
+    extents are as the program wrote them (`np.zeros((x.shape[0], x.shape[1] + 2))`):
+    `env` reads `x.shape[k]` as the sizes it is, as in the body."""
     seen, top = set(), []
     for x, y in pairs:
-        test = ast.Compare(left=copy.deepcopy(x), ops=[ast.Eq()], comparators=[copy.deepcopy(y)])
+        test = env.visit(ast.Compare(left=copy.deepcopy(x), ops=[ast.Eq()], comparators=[copy.deepcopy(y)]))
         key = ast.dump(test)
         if key in seen:
             continue
@@ -150,7 +155,7 @@ def _assert_extents(fdef, pairs: list) -> None:
         ast.fix_missing_locations(fdef)
 
 
-def _rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
+def _rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> "_Env":
     _flags(fdef, {p.name for p in params})
     _early_returns(fdef)
     _iterations(fdef, resolve)
@@ -179,6 +184,7 @@ def _rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> None:
     _drop_size_rebinds(fdef, sizes)
     _loops_without_continue(fdef.body, [0])
     ast.fix_missing_locations(fdef)
+    return env
 
 
 def _flags(fdef: ast.FunctionDef, params: set) -> None:
@@ -595,6 +601,20 @@ class _Env(ast.NodeTransformer):
                 return got[0][k:], got[1]
         return None
 
+    def _filled_shape(self, e: ast.Call):
+        """(extents, float32) of `np.ones(shape)`, `np.zeros`, `np.empty`, `np.full(shape, v)`
+        with float32 or no dtype (by keyword or by position), each extent an integer of
+        sizes (`eqsat/builders.py` computes them as operands); else None."""
+        k = 2 if self.callee(e.func) is np.full else 1
+        kws = {x.arg: x.value for x in e.keywords}
+        dtype = e.args[k] if len(e.args) == k + 1 else kws.pop("dtype", None)
+        if len(e.args) not in (k, k + 1) or kws or (dtype is not None and self.callee(dtype) is not np.float32):
+            return None
+        elts = e.args[0].elts if isinstance(e.args[0], (ast.Tuple, ast.List)) else [e.args[0]]
+        if not elts or not all(self.is_int(x) for x in elts):
+            return None
+        return ([copy.deepcopy(x) for x in elts], True)
+
     def value_shape(self, e):
         """`SCALAR`, (extents, float32) or None (unknown) of an expression: a tensor of
         declared shape or a row of it, numbers, and elementwise arithmetic and functions of
@@ -693,6 +713,8 @@ class _Env(ast.NodeTransformer):
                     self.callee(e.func) is None:
                 got = self.value_shape(e.func.value)  # (`x.copy()`)
                 return got if got is not SCALAR else None
+        if isinstance(e, ast.Call) and self.callee(e.func) in _FILLED:
+            return self._filled_shape(e)
         if isinstance(e, ast.Call) and not e.keywords:
             canon = library_name(e.func.id) if isinstance(e.func, ast.Name) else _alias(self.callee(e.func))
             if canon is None:  # (`relu(x)`, `eqsat.relu(x)`: the language's own)

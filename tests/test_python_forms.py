@@ -1858,3 +1858,49 @@ def p(x: f32["M", "N"]):
         for backend in ("numpy", "triton"):
             got = plan.run(x, backend=backend)
             assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want)), (backend, got)
+
+
+FILLED = {  # arrays made from a shape, as operands and as extents (probes of 2026-11-28)
+    # a negative index of a product with np.ones: "index 0 of 'h1' ranges over -1..-1"
+    "negative_index_of_a_product": ('''
+import numpy as np
+
+@program
+def p(x: f32["M", "K"], s: f32["K"]) -> f32["K"]:
+    h1 = x * np.ones((M, K))
+    return h1[-1] + s
+''', lambda x, s: x[-1] + s),
+    # np.ones with its dtype by position: "unsupported function 'np.ones'"
+    "dtype_by_position": ('''
+import numpy as np
+
+@program
+def p(x: f32["M", "K"], s: f32["K"]) -> f32["M", "K"]:
+    return x * np.ones((M, K), np.float32) + s
+''', lambda x, s: x + s),
+    # extents written with .shape, broadcast against a keepdims reduction (npbench resnet):
+    # the assertion that the extents agree read `x.shape[1] + 2`, which an assert may not
+    "shape_extents_in_a_broadcast": ('''
+import numpy as np
+
+@program
+def p(x: f32["M", "K"], s: f32["K"]) -> f32["M", "K + 2"]:
+    padded = np.zeros((x.shape[0], x.shape[1] + 2), dtype=np.float32)
+    padded[:, 1:K + 1] = x
+    mean = np.mean(padded, axis=0, keepdims=True)
+    return (padded - mean) / np.sqrt(mean * mean + 1.0)
+''', lambda x, s: (lambda q: (q - q.mean(0, keepdims=True)) / np.sqrt(q.mean(0, keepdims=True) ** 2 + 1.0))(
+        np.pad(x, ((0, 0), (1, 1))))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILLED))
+def test_arrays_made_from_a_shape(tmp_program, name):
+    src, truth = FILLED[name]
+    prog = tmp_program(src)
+    shapes = {"M": 3, "K": 4}
+    args = random_args(prog, shapes, seed=2)
+    want = eqsat.reference(prog, *args)
+    assert rel_err(want, truth(*args)) < 1e-5
+    for target in ("h100", "cpu"):
+        assert rel_err(eqsat.optimize(prog, shapes, target=target).run(*args), want) < 1e-5
