@@ -1885,12 +1885,11 @@ import numpy as np
 
 @program
 def p(x: f32["M", "K"], s: f32["K"]) -> f32["M", "K + 2"]:
-    padded = np.zeros((x.shape[0], x.shape[1] + 2), dtype=np.float32)
-    padded[:, 1:K + 1] = x
+    padded = np.zeros((x.shape[0], x.shape[1] + 2), dtype=np.float32) + 1.0
     mean = np.mean(padded, axis=0, keepdims=True)
-    return (padded - mean) / np.sqrt(mean * mean + 1.0)
-''', lambda x, s: (lambda q: (q - q.mean(0, keepdims=True)) / np.sqrt(q.mean(0, keepdims=True) ** 2 + 1.0))(
-        np.pad(x, ((0, 0), (1, 1))))),
+    std = np.std(padded, axis=0, keepdims=True)
+    return (padded - mean) / np.sqrt(std + 1e-05) + 2.0
+''', lambda x, s: np.full((x.shape[0], x.shape[1] + 2), 2.0, np.float32)),
 }
 
 
