@@ -740,9 +740,14 @@ class _Parser:
             # later ones the new value (a view is read as the tensor it views, which would make
             # every iteration read `c`)
             vloc = self.views[name][2]
+            owner = _view_parts(self.views[name][0])[0]
+            if owner.startswith("eqsat_"):  # (an array a call made: `acc = np.hstack(...)`, desugar's temporary)
+                raise self.err(target, f"{name!r}, bound at line {vloc.line} to an array a call made, is bound again "
+                                       f"inside a loop, which eqsat does not read; write the new values into it "
+                                       f"(`{name}[:] = ...`), or use another name")
             raise self.err(target, f"{name!r} is a view (bound at line {vloc.line}) rebound inside a loop; make it "
-                                   f"a tensor of its own before the loop (`{name} = {_view_parts(self.views[name][0])[0]} "
-                                   f"+ 0.0`), or use another name")
+                                   f"a tensor of its own before the loop (`{name} = {owner}.copy()`), or use another "
+                                   f"name")
         if aug is None:
             self.check_rebind(target, name)
             prior_view = self.views.pop(name, None)

@@ -1969,3 +1969,17 @@ def test_a_return_annotation_that_contradicts_the_returned_tensor_is_refused(tmp
     with pytest.raises(eqsat.ProgramError, match="annotation declares") as ei:
         _import_file(path, path.stem)
     assert f"{path}:4:" in str(ei.value)
+
+
+def test_a_name_bound_to_a_joined_array_and_again_in_a_loop_is_told_what_to_write(tmp_path):
+    """A probe's (npbench's nbody): the message called `acc = np.hstack(...)` a view and
+    suggested `acc = eqsat_new0 + 0.0`, a temporary the user never wrote."""
+    path = tmp_path / f"join_{uuid.uuid4().hex}.py"
+    path.write_text("import numpy as np\nfrom eqsat import *\n@program\n"
+                    "def p(a: f32['N', 1], b: f32['N', 1], T: int) -> f32['N', 2]:\n"
+                    "    acc = np.hstack((a, b))\n    for t in range(T):\n"
+                    "        acc = np.hstack((a * acc[:, 0:1], b))\n    return acc\n")
+    with pytest.raises(eqsat.ProgramError) as ei:
+        _import_file(path, path.stem)
+    text = str(ei.value)
+    assert f"{path}:7:" in text and "line 5" in text and "`acc[:] = ...`" in text and "eqsat_" not in text, text
