@@ -246,9 +246,11 @@ class _Parser:
                               f"{code.co_name}({', '.join(code.co_varnames[:code.co_argcount])})")
         if not code.co_freevars and not _same_code(self.tree, code):
             raise self._stale("its text compiles to other code than the function's")
-        lo, hi = self.first + fdef.lineno - 1, self.first + (fdef.end_lineno or fdef.lineno) - 1
+        # (a decorated function's code starts at its first decorator, which may span lines)
+        lo = self.first + min([d.lineno for d in fdef.decorator_list] + [fdef.lineno]) - 1
+        hi = self.first + (fdef.end_lineno or fdef.lineno) - 1
         lines = [n for _, _, n in code.co_lines() if n is not None]
-        if lines and not lo - len(fdef.decorator_list) <= min(lines) <= max(lines) <= hi:
+        if lines and not lo <= min(lines) <= max(lines) <= hi:
             raise self._stale(f"its definition spans lines {lo}-{hi}, the function's code lines "
                               f"{min(lines)}-{max(lines)}")
         params = self.parse_params(fdef)

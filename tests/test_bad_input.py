@@ -1983,3 +1983,14 @@ def test_a_name_bound_to_a_joined_array_and_again_in_a_loop_is_told_what_to_writ
         _import_file(path, path.stem)
     text = str(ei.value)
     assert f"{path}:7:" in text and "line 5" in text and "`acc[:] = ...`" in text and "eqsat_" not in text, text
+
+
+def test_a_program_under_a_decorator_written_on_several_lines_is_read(tmp_path):
+    """The check that the text read is the function's code (its lines start at the first
+    decorator) must not refuse a decorator call spanning lines above `@program`."""
+    path = tmp_path / f"deco_{uuid.uuid4().hex}.py"
+    path.write_text("from eqsat import *\n\ndef deco(*a):\n    return lambda f: f\n\n\n@deco(\n    1,\n    2)\n"
+                    "@program\ndef p(x: f32['M']) -> f32['M']:\n    return x * 2.0\n")
+    mod = _import_file(path, path.stem)
+    x = np.arange(3, dtype=np.float32)
+    assert np.array_equal(eqsat.optimize(mod.p, {"M": 3}).run(x), x * 2.0)
