@@ -420,6 +420,16 @@ class Reductions(Hoisting):
         elem = elem_of([name(i) for i in idx]) if elem_of is not None else ast.Subscript(
             value=copy.deepcopy(x), slice=ast.Tuple(elts=[copy.deepcopy(e) for e in lead] + [name(i) for i in idx],
                                                     ctx=ast.Load()), ctx=ast.Load())
+        if kind in ("max", "min") and not self.depth and not self.guards:
+            # numpy raises where a max or min reduces an axis of size 0 (no identity); the
+            # loops would give -inf: asserted on the sizes, checked when they are known
+            # (inside loops and branches, where the statement may not run, it is not)
+            count = _product([copy.deepcopy(dims[d]) for d in range(len(dims)) if axis is None or d in axis])
+            word = "maximum" if kind == "max" else "minimum"
+            test = self.env.visit(ast.Compare(left=count, ops=[ast.Gt()], comparators=[ast.Constant(0)]))
+            self.place([ast.Assert(test=test,
+                                   msg=ast.Constant(f"zero-size array to reduction operation {word} which has "
+                                                    f"no identity (numpy raises ValueError)"))], n, init=0)
         if kind in ("max", "min") and self._builtin(kind):
             return self._extremum(n, kind, acc, idx, keep, axis, dims, elem)
         if kind in ("sum", "mean", "prod"):

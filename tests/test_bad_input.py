@@ -1994,3 +1994,24 @@ def test_a_program_under_a_decorator_written_on_several_lines_is_read(tmp_path):
     mod = _import_file(path, path.stem)
     x = np.arange(3, dtype=np.float32)
     assert np.array_equal(eqsat.optimize(mod.p, {"M": 3}).run(x), x * 2.0)
+
+
+@pytest.mark.parametrize("call, shapes, raises", [
+    ("np.max(x)", {"M": 0, "K": 4}, True), ("x.min()", {"M": 3, "K": 0}, True),
+    ("np.max(x, axis=1)", {"M": 3, "K": 0}, True), ("np.max(x, axis=1)", {"M": 0, "K": 4}, False),
+    ("np.max(x)", {"M": 3, "K": 4}, False),
+])
+def test_a_max_over_an_axis_of_size_zero_is_an_error_as_in_numpy(tmp_path, call, shapes, raises):
+    """numpy raises where a max or min reduces an axis of size 0; a plan returned -inf (a
+    probe's, 2026-11-28). Asserted on the sizes: an ArgumentError naming the line."""
+    path = tmp_path / f"mx_{uuid.uuid4().hex}.py"
+    out = "f32['M']" if "axis" in call else "f32"
+    path.write_text(f"import numpy as np\nfrom eqsat import *\n@program\ndef p(x: f32['M', 'K']) -> {out}:\n"
+                    f"    return {call}\n")
+    mod = _import_file(path, path.stem)
+    if raises:
+        with pytest.raises(eqsat.ArgumentError, match=f"{path}:5:.*zero-size array"):
+            eqsat.optimize(mod.p, shapes)
+    else:
+        x = np.random.default_rng(0).standard_normal((shapes["M"], shapes["K"])).astype(np.float32)
+        np.testing.assert_array_equal(eqsat.optimize(mod.p, shapes).run(x), eqsat.reference(mod.p, x))
