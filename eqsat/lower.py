@@ -893,8 +893,7 @@ def _overwrites(s, name: str, shape: tuple, dims: dict, shapes: dict) -> bool:
     if not stores or others:
         return False
     for st, loops in stores:
-        reads: set = set()
-        reads |= expr_reads(st.value)
+        reads = expr_reads(st.value)
         if loops is None or st.aug or st.guarded or name in reads:
             return False
     if len(stores) == 1 and len(stores[0][0].idx) == len(shape):
@@ -1085,8 +1084,7 @@ def _exposed_reads(stmts, assigned: set, exposed: set, dims: dict, sure: bool = 
     condition is read), none in a loop that may not run."""
     for s in stmts:
         if isinstance(s, (Assign, Store)):
-            r: set = set()
-            r |= expr_reads(s.value)
+            r = expr_reads(s.value)
             if s.aug:
                 r.add(s.name if isinstance(s, Assign) else s.buf)
             exposed |= r - assigned
@@ -1103,8 +1101,7 @@ def _exposed_reads(stmts, assigned: set, exposed: set, dims: dict, sure: bool = 
             if runs:
                 assigned |= inner
         elif isinstance(s, If):
-            r = set()
-            r |= expr_reads(s.cond)
+            r = expr_reads(s.cond)
             exposed |= r - assigned
             a, b = set(assigned), set(assigned)
             branch = set() if sure else exposed
@@ -1649,7 +1646,7 @@ def _load(t: Node, idx) -> Node:
     if t.op == "Ten.compute" and T.free_vars(t):
         dims = T.unlist(t.args[0])
         if len(dims) == len(idx):
-            return _substitute(t.args[1], {v: ix for (v, _), ix in zip(dims, idx)})
+            return T.substitute(t.args[1], {v: ix for (v, _), ix in zip(dims, idx)})
     return T.load(t, idx)
 
 
@@ -1675,12 +1672,6 @@ def _closed(t: Node, name: str) -> Node:
     if t.op == "Ten.compute" and T.free_vars(t):
         raise NotFunctional(f"{name!r}, private to an enclosing loop, is read whole by a library call")
     return t
-
-
-def _substitute(term: Node, env: dict) -> Node:
-    """`term` with index variables replaced (Var -> Ix term); binders are unique names
-    (a computation's axes are its loops' variables), so nothing is captured."""
-    return T.rebuild(term, lambda n: env.get(n.args[0]) if n.op == "Ix.v" else None)
 
 
 def _invariant_guard(term: Node):

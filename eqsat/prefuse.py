@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .terms import Node, free_vars, rebuild, unlist, walk, walk_body
+from .terms import Node, free_vars, substitute, unlist, walk, walk_body
 
 
 def prefuse(lowered):
@@ -111,9 +111,8 @@ class _Fuser:
                 if env and not free_vars(a).isdisjoint(env):
                     # a tensor inside a fused producer that reads the producer's own
                     # variables (`x[b] @ w` in `g = h + bias`, both local to a loop over b):
-                    # renamed as the producer's scalars are (binders are unique names, so
-                    # nothing is captured)
-                    a = rebuild(a, lambda n: env.get(n.args[0]) if n.op == "Ix.v" else None)
+                    # renamed as the producer's scalars are
+                    a = substitute(a, env)
                 args.append(self.tensor(a) if a.sort == "Ten" else self._rebuild(a, None, (), False, False))
             elif a.sort in ("Sc", "Scs", "Ix", "Ixs"):
                 args.append(self.scalar(a, env, dims, unique and self.uses.get(a, 0) == 1, in_red))

@@ -501,6 +501,12 @@ def free_vars(term: Node) -> frozenset:
     return free[term]
 
 
+def substitute(term: Node, env: dict) -> Node:
+    """`term` with index variables replaced (Var -> Ix term); binders are unique names
+    (a computation's axes are its loops' variables), so nothing is captured."""
+    return rebuild(term, lambda n: env.get(n.args[0]) if n.op == "Ix.v" else None)
+
+
 def rebuild(n: Node, replace) -> Node:
     """`n` with every node for which `replace(node)` gives a term replaced by it, and its
     ancestors rebuilt (hash-consing keeps the untouched parts shared)."""
