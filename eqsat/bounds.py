@@ -9,8 +9,12 @@ variables (`dataflow.index_can_leave`). A condition on data values restricts not
 from __future__ import annotations
 
 from .dataflow import index_can_leave
-from .errors import ProgramError
-from .ir import Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Select, Store, ie_eval
+import ast
+
+import islpy as isl
+
+from .errors import ArgumentError, ProgramError
+from .ir import Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Select, Store, ie_eval, ie_names
 
 
 def check_bounds(prog, dims: dict) -> None:
@@ -75,6 +79,70 @@ def check_bounds(prog, dims: dict) -> None:
         stmt(s, {})
     for r in prog.returns:
         expr(r, {})
+    check_loop_assertions(prog, dims)
+
+
+def check_loop_assertions(prog, dims: dict) -> None:
+    """Every `assert` inside loops or ifs (`Program.loop_assertions`) holds at every
+    iteration where its enclosing conditions hold (those on data values are taken to hold:
+    where the condition can fail, the program is refused), or an ArgumentError names one
+    where it fails, as Python would raise there."""
+    from .dataflow import condition_fails_at
+
+    for loc, cond, src, msg, scopes in prog.loop_assertions:
+        loops = tuple(s for s in scopes if isinstance(s, For))
+        guards = tuple(s for s in scopes if not isinstance(s, For))
+        try:
+            at = condition_fails_at(loops, lambda aff, holds: assertion_text(cond, holds, aff), dims, guards)
+        except isl.Error:  # (its parser: a condition not affine in the loop variables)
+            raise ProgramError(f"`assert {src}` inside a loop must be affine in the loop variables (a product "
+                               f"of two of them is not) to be checked at every iteration", loc) from None
+        if at is not None:
+            sizes = ", ".join(f"{d}={dims[d]}" for d in sorted(_cond_names(cond)) if d in dims)
+            where = ", ".join(f"{v}={x}" for v, x in at.items())
+            data = " (taking every condition on data values around it to hold)" if _reads_data(guards) else ""
+            raise ArgumentError(f"{loc}: the program asserts `{src}`, false at {where or 'its place'}"
+                                f"{' with ' + sizes if sizes else ''}{data}" + (f" ({msg})" if msg else ""))
+
+
+_ASSERT_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "="}
+_ASSERT_NOT = {ast.Lt: ast.GtE, ast.LtE: ast.Gt, ast.Gt: ast.LtE, ast.GtE: ast.Lt, ast.Eq: ast.NotEq,
+               ast.NotEq: ast.Eq}
+
+
+def assertion_text(cond, holds: bool, aff) -> str:
+    """An isl constraint for an assertion's condition (`Program.assertions`' form), or its
+    negation when not `holds`; index expressions written by `aff`."""
+    kind = cond[0]
+    if kind == "not":
+        return assertion_text(cond[1], not holds, aff)
+    if kind in ("and", "or"):
+        joiner = " and " if (kind == "and") == holds else " or "
+        return "(" + joiner.join(assertion_text(c, holds, aff) for c in cond[1]) + ")"
+    ops, exprs = cond[1], [aff(e) for e in cond[2]]
+    parts = []
+    for op, a, b in zip(ops, exprs, exprs[1:]):
+        op = op if holds else _ASSERT_NOT[op]
+        parts.append(f"({a} < {b} or {a} > {b})" if op is ast.NotEq else f"({a} {_ASSERT_OPS[op]} {b})")
+    # a chain holds where every link does; it fails where one does
+    return "(" + (" and " if holds else " or ").join(parts) + ")"
+
+
+def _cond_names(cond) -> set:
+    if cond[0] in ("and", "or"):
+        return set().union(*(_cond_names(c) for c in cond[1]))
+    if cond[0] == "not":
+        return _cond_names(cond[1])
+    return set().union(*(ie_names(e) for e in cond[2]))
+
+
+def _reads_data(guards) -> bool:
+    """Whether an `(condition, holds)` of `guards` is not affine in loop variables and sizes."""
+    def affine(c):
+        if isinstance(c, BoolOp):
+            return all(affine(a) for a in c.args)
+        return isinstance(c, Compare) and _index_of(c.a) is not None and _index_of(c.b) is not None
+    return any(not affine(c) for c, _ in guards)
 
 
 def loop_values(f: For, ranges: dict, dims: dict) -> tuple:

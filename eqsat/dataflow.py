@@ -579,6 +579,39 @@ def index_can_leave(path: tuple, ie, size: int, dims: dict, guards: tuple = ()) 
     return not isl.Set.read_from_str(context(), _ascii(text)).is_empty()
 
 
+def condition_fails_at(path: tuple, cond_text, dims: dict, guards: tuple = ()) -> dict | None:
+    """Exactly (isl): an iteration of the loops `path` (outermost first), where every
+    affine `(condition, holds)` of `guards` holds, at which a condition fails, as {loop
+    variable: value}; None where there is none. `cond_text(aff, holds)` writes the
+    condition (or its negation when not `holds`) in isl syntax with index expressions
+    written by `aff`. Guards not affine in the loop variables restrict nothing."""
+    from .bounds import guard_text
+
+    leaf = Leaf(0, None, tuple(path), (0,) * (len(path) + 1))
+    model = NestFlow.__new__(NestFlow)
+    model.dims = dims
+    lv = ", ".join(f"L{d}" for d in range(len(path)))
+
+    def aff(x):
+        return model._aff(leaf, x)
+
+    cons = [model._dom(leaf)]
+    for cond, holds in guards:
+        try:
+            g = guard_text(cond, holds, aff)
+            if g is not None:
+                isl.Set.read_from_str(context(), _ascii(f"{{ [{lv}] : {g} }}"))  # affine?
+                cons.append(g)
+        except (KeyError, TypeError, ValueError, isl.Error):
+            pass  # a name that is no loop variable or dimension, or not affine: restricts nothing
+    text = f"{{ [{lv}] : {' and '.join(cons)} and {cond_text(aff, False)} }}"
+    fails = isl.Set.read_from_str(context(), _ascii(text))
+    if fails.is_empty():
+        return None
+    point = fails.sample_point()
+    return {f.var: point.get_coordinate_val(isl.dim_type.set, d).to_python() for d, f in enumerate(path)}
+
+
 def span(f: For, dims):
     """The values loop f takes as (smallest, count, |step|), or None when its bounds depend
     on enclosing loop variables (a triangular nest)."""

@@ -131,6 +131,10 @@ class _Parser:
         self.carried: set[str] = set()
         self.return_checks: list = []  # `Program.return_checks`
         self.assertions: list = []  # `Program.assertions`
+        self.loop_assertions: list = []  # `Program.loop_assertions`
+        # the loops (as `For`s with no body yet) and `(condition, holds)` of the ifs around
+        # the statement read now, outermost first (`assert_`)
+        self.scopes: list = []
         self.out_dims: set = set()  # dimensions only the return annotation names
         self.locals_: set = set()  # names the function binds (`parse`)
         self._unpacked = 0  # temporaries made for `a, b = b, a` (`unpack`)
@@ -319,7 +323,7 @@ class _Parser:
         dims += [p.name for p in params if p.dtype is int]  # integer parameters: sizes given per call
         return Program(fdef.name, params, stmts, returns, dims, self.file, self.fn, self.loc(fdef), kinds,
                        out_dtypes, dict(self.constants), tuple(self.return_checks), tuple(self.assertions),
-                       self.source)
+                       self.source, tuple(self.loop_assertions))
 
     def parse_params(self, fdef) -> list:
         a = fdef.args
@@ -531,9 +535,17 @@ class _Parser:
 
     def assert_(self, n: ast.Assert, top: bool):
         """`assert N % 16 == 0`: a condition on sizes, checked when they are known
-        (`Program.assertions`, `args.check_dims`); Python checks it at every call."""
-        if not top:
-            raise self.err(n, "`assert` is supported at the top of the program, on sizes (`assert N % 16 == 0`)")
+        (`Program.assertions`, `args.check_dims`); Python checks it at every call. Inside
+        loops and ifs it may read the loop variables too (`assert i + 1 < N`, or the one
+        the desugaring writes before `np.max` of a slice `x[i, :i]`, which numpy refuses
+        where it is empty): it must hold at every iteration the program runs it
+        (`Program.loop_assertions`, `bounds.check_bounds`)."""
+        allowed = self.loopvars | set(self.out_dims) | {d for d, k in self.sym.items() if k[0] == "dim"}
+
+        def sizes_only(x):
+            if not ie_names(x) <= allowed:
+                raise ProgramError("", None)
+            return x
 
         def cond(e):
             if isinstance(e, ast.BoolOp):
@@ -543,14 +555,18 @@ class _Parser:
             if isinstance(e, ast.Compare) and all(type(o) in SIZE_COMPARISONS for o in e.ops):
                 try:
                     return ("cmp", tuple(type(o) for o in e.ops),
-                            tuple(self.iexpr(x) for x in [e.left] + e.comparators))
+                            tuple(sizes_only(self.iexpr(x)) for x in [e.left] + e.comparators))
                 except ProgramError:
                     pass
-            raise self.err(e, "an `assert` may test sizes only: comparisons of sizes, integer parameters and "
-                              "constants, with and/or/not")
+            raise self.err(e, "an `assert` may test sizes only: comparisons of sizes, integer parameters, "
+                              "loop variables and constants, with and/or/not")
 
-        msg = ast.unparse(n.msg) if n.msg is not None else None
-        self.assertions.append((self.loc(n), cond(n.test), ast.unparse(n.test), msg))
+        msg = n.msg.value if isinstance(n.msg, ast.Constant) and isinstance(n.msg.value, str) else \
+            ast.unparse(n.msg) if n.msg is not None else None
+        if self.scopes:
+            self.loop_assertions.append((self.loc(n), cond(n.test), ast.unparse(n.test), msg, tuple(self.scopes)))
+        else:
+            self.assertions.append((self.loc(n), cond(n.test), ast.unparse(n.test), msg))
         return None
 
     def unpack(self, n: ast.Assign, top: bool):
@@ -602,9 +618,12 @@ class _Parser:
         cond = self.cond(n.test)
         self.if_stack.append(n)
         try:
+            self.scopes.append((cond, True))
             body = self.block(n.body, top)
+            self.scopes[-1] = (cond, False)
             orelse = self.block(n.orelse, top)
         finally:
+            self.scopes.pop()
             self.if_stack.pop()
         update = _extremum_update(cond, body, orelse)
         if update is not None:  # `if e > m: m = e` is `m = max(m, e)`: a max reduction
@@ -690,9 +709,11 @@ class _Parser:
             # runs that nest as written, `lower.Nest.unbound_reads`)
             self.sym[name] = ("slocal", None)
             self.carried.add(name)
+        self.scopes.append(For(self.loc(n), v, lo, hi, [], step=step))
         try:
             body = self.block(n.body, top=False)
         finally:
+            self.scopes.pop()
             self.loopvars.discard(v)
             self.ended_loops.add(v)
             self.loop_stack.pop()

@@ -16,7 +16,6 @@ class Hoisting(ast.NodeTransformer):
     def __init__(self):
         self.count = 0
         self.pending: list = []  # statements computing what the current statement reads
-        self.depth = 0  # the loops and branches around the current statement (0: the function's own)
 
     guards: list = []  # conditions under which the expression being visited is evaluated
 
@@ -102,11 +101,7 @@ class Hoisting(ast.NodeTransformer):
                 pending, self.pending = self.pending, []
                 out += self.block(pending)  # (a sum inside a sum's term: computed in its loop)
             if isinstance(s, (ast.If, ast.For)):
-                self.depth += 1
-                try:
-                    s.body, s.orelse = self.block(s.body), self.block(s.orelse)
-                finally:
-                    self.depth -= 1
+                s.body, s.orelse = self.block(s.body), self.block(s.orelse)
             out.append(s)
         return out
 

@@ -221,6 +221,10 @@ class Program:
     assertions: tuple = ()
     # the text it was parsed from, as read at decoration: (lines, first line, file)
     source: tuple = ()
+    # `assert`s inside loops or ifs: (where, condition, its source, its message's source or
+    # None, the loops (`For`s with no body) and `(condition, holds)` of the ifs around it,
+    # outermost first), checked on every iteration when the sizes are known (`bounds.check_bounds`)
+    loop_assertions: tuple = ()
 
     def current(self) -> "Program":
         """This program, or, where a module-level constant it reads has changed since it was

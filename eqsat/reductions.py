@@ -420,13 +420,15 @@ class Reductions(Hoisting):
         elem = elem_of([name(i) for i in idx]) if elem_of is not None else ast.Subscript(
             value=copy.deepcopy(x), slice=ast.Tuple(elts=[copy.deepcopy(e) for e in lead] + [name(i) for i in idx],
                                                     ctx=ast.Load()), ctx=ast.Load())
-        if kind in ("max", "min") and not self.depth and not self.guards:
+        if kind in ("max", "min"):
             # numpy raises where a max or min reduces an axis of size 0 (no identity); the
-            # loops would give -inf: asserted on the sizes, checked when they are known
-            # (inside loops and branches, where the statement may not run, it is not)
-            count = _product([copy.deepcopy(dims[d]) for d in range(len(dims)) if axis is None or d in axis])
+            # loops would give -inf: asserted on the sizes (and, inside loops, the loop
+            # variables: `np.max(x[i, :i])`), checked when they are known at every
+            # iteration that runs the statement (`bounds.check_loop_assertions`)
+            tests = [ast.Compare(left=copy.deepcopy(dims[d]), ops=[ast.Gt()], comparators=[ast.Constant(0)])
+                     for d in range(len(dims)) if axis is None or d in axis]
             word = "maximum" if kind == "max" else "minimum"
-            test = self.env.visit(ast.Compare(left=count, ops=[ast.Gt()], comparators=[ast.Constant(0)]))
+            test = self.env.visit(tests[0] if len(tests) == 1 else ast.BoolOp(op=ast.And(), values=tests))
             self.place([ast.Assert(test=test,
                                    msg=ast.Constant(f"zero-size array to reduction operation {word} which has "
                                                     f"no identity (numpy raises ValueError)"))], n, init=0)

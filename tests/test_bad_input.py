@@ -849,15 +849,17 @@ def test_an_assertion_on_values():
     expect_program_error(build, "assert-data", "sizes only")
 
 
-def test_an_assertion_inside_a_loop():
+def test_an_assertion_inside_a_loop_on_data():
+    """Inside a loop an assert may read loop variables too (checked at every iteration:
+    `test_an_assertion_inside_loops_holds_at_every_iteration`), never data."""
     def build():
         @program
         def p(x: f32["M"]) -> f32["M"]:
             for i in range(M):
-                assert i < M  # ERR:assert-loop
+                assert x[i] > 0.0  # ERR:assert-loop
             return x
 
-    expect_program_error(build, "assert-loop", "at the top of the program")
+    expect_program_error(build, "assert-loop", "sizes only", "loop variables")
 
 
 def test_a_loop_bound_that_is_not_affine():
@@ -2011,6 +2013,42 @@ def test_a_max_over_an_axis_of_size_zero_is_an_error_as_in_numpy(tmp_path, call,
     mod = _import_file(path, path.stem)
     if raises:
         with pytest.raises(eqsat.ArgumentError, match=f"{path}:5:.*zero-size array"):
+            eqsat.optimize(mod.p, shapes)
+    else:
+        x = np.random.default_rng(0).standard_normal((shapes["M"], shapes["K"])).astype(np.float32)
+        np.testing.assert_array_equal(eqsat.optimize(mod.p, shapes).run(x), eqsat.reference(mod.p, x))
+
+
+@pytest.mark.parametrize("body, shapes, fails_at", [
+    # numpy raises at the first i where the slice is empty; the loops gave -inf there
+    ("    for i in range(M):\n        out[i] = np.max(x[i, :i])\n", {"M": 4, "K": 4}, "i=0"),
+    ("    for i in range(M):\n        out[i] = x[i, :].min()\n", {"M": 4, "K": 0}, "i=0"),
+    ("    for i in range(M):\n        out[i] = np.max(x[i, i + 1:])\n", {"M": 4, "K": 4}, "i=3"),
+    ("    for i in range(M):\n        assert i + 1 < M\n        out[i] = x[i, 0]\n", {"M": 4, "K": 4}, "i=3"),
+    # a condition on data values is taken to hold: where it may not, the program is refused
+    ("    for i in range(M):\n        if x[i, 0] > 0.0:\n            out[i] = np.max(x[i, :i])\n", {"M": 4, "K": 4},
+     "i=0"),
+    # where it cannot fail: run and compared with numpy
+    ("    for i in range(M):\n        if i > 0:\n            out[i] = np.max(x[i, :i])\n", {"M": 4, "K": 4}, None),
+    ("    for i in range(1, M):\n        out[i] = np.min(x[i, :i])\n", {"M": 4, "K": 4}, None),
+    ("    for i in range(M):\n        out[i] = np.max(x[i, :i]) if i > 0 else 2.0\n", {"M": 4, "K": 4}, None),
+    ("    for i in range(M):\n        out[i] = np.max(x[i, :])\n", {"M": 0, "K": 0}, None),
+    ("    for i in range(M):\n        assert i < M\n        out[i] = x[i, 0]\n", {"M": 4, "K": 4}, None),
+])
+def test_an_assertion_inside_loops_holds_at_every_iteration(tmp_path, body, shapes, fails_at):
+    """`np.max` of a slice that is empty at some iteration (`x[i, :i]` at i = 0) raises in
+    numpy; the plan returned -inf (session 27). The desugaring asserts the slice non-empty
+    where the statement runs, and so may the user (`assert i + 1 < M`): checked exactly
+    (isl) on the iterations the enclosing loops and affine conditions allow, an
+    ArgumentError naming the line and an iteration where it fails."""
+    path = tmp_path / f"lm_{uuid.uuid4().hex}.py"
+    path.write_text("import numpy as np\nfrom eqsat import *\n@program\ndef p(x: f32['M', 'K']) -> f32['M']:\n"
+                    "    out = zeros((M,))\n" + body + "    return out\n")
+    mod = _import_file(path, path.stem)
+    line = 5 + next(k for k, text in enumerate(body.splitlines(), 1) if "np." in text or "min()" in text or
+                    "assert" in text)
+    if fails_at:
+        with pytest.raises(eqsat.ArgumentError, match=f"{path}:{line}:.*false at {fails_at}"):
             eqsat.optimize(mod.p, shapes)
     else:
         x = np.random.default_rng(0).standard_normal((shapes["M"], shapes["K"])).astype(np.float32)

@@ -801,7 +801,7 @@ def p(x: f32["N", "M"]) -> tuple[f32, f32["M"]]:
 def test_an_assertion_on_sizes_is_checked_at_the_sizes(tmp_program):
     prog = tmp_program(PRELUDE + FORMS["sizes_from_shapes"][0])
     with pytest.raises(eqsat.ArgumentError, match=r"prog_\d+\.py:\d+:\d+: the program asserts `M >= 2 and N % 1 == 0`, "
-                                                  r"false at M=1, N=3 \('at least two rows'\)"):
+                                                  r"false at M=1, N=3 \(at least two rows\)"):
         eqsat.optimize(prog, {"M": 1, "N": 3})
 
 
