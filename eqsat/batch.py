@@ -51,7 +51,7 @@ def optimize_many(items, *, workers: int | None = None, executor: Executor | Non
                                        mp_context=multiprocessing.get_context("spawn"))
     show = len(jobs) >= 20 if progress is None else progress
     try:
-        futures = {executor.submit(_optimize_one, prog, shapes, kw): (i, prog, shapes, kw)
+        futures = {executor.submit(_optimize_one, _by_name(prog), shapes, kw): (i, prog, shapes, kw)
                    for i, prog, shapes, kw in jobs}
         done = as_completed(futures)
         if show:
@@ -93,10 +93,23 @@ _META = ("extract_seconds", "extract_method", "ilp", "extraction", "egraph_nodes
          "egraph_view", "provenance", "assumes", "cost")  # (cost: an assuming plan's includes its check)
 
 
+def _by_name(prog):
+    """A program as what finds it in a worker (its module, name and file), found there by
+    `_optimize_one`: a program the worker cannot find is then that item's error. (Sent as
+    a Program, it is found while the worker unpickles its task, where a failure ends the
+    worker and breaks the pool for every item.)"""
+    from .ir import Program
+
+    return ("eqsat program", *prog.__reduce__()[1]) if isinstance(prog, Program) else prog
+
+
 def _optimize_one(prog, shapes, kw):
     """In the worker: optimize, and return what a Plan is rebuilt from."""
     from .api import optimize
+    from .ir import _program_by_name
 
+    if isinstance(prog, tuple) and prog[:1] == ("eqsat program",):
+        prog = _program_by_name(*prog[1:])
     return _portable(optimize(prog, shapes, **kw))
 
 

@@ -262,17 +262,34 @@ def _program_by_name(module: str | None, name: str, file: str):
     import importlib.util
     import sys
 
+    def find(mod):
+        got = getattr(mod, name, None)
+        if isinstance(got, Program):
+            return got
+        # (`g = program(f)`: bound under another name than its function's)
+        found = [v for v in vars(mod).values() if isinstance(v, Program) and v.fn.__name__ == name]
+        return found[0] if len(found) == 1 else None
+
     mod = sys.modules.get(module) if module else None
     if mod is None and module and module not in ("__main__", "__mp_main__"):
         try:
             mod = importlib.import_module(module)
         except ImportError:
             mod = None
-    if mod is None or not isinstance(getattr(mod, name, None), Program):
+    got = None if mod is None else find(mod)
+    if got is None:
         spec = importlib.util.spec_from_file_location(f"eqsat_program_{abs(hash(file))}", file)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-    return getattr(mod, name)
+        got = find(mod)
+    if got is None:
+        from .errors import ArgumentError
+
+        raise ArgumentError(f"no @program {name!r} at the top level of {file} (module {module}): another process "
+                            f"finds a program by its module and name, so one defined inside a function or under "
+                            f"`if __name__ == '__main__':` is not there; define it at the top level of a module "
+                            f"(or call optimize() for it)")
+    return got
 
 
 # ----------------------------------------------------------------------------- IExpr helpers

@@ -193,3 +193,48 @@ def test_a_plan_lowered_out_of_time_is_rebuilt_from_the_same_lowering(tmp_path):
     data["nests"] = {k: (None, ("other",), 0) for k in data["nests"]}
     with pytest.raises(eqsat.EqsatError, match="differs from the worker's lowering"):
         batch._rebuild(mod.upd, shapes, {}, data)
+
+
+MAIN_ONLY = """
+import sys
+import numpy as np
+import eqsat
+from eqsat import f32, program
+
+sys.path.insert(0, {mods!r})
+from twice import g
+
+
+if __name__ == "__main__":
+    @program
+    def inner(x: f32["N"]) -> f32["N"]:
+        return x * 2.0
+
+    out = eqsat.optimize_many([(inner, {{"N": 3}}), (g, {{"N": 3}}), (g, {{"N": 4}})], workers=1, progress=False)
+    print(type(out[0]).__name__, "|", out[0])
+    x = np.arange(4, dtype=np.float32)
+    print(type(out[1]).__name__, type(out[2]).__name__, out[2].run(x).tolist())
+"""
+
+
+def test_a_program_a_worker_cannot_find_is_that_items_error(tmp_path):
+    """A program defined under `if __name__ == "__main__":` is not in a spawned worker's
+    copy of the main module: loading it there failed while the worker unpickled its task,
+    the worker died, and every slot held BrokenProcessPool (a probe, session 27). Programs
+    travel as their module, name and file and are found inside the task, so that item's
+    slot holds an ArgumentError saying so; and one bound under another name than its
+    function's (`g = program(f)`) is found by its function's name."""
+    import subprocess
+    import sys
+
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "twice.py").write_text("from eqsat import f32, program\n\n\ndef f(x: f32['N']) -> f32['N']:\n"
+                                   "    return x * 3.0\n\n\ng = program(f)\n")
+    script = tmp_path / "main_only.py"
+    script.write_text(MAIN_ONLY.format(mods=str(mods)))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    first, second = r.stdout.strip().splitlines()[-2:]
+    assert first.startswith("ArgumentError |") and "__main__" in first, first
+    assert second == "Plan Plan [0.0, 3.0, 6.0, 9.0]", second
