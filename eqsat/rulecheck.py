@@ -313,13 +313,20 @@ def _run(prog, dims, rules: list, limits, cache: dict | None) -> Run:
         return cache[key][1]
     out = Run(prog.name)
     try:
-        plan = optimize(prog, dims, rules=list(rules), _checked=True, limits=limits)
+        try:
+            plan = optimize(prog, dims, rules=list(rules), _checked=True, limits=limits)
+        except Exception as e:  # noqa: BLE001 - egglog refusing to build the rules is bad input, not unsoundness
+            if type(e).__name__ == "EggSmolError" and "panic" not in str(e).lower():
+                raise ArgumentError(f"egglog cannot use its rules: {type(e).__name__}: {one_line(e)}") from None
+            raise
         rep = plan.report
         out.nodes = getattr(plan, "egraph_nodes", None) or rep.nodes
         out.stop_reason, out.rule_matches, out.rounds = rep.stop_reason, dict(rep.rule_matches), list(rep.rounds)
         out.plan_text = str(plan)
         args = _program_args(prog, dims, np.random.default_rng(0))
         out.error = _mismatch(plan.run(*args), reference(prog, *args))
+    except ArgumentError:  # (a rule file egglog cannot run is bad input: the caller says which)
+        raise
     except EqsatError as e:
         out.error = f"failed: {(str(e).splitlines() or [''])[0]}"
     except Exception as e:  # a rule can build terms no backend runs: that breaks the probe too
@@ -360,7 +367,10 @@ def examine(label: str, family: str, with_rules: list, without_rules: list | Non
     rep.on = "probes" if not programs else "programs"
     runs = {}
     for prog, dims, limits in probes + ([] if not programs else measured):
-        run = runs[id(prog)] = _run(prog, dims, with_rules, limits, cache)
+        try:
+            run = runs[id(prog)] = _run(prog, dims, with_rules, limits, cache)
+        except ArgumentError as e:  # (the rule file is not one egglog can run: an ungrounded variable, say)
+            raise ArgumentError(f"{label}: {e}") from None
         if run.error is not None:
             rep.sound, rep.broken, rep.error, rep.plan_text = False, prog.name, run.error, run.plan_text
             return rep

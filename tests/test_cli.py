@@ -340,6 +340,19 @@ def test_check_rules_reports_each_unsound_rule_file(run_cli, files, name):
     assert "Traceback" not in err
 
 
+def test_check_rules_says_an_ungrounded_variable_is_bad_input(run_cli, files):
+    """A variable only the right-hand side names: egglog refuses the rule when it is built.
+    check-rules called that UNSOUND, exit 1, and cut egglog's message at its first line
+    ("EggSmolError: At 0:0 of", a probe's, session 27); it is bad input (exit 2) with the
+    whole message, as optimize(rules=) says."""
+    path = files("ungrounded.py", "from egglog import rewrite, ruleset\nfrom eqsat.sorts import Sc\n\n\n"
+                                  "@ruleset\ndef ruleset(x: Sc, y: Sc):\n    yield rewrite(Sc.mul(x, x)).to(Sc.mul(x, y))\n")
+    rc, out, err = run_cli("check-rules", path)
+    assert rc == 2, (out, err)
+    assert f"{path}: egglog cannot use its rules" in err and "Unbound symbol" in err, err
+    assert "UNSOUND" not in out and "Traceback" not in err
+
+
 def test_check_rules_on_a_folder_with_sound_and_unsound_files(run_cli, tmp_path):
     (tmp_path / "commute.py").write_text(SOUND)
     (tmp_path / "relu_is_identity.py").write_text(UNSOUND["relu_is_identity"])
