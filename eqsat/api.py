@@ -16,7 +16,7 @@ import numpy as np
 from egglog import Ruleset
 
 from . import alpha, assume, egraph, explain, relevance
-from .args import check_dims, check_program
+from .args import by_position, check_dims, check_program
 from .cost import ITEM, TARGETS, Model
 from .errors import ArgumentError, EqsatError, one_line
 from .extract import ExtractionCycle, Extractor, NoForm
@@ -501,11 +501,14 @@ class Plan:
                          "optimize_many, which sends plans back from its workers")
 
     # ------------------------------------------------------------------ running
-    def run(self, *args, backend: str = "numpy"):
+    def run(self, *args, backend: str = "numpy", **kwargs):
         """Run the plan on these arguments (numpy arrays, torch tensors, anything array-like;
-        parameters are passed by value). backend "numpy" (BLAS and numba on this CPU) or
-        "triton" (the generated kernels; results in the caller's kind: torch in, torch out
-        on the same device). Each backend's runner is built on the first call."""
+        parameters are passed by value), by position or by the parameters' names as the
+        function takes them. backend "numpy" (BLAS and numba on this CPU) or "triton" (the
+        generated kernels; results in the caller's kind: torch in, torch out on the same
+        device). Each backend's runner is built on the first call."""
+        if kwargs:
+            args = by_position(self.program, args, kwargs)
         call = self.__dict__.get("_calls", _NONE).get(backend) if isinstance(backend, str) else None
         if call is None:  # the first call on this backend: build its runner, keep its entry
             runner = self.compiled(backend)

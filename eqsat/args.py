@@ -34,6 +34,8 @@ def check_program(prog, who: str) -> None:
 
 
 def scalar_arg(p, prog, a):
+    if a is None:
+        raise ArgumentError(f"parameter {p.name!r} of {prog.name} is a real scalar, got None")
     if isinstance(a, bool) or isinstance(a, (complex, np.complexfloating)) or isinstance(a, str):
         raise ArgumentError(f"parameter {p.name!r} of {prog.name} is a real scalar, got {a!r}")
     try:
@@ -44,6 +46,30 @@ def scalar_arg(p, prog, a):
         raise ArgumentError(f"parameter {p.name!r} of {prog.name} is a real scalar, got {type(a).__name__} "
                             f"{getattr(arr, 'shape', '')}")
     return np.float32(lang.round_to(arr, p.dtype)) if p.dtype.name != "f32" else np.float32(arr)
+
+
+_MISSING = object()
+
+
+def by_position(prog, args: tuple, kwargs: dict) -> tuple:
+    """`args` with the keyword arguments `kwargs` put in their parameters' places, as
+    Python binds a call of the program's function (`plan.run(x=..., w=...)`)."""
+    if not kwargs:
+        return args
+    names = [p.name for p in prog.params]
+    out = list(args) + [_MISSING] * max(0, len(names) - len(args))
+    for k, v in kwargs.items():
+        if k not in names:
+            raise ArgumentError(f"{prog.name} has no parameter {k!r} (its parameters: {', '.join(names)})")
+        at = names.index(k)
+        if at < len(args):
+            raise ArgumentError(f"{prog.name} got two values for parameter {k!r} (by position and by name)")
+        out[at] = v
+    missing = [n for n, v in zip(names, out) if v is _MISSING]
+    if missing:
+        raise ArgumentError(f"{prog.name} is missing {len(missing)} argument{'s' if len(missing) > 1 else ''}: "
+                            f"{', '.join(missing)}")
+    return tuple(out)
 
 
 def bind_args(prog, args, shapes=None, copy=True, keep=frozenset()) -> tuple[list, dict]:
@@ -65,6 +91,8 @@ def bind_args(prog, args, shapes=None, copy=True, keep=frozenset()) -> tuple[lis
     out = []
     for pos, (p, a) in enumerate(zip(prog.params, args)):
         if p.dtype is int:  # an integer parameter: a size like a dimension, passed as an argument
+            if isinstance(a, np.ndarray) and a.ndim == 0 and a.dtype.kind in "iu":
+                a = a.item()  # (a 0-d integer array, as a float scalar parameter takes a 0-d array)
             if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
                 raise ArgumentError(f"parameter {p.name!r} of {prog.name} is an int, got {a!r}")
             if dims.setdefault(p.name, int(a)) != int(a):

@@ -6,12 +6,17 @@ import types
 from .args import bind_args, check_program
 
 
-def reference(prog, *args, shapes=None):
-    """Run `prog` as the plain Python it is, dims bound to the sizes of `args` (or `shapes`).
+def reference(prog, *args, shapes=None, **kwargs):
+    """Run `prog` as the plain Python it is, dims bound to the sizes of `args` (or `shapes`);
+    arguments by position or by the parameters' names.
 
     Returns the output, or a tuple of outputs, as numpy values.
     """
     check_program(prog, "reference()")
+    if kwargs:
+        from .args import by_position
+
+        args = by_position(prog, args, kwargs)
     if shapes is not None:
         from .args import check_dims
 

@@ -1318,6 +1318,35 @@ def test_wrong_number_of_arguments():
     expect_argument_error(lambda: eqsat.reference(matmul_prog, a, b, b), "2 arguments", "got 3")
 
 
+def test_arguments_by_name_bind_as_in_python():
+    """`plan.run(a=..., b=...)` and `reference(prog, a, b=...)` bind as a call of the
+    function does (it was Python's TypeError from `run`, a probe's, session 27); a name
+    that is no parameter, one given twice, or one missing is an ArgumentError."""
+    a, b = mats()
+    plan = eqsat.optimize(matmul_prog, {"M": a.shape[0], "K": a.shape[1], "N": b.shape[1]})
+    got = plan.run(a, b)
+    np.testing.assert_allclose(got, eqsat.reference(matmul_prog, a, b), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(plan.run(b=b, a=a), got)
+    np.testing.assert_array_equal(plan.run(a, b=b), got)
+    np.testing.assert_array_equal(eqsat.reference(matmul_prog, b=b, a=a), eqsat.reference(matmul_prog, a, b))
+    expect_argument_error(lambda: plan.run(a, c=b), "no parameter 'c'", "a, b")
+    expect_argument_error(lambda: plan.run(a, a=a), "two values", "'a'")
+    expect_argument_error(lambda: plan.run(b=b), "missing 1 argument", "a")
+
+
+def test_a_zero_dimensional_array_is_a_scalar_argument(tmp_path):
+    """A 0-d array passes for a float scalar parameter; an integer one did not for an `int`
+    parameter ("is an int, got array(2)", a probe's); None is named as such."""
+    path = tmp_path / f"zd_{uuid.uuid4().hex}.py"
+    path.write_text("from eqsat import *\n\n@program\ndef p(x: f32['M'], n: int, s: f32) -> f32['M']:\n"
+                    "    out = zeros((M,))\n    for i in range(n):\n        out[i] = x[i] * s\n    return out\n")
+    mod = _import_file(path, path.stem)
+    x = np.arange(4, dtype=np.float32)
+    plan = eqsat.optimize(mod.p, {"M": 4, "n": 2})
+    np.testing.assert_array_equal(plan.run(x, np.array(2), np.array(3.0)), [0.0, 3.0, 0.0, 0.0])
+    expect_argument_error(lambda: plan.run(x, 2, None), "'s'", "got None")
+
+
 def test_wrong_rank():
     a, b = mats()
     expect_argument_error(lambda: eqsat.reference(matmul_prog, a[0], b), "'a'", "rank 2", "(3,)")
