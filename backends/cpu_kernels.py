@@ -287,6 +287,11 @@ class _Gen(Emitter):
             out = self.tmp(_PY_BIN[op].format(self.py(n.args[0]), self.py(n.args[1])))
         elif op == "Sc.fn" and n.args[0] == "neg":
             out = self.tmp(f"-{self.py(n.args[1])}")
+        elif op == "Sc.fn" and n.args[0] == "float":  # (Python's float(e): an element widened)
+            x = n.args[1]
+            out = self.py(x) if python_number(x) else self.tmp(f"np.float64({self.sc(x)})")
+        elif op == "Sc.fn" and n.args[0] in lang.WIDE:  # (in float64, as math's and numpy's of a float)
+            out = self.tmp(f"np.{n.args[0]}({self.py(n.args[1])})")
         elif op == "Sc.fn":
             if n.args[0] not in lang.UNARY:
                 raise NotImplementedError(f"function {n.args[0]}")

@@ -316,8 +316,8 @@ def _with_prange(node, loops: list):
 
 
 def _scalar_calls(tree, types, lib_names: dict) -> set:
-    """Calls of exp, log, tanh, ... whose argument is a scalar (an element, a loop variable,
-    a size, a scalar local, arithmetic of those: `scalar_types.Types`) renamed to
+    """Calls of exp, log, tanh, ... whose argument is a float32 scalar (an element, a scalar
+    local holding one, arithmetic of those: `scalar_types.Types`) renamed to
     `eqsat_scalar_<name>`, in place; returns the names so renamed. Those are bound to
     `vector_math.SCALAR`'s forms, which numba inlines, so the loop vectorizes; a call that
     may take an array keeps the function that takes either (`vector_math.FUNCTIONS`), which
@@ -330,7 +330,7 @@ def _scalar_calls(tree, types, lib_names: dict) -> set:
     for c in ast.walk(tree):
         if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in by_user and not c.keywords:
             canon = by_user[c.func.id]
-            if canon in vector_math.SCALAR and len(c.args) == 1 and types.of(c.args[0]) in scalar_types.SCALAR:
+            if canon in vector_math.SCALAR and len(c.args) == 1 and types.of(c.args[0]) == scalar_types.F32:
                 c.func = ast.Name(id=f"eqsat_scalar_{canon}", ctx=ast.Load())
                 out.add(canon)
     return out

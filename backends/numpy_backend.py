@@ -530,6 +530,10 @@ class _Eval:
             v = np.asarray(self.ix(n.args[0]), dtype=np.float64)
         elif op in _BIN:
             v = self.py_step(_BIN[op], self.py(n.args[0]), self.py(n.args[1]))
+        elif op == "Sc.fn" and n.args[0] == "float" and not python_number(n.args[1]):
+            v = self.py_step(lang.pyfloat, self.sc(n.args[1]), on_data=True)  # (an element, widened)
+        elif op == "Sc.fn" and n.args[0] == "float":
+            v = self.py(n.args[1])
         elif op == "Sc.fn":
             v = self.py_step(np.negative if n.args[0] == "neg" else lang.UNARY[n.args[0]], self.py(n.args[1]))
         elif op == "Sc.select":

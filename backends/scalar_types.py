@@ -191,6 +191,8 @@ class Types:
                 return ARRAY
             if canon == "float32" and len(kinds) == 1 and kinds[0] in SCALAR:
                 return F32  # (np.float32(e): a float32, whatever e was)
+            if (canon == "float" or getattr(e, "eqsat_of_math", None)) and kinds and kinds[0] in SCALAR:
+                return FLOAT  # (Python's float(e), and math's functions: a Python float)
             if canon in lang.UNARY and len(kinds) == 1:
                 k = kinds[0]
                 return F64 if k in WEAK else k  # (np.exp of a Python float is a numpy float64)

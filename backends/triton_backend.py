@@ -167,6 +167,11 @@ class _Gen(Emitter):
             out = self.tmp(f"(({self.ix(n.args[0], wide=True)}) + tl.zeros({self.shape}, tl.int64)).to(tl.float64)")
         elif op in _BIN:
             out = self.tmp(_BIN[op].format(self.py(n.args[0]), self.py(n.args[1])))
+        elif op == "Sc.fn" and n.args[0] == "float":  # (Python's float(e): an element widened)
+            x = n.args[1]
+            out = self.py(x) if python_number(x) else self.tmp(f"({self.sc(x)}).to(tl.float64)")
+        elif op == "Sc.fn" and n.args[0] in lang.WIDE:  # (in float64, as math's and numpy's of a float)
+            out = self.tmp(_fn64(n.args[0], self.py(n.args[1])))
         elif op == "Sc.fn":
             out = self.tmp(f"({_fn(n.args[0], f'({self.py(n.args[1])}).to(tl.float32)')}).to(tl.float64)")
         elif op == "Sc.select":
@@ -248,6 +253,16 @@ def _fn(name: str, x: str) -> str:
         u = f"(0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x}))"
         return f"(0.5 * {x} * (1.0 + {_tanh(u)}))"
     raise NotImplementedError(name)
+
+
+def _fn64(name: str, x: str) -> str:
+    """One of `lang.WIDE` on a float64 Triton value (libdevice's on a GPU; sqrt
+    correctly rounded). tanh through exp, with tanh(x) = x (1 - x^2 / 3) below |x| = 1e-4,
+    where the exp form cancels (relative error there under 4e-9; above, ~1e-12)."""
+    if name == "tanh":
+        return (f"tl.where(tl.abs({x}) < 1e-4, {x} * (1.0 - {x} * {x} / 3.0), "
+                f"2.0 / (1.0 + tl.exp(-2.0 * {x})) - 1.0)")
+    return f"tl.{name}({x})"
 
 
 def _tanh(x: str) -> str:

@@ -147,8 +147,9 @@ def _scalar(t) -> bool:
 
 
 def _by_type(name: str, scalar):
-    """A function numba resolves by its argument's type: `scalar` (a form above) on a scalar,
-    the language's own function (numpy's, compiled) on an array. Its overload is not inlined
+    """A function numba resolves by its argument's type: `scalar` (a form above) on a float32
+    scalar, the language's own function (numpy's, compiled) on an array or a float64 or
+    integer scalar. Its overload is not inlined
     at numba's level: an inlined overload in a loop that also wrote through a transposed view
     lost those writes (numba 0.68; a kept nest of the differential campaign)."""
     array = numba.njit(cache=True, error_model="numpy")(lang.UNARY[name])
@@ -160,8 +161,11 @@ def _by_type(name: str, scalar):
 
     @overload(stub)
     def impl(vm_a):
-        if _scalar(vm_a):
+        if _scalar(vm_a) and not (isinstance(vm_a, types.Float) and vm_a.bitwidth == 64 or
+                                  isinstance(vm_a, types.Integer)):
             return lambda vm_a: scalar(vm_a)
+        # (an array; or a Python number, float64 as the reference computes it: `math.exp(x[i])`
+        # is exp of a Python float, which float32's exp overflows past 88.7)
         return lambda vm_a: array(vm_a)
 
     return stub

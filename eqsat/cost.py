@@ -354,7 +354,7 @@ class Model:
             return self.arithmetic(a[0], a[1])
         if op == "Sc.fn":
             x = a[1]
-            if a[0] == "float32":  # (a rounding where the value is made, no operation: `terms.weak_casts`)
+            if a[0] in ("float32", "float"):  # (a rounding where the value is made, or a widening: no operation)
                 return x
             return ScInfo(x.flops + FN_FLOPS.get(a[0], 4), x.loads, x.red_bytes, x.deps, x.has_red, x.steps,
                           x.tree_steps, x.tree_bytes, x.combine, x.passes + self.t.pass_time, x.strided,

@@ -1547,6 +1547,12 @@ class _Env(ast.NodeTransformer):
                                              keywords=[]), n)
             if getattr(obj, "__module__", None) == "math" or obj in _MATH:
                 out.eqsat_of_math = f"math.{obj.__name__}"  # (numbers only: the front end checks)
+                if len(n.args) == 1 and self.value_shape(n.args[0]) is SCALAR:
+                    # math's functions compute in float64 and return a Python float: of an
+                    # element, `math.exp(x[i])` is exp(float(x[i])) (a float32 exp overflows
+                    # past 88.7, where Python's does not)
+                    out.args = [ast.copy_location(ast.Call(func=ast.Name(id=LIB + "float", ctx=ast.Load()),
+                                                           args=n.args, keywords=[]), n.args[0])]
             return out
         if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr == "dot" and len(n.args) == 1:
             got = self.value_shape(n.func.value)  # (`a.dot(b)` of a tensor a: np.dot(a, b))
@@ -1564,7 +1570,10 @@ class _Env(ast.NodeTransformer):
             # (`float(np.float32(0.1))`: the Python float 0.10000000149011612, as Python's)
             return ast.copy_location(ast.Constant(_float32_number(n.args[0])), n)
         if obj is builtins.float and len(n.args) == 1 and not n.keywords and self.value_shape(n.args[0]) is SCALAR:
-            return n.args[0]  # (`float(x[i])`, `float(s)`: a number of the program is already one)
+            # (`float(x[i])`, `float(s)`: a Python float from here on, float64 and weak, as in
+            # Python; the front end reads builtins.float as the language's `float`)
+            return ast.copy_location(ast.Call(func=ast.Name(id=LIB + "float", ctx=ast.Load()), args=n.args,
+                                              keywords=[]), n)
         return n
 
 

@@ -185,6 +185,10 @@ def expand(parts: list, copies: list, priv: dict, dims: dict, groups: list) -> d
             continue
         if len(home) != 1:
             raise ValueError(f"scalar {x!r} is computed in several parts")
+        if any(_makes_python_float(s, x) for part in parts if part is not None for s in leaves(part)):
+            # (its buffer is float32: the reference's Python float, `t = float(x[i]) * 1e30`
+            # or `z += math.exp(...)`, would be rounded there; `terms.narrow_floats`)
+            raise ValueError(f"scalar {x!r} holds a Python float made from an element")
         ranges: dict = {}
         idx, src, shape = [], [], []
         for f in p.path:
@@ -205,6 +209,21 @@ def expand(parts: list, copies: list, priv: dict, dims: dict, groups: list) -> d
             reader.body.insert(0, Assign(loc, x, Index(loc, buf, tuple(idx))))
             reader.node.body.insert(0, _stmt(f"{x} = {at}", reader.node))
     return buffers
+
+
+def _makes_python_float(s, name: str) -> bool:
+    """Whether leaf statement `s` assigns scalar `name` a value holding `float(e)` (of an
+    element or anything: the front end's `float`, which math's functions of an element
+    read too)."""
+    if not isinstance(s, Assign) or s.name != name:
+        return False
+    stack = [s.value]
+    while stack:
+        e = stack.pop()
+        if getattr(e, "fn", None) == "float":
+            return True
+        stack.extend(e.children())
+    return False
 
 
 def _stmt(src: str, near: ast.AST) -> ast.stmt:

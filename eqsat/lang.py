@@ -225,6 +225,15 @@ def float64(x):
     return np.float64(x)
 
 
+def pyfloat(x):
+    """Python's `float(x)` of a number of the program (an element, a float32 local): a Python
+    float, float64 and weak under numpy's rules (`float(x[i]) * 1e30 * 1e20` computes in
+    float64, `float(x[i]) * y[i]` in float32: `terms.python_number`); of an array (a backend
+    evaluating elements together), its float64 values. Also what `math.exp(x[i])` computes
+    in: its argument is made a Python float first (the desugaring writes `float`)."""
+    return np.float64(x)
+
+
 def arctan2(y, x):
     return np.arctan2(y, x)
 
@@ -250,7 +259,11 @@ UNARY = {"relu": relu, "gelu": gelu, "silu": silu, "sigmoid": sigmoid, "tanh": t
          "log": log, "abs": absolute, "sin": sin, "cos": cos,
          "tan": tan, "arcsin": arcsin, "arccos": arccos, "arctan": arctan, "sinh": sinh, "cosh": cosh,
          "log1p": log1p, "expm1": expm1, "log2": log2, "log10": log10, "exp2": exp2, "floor": floor, "ceil": ceil, "sign": sign,
-         "float32": float32, "float64": float64}
+         "float32": float32, "float64": float64, "float": pyfloat}
+# the functions of a Python number (`terms.python_number`) the backends compute in float64,
+# as the reference does (math's functions of a float, numpy's of a Python float); of the
+# others (relu, gelu, sigmoid, silu) the language's float32 function, widened
+WIDE = frozenset({"exp", "log", "sqrt", "tanh", "sin", "cos", "abs"})
 BINARY = {"maximum": maximum, "minimum": minimum, "clip_below": clip_below, "clip_above": clip_above,
           "arctan2": arctan2, "hypot": hypot}
 # the functions above with no term (lowering keeps a nest that reads one as written)

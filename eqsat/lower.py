@@ -315,8 +315,8 @@ class _Lowerer:
             scal.append(False)
         # (`np.float32(e)` casts that compute nothing dropped: the rules then see the forms
         # they match, `acc = np.float32(0.0); acc += ...` a sum)
-        roots = [weak_casts(r) for r in roots]
-        unions = [(weak_casts(a), weak_casts(b)) for a, b in self.unions]
+        roots = [weak_casts(T.narrow_floats(r)) for r in roots]
+        unions = [(weak_casts(T.narrow_floats(a)), weak_casts(T.narrow_floats(b))) for a, b in self.unions]
         return Lowered(roots, scal, unions, self.nests, dict(self.shapes),
                        [p.name for p in self.prog.params if p.shape is None and p.dtype is not int], self.var_extent,
                        dict(self.shapes), frozenset(self.kept_for_time), self.first_out_of_time)
@@ -1214,6 +1214,9 @@ class _NestRun:
                 self.flow.check_final(name, entry[1])
                 if T.free_vars(entry[0]):  # a safety net: a value must not depend on a loop left behind
                     raise NotFunctional(f"the value of {name!r} depends on a loop variable outside its loop")
+                if T.wide_sums(entry[0]):  # (a reduction term sums float32 values)
+                    raise NotFunctional(f"{name!r} is computed with Python floats made from elements "
+                                        f"(`float(e)`, `math.exp(e)`): float64 arithmetic, as written")
                 out[name] = entry[0]
             for stmt, key, src, chain in self.checks:
                 self.flow.check_read(stmt, key, src, chain)
@@ -1453,12 +1456,22 @@ class _NestRun:
         a guarded sum whose guard does not vary over its reductions, `init + sum[k](e if c
         else 0.0)` (`if c: for k: s += e`, or a store at a fixed index made total:
         `eqsat/ifconvert.py`), is `init + sum[k](e) if c else init`: where c fails nothing
-        was added, and the value is init's own, -0.0 included (init + 0.0 is 0.0)."""
+        was added, and the value is init's own, -0.0 included (init + 0.0 is 0.0). So is a
+        term guarded as a whole, `init + (e if c else 0.0)` (an accumulation into a fixed
+        element made a store over every element: `if j == 1: y[0] += 1.0` in a loop over
+        j is `c[e] + (sum[j](..) if e == 0 else 0.0)` over e): `init + e if c else init`."""
+        if term.op == "Sc.select" and (term.args[3] is T.lit(0.0)) != (term.args[4] is T.lit(0.0)):
+            cmp, l, r, a, b = term.args
+            if b is T.lit(0.0):
+                return T.select(cmp, l, r, self._started(init, a), init)
+            return T.select(cmp, l, r, init, self._started(init, b))
         masked = _invariant_guard(term)
         if masked is not None:
-            cmp, l, r, whole, holds = masked
-            added = self._started(init, whole)
-            return T.select(cmp, l, r, added, init) if holds else T.select(cmp, l, r, init, added)
+            guards, whole = masked
+            out = self._started(init, whole)
+            for cmp, l, r, holds in reversed(guards):
+                out = T.select(cmp, l, r, out, init) if holds else T.select(cmp, l, r, init, out)
+            return out
         whole = absorb_first(init, term, lambda n: self.low.new_var("k", n), self.low.functional)
         return whole if whole is not None else T.binop("Sc.add", init, term)
 
@@ -1675,26 +1688,32 @@ def _closed(t: Node, name: str) -> Node:
 
 
 def _invariant_guard(term: Node):
-    """For a sum `sum[k..](e if l cmp r else 0.0)` (or `0.0 if .. else e`) whose condition
-    reads none of the variables its reductions bind: (cmp, l, r, `sum[k..](e)`, whether e is
-    taken where the condition holds); None for any other term."""
+    """For a sum `sum[k..](e if c1 else 0.0)` (or `0.0 if c1 else e`, and guards nested in
+    e alike: `(e if c2 else 0.0) if c1 else 0.0`, a store at a fixed index made total inside
+    an `if`) where some conditions read none of the variables its reductions bind: ([(cmp,
+    l, r, whether e is taken where it holds)] of those, outermost first, `sum[k..](e)` with
+    the other guards kept around e); None where no guard is so."""
     reds, body = [], term
     while body.op == "Sc.red" and body.args[0] == "sum":
         reds.append(body)
         body = body.args[3]
-    if not reds or body.op != "Sc.select":
+    if not reds:
         return None
-    cmp, l, r, a, b = body.args
     zero = T.lit(0.0)
-    if (b is zero) == (a is zero):
-        return None
     bound = {x.args[1] for x in reds}
-    if not bound.isdisjoint(T.free_vars(l)) or not bound.isdisjoint(T.free_vars(r)):
+    outside, inside = [], []  # guards that do not vary over the reductions / that do
+    while body.op == "Sc.select" and (body.args[3] is zero) != (body.args[4] is zero):
+        cmp, l, r, a, b = body.args
+        varies = not (bound.isdisjoint(T.free_vars(l)) and bound.isdisjoint(T.free_vars(r)))
+        (inside if varies else outside).append((cmp, l, r, a is not zero))
+        body = b if a is zero else a
+    if not outside:
         return None
-    whole = b if a is zero else a
+    for cmp, l, r, holds in reversed(inside):
+        body = T.select(cmp, l, r, body, zero) if holds else T.select(cmp, l, r, zero, body)
     for x in reversed(reds):
-        whole = Node("Sc.red", "sum", x.args[1], x.args[2], whole)
-    return cmp, l, r, whole, a is not zero
+        body = Node("Sc.red", "sum", x.args[1], x.args[2], body)
+    return outside, body
 
 
 def _wrap(op, red, body):

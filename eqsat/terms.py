@@ -387,7 +387,10 @@ def _reachable(n: Node, seen, enter):
 # `(i * 0.1 + 1e8) - 1e8` is not 0. A select whose comparison reads two of them compares
 # in float64; a select between two of them is one, whatever its condition reads (`0.1 if
 # x[i] > 0 else 0.2` is a Python float). `np.float32(e)` is the term `float32(e)`, no Python number: `s =
-# np.float32(1.0); s += 1e-9` rounds to float32 at each step, as numpy does.
+# np.float32(1.0); s += 1e-9` rounds to float32 at each step, as numpy does. `float(e)` is the
+# term `float(e)`, a Python number whatever e reads: `float(x[i]) * 1e30 * 1e20 / 1e50` is
+# x[i] again, computed in float64; and so is a math function of an element (`math.exp(x[i])`
+# is `exp(float(x[i]))`: Python's does not overflow past 88.7, float32's does).
 _PYTHON_NUMBER: dict = {}  # Node -> bool (terms are hash-consed and never freed)
 _ENTER = frozenset(BINOPS) | {"Sc.fn", "Sc.select"}
 
@@ -407,6 +410,8 @@ def python_number(n: Node) -> bool:
             _PYTHON_NUMBER[x] = True
         elif op not in _ENTER or op == "Sc.fn" and x.args[0] == "float32":
             _PYTHON_NUMBER[x] = False
+        elif op == "Sc.fn" and x.args[0] == "float":  # (Python's float(e) of any value: `lang.pyfloat`)
+            _PYTHON_NUMBER[x] = True
         else:
             # (a select is its branches' value: `0.1 if x[i] > 0 else 0.2` is a Python float)
             kids = x.args[1:] if op == "Sc.fn" else x.args[3:] if op == "Sc.select" else x.args
@@ -416,6 +421,84 @@ def python_number(n: Node) -> bool:
             else:
                 _PYTHON_NUMBER[x] = all(_PYTHON_NUMBER[a] for a in kids)
     return _PYTHON_NUMBER[n]
+
+
+# ------------------------------------------------------------------ float(e) of an element
+# `float(x[i])` and math's functions of an element (`math.exp(x[i])` is `exp(float(x[i]))`)
+# make a Python float of a float32 value: float64 from there on, until it meets a float32.
+# Where every such value meets a float32 at once (stored, or an operand of float32
+# arithmetic: `y[i] = math.sqrt(x[i])`, `x[i] / math.sqrt(s)`), it is the float32 function's
+# value but for its last bit, and the cast is dropped (`narrow_floats`): the forms the rules
+# match, and the backends' float32 functions. Where a Python-number operation reads one
+# (`math.exp(a[i]) / math.exp(b[i])`, `float(x[i]) * 1e30 * 1e20`), float64 decides the value
+# (float32's exp overflows past 88.7: `wide_reads`), and the casts stay: the backends
+# compute those terms in float64 (`python_number`). A sum (max, min) of such values (`s =
+# 0.0; s += math.exp(x[k])`: `wide_sums`) is a Python float in the reference where the
+# accumulator is one, which no reduction term is: its nest runs as written (the compiled
+# form types those as Python floats: `backends/scalar_types`), and a scalar holding one is
+# never carried through a float32 buffer (`expand`).
+_WIDE_DATA: dict = {}  # Node -> bool: a Python number holding float(e) of an element
+
+
+def _wide_data(n: Node) -> bool:
+    """Whether `n` is a Python number computed from an element (through `float(e)`)."""
+    got = _WIDE_DATA.get(n)
+    if got is None:
+        got = False
+        if python_number(n):
+            for x in postorder(n, kids=lambda x: [a for a in x.args if isinstance(a, Node) and a.sort == "Sc"]):
+                if _element_cast(x):
+                    got = True
+                    break
+        _WIDE_DATA[n] = got
+    return got
+
+
+_WIDE_READS: dict = {}  # Node -> bool (`wide_reads` of each node: terms are hash-consed, never freed)
+_WIDE_SUMS: dict = {}  # Node -> bool (`wide_sums`)
+
+
+def _anywhere(term: Node, memo: dict, here) -> bool:
+    """Whether `here(node)` holds for a node of `term`, memoized per node (a nest's term
+    holds the tensors of the nests before it: a chain is walked once, not once a nest)."""
+    for x in postorder(term, memo):
+        memo[x] = here(x) or any(memo[a] for a in x.args if isinstance(a, Node))
+    return memo[term]
+
+
+def _reads_wide(x: Node) -> bool:
+    if x.sort != "Sc" or not python_number(x) or _element_cast(x):
+        return False
+    if x.op == "Sc.select":
+        kids = list(x.args[3:]) + (list(x.args[1:3]) if python_number(x.args[1]) and python_number(x.args[2])
+                                   else [])
+    else:
+        kids = [a for a in x.args if isinstance(a, Node) and a.sort == "Sc"]
+    return any(_wide_data(c) and not _element_cast(c) for c in kids)
+
+
+def wide_reads(term: Node) -> bool:
+    """Whether a Python-number operation in `term` (its tensors' bodies included) reads a
+    Python float computed from an element other than a bare `float(e)` (see above)."""
+    return _anywhere(term, _WIDE_READS, _reads_wide)
+
+
+def _element_cast(n: Node) -> bool:
+    """`n` is `float(e)` of a float32 value (an element, arithmetic of elements)."""
+    return n.op == "Sc.fn" and n.args[0] == "float" and not python_number(n.args[1])
+
+
+def wide_sums(term: Node) -> bool:
+    """Whether a reduction in `term` reduces Python floats computed from elements (see above)."""
+    return _anywhere(term, _WIDE_SUMS, lambda x: x.op == "Sc.red" and _wide_data(x.args[3]))
+
+
+def narrow_floats(term: Node) -> Node:
+    """`term` with every `float(e)` of an element dropped (`e`: a float32 value), where no
+    Python-number operation reads what it makes (`wide_reads`), else as it is."""
+    if wide_reads(term):
+        return term
+    return rebuild(term, lambda x: x.args[1] if _element_cast(x) else None)
 
 
 def _cast(n: Node) -> bool:

@@ -776,6 +776,27 @@ def p(x: f32["N", "M"], v: f32["N"]) -> f32["N", "M"]:
                 y[i, 0] += x[i, j]
     return y
 ''',
+    # a guard that varies over the loop around a fixed element's accumulation (the store at
+    # a fixed index, made total, guards inside it: the other rows took + 0.0, a probe's)
+    "varying_condition_fixed_element": '''
+@program
+def p(x: f32["N", "M"], v: f32["N"]) -> f32["N", "M"]:
+    y = x * 0.5
+    for j in range(M):
+        if j == 1:
+            y[0, 2] += 1.0
+    return y
+''',
+    "varying_condition_fixed_column": '''
+@program
+def p(x: f32["N", "M"], v: f32["N"]) -> f32["N", "M"]:
+    y = x * 0.5
+    for i in range(N):
+        for j in range(M):
+            if j == M - 1:
+                y[i, 0] = y[i, 0] - x[i, j]
+    return y
+''',
 }
 
 

@@ -346,3 +346,98 @@ def test_which_float32_casts_are_dropped():
     assert weak_casts(sel) is sel
     sel = Node("Sc.select", ">", cast(i), lit, x, cast(lit))
     assert weak_casts(sel) is Node("Sc.select", ">", cast(i), lit, x, lit)
+
+
+# `float(e)` of an element and math's functions of one make Python floats (float64 in the
+# reference) where the plan computed float32: each case below gave inf or NaN (a probe's,
+# session 27). Inputs chosen where float32 overflows and float64 does not.
+WIDE = {
+    "ratio": ('''
+import math
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = empty((N,))
+    for i in range(N):
+        out[i] = math.exp(x[i] * 60.0) / math.exp(x[i] * 59.0)
+    return out
+''', [[-2.25, 2.0, 0.5, 1.5]]),
+    "widen": ('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = empty((N,))
+    for i in range(N):
+        t = float(x[i]) * 1e30
+        out[i] = t * 1e20 / 1e20 / 1e30
+    return out
+''', [[-2.25, 2.0, 0.5, 1e9]]),
+    "softmax": ('''
+import math
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    out = empty((M, N))
+    for i in range(M):
+        s = 0.0
+        for j in range(N):
+            s += math.exp(x[i, j])
+        for j in range(N):
+            out[i, j] = math.exp(x[i, j]) / s
+    return out
+''', [[[100.0, 99.0, 1.0, -3.0], [1.0, 2.0, 3.0, 4.0]]]),
+    "nested": ('''
+import math
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = empty((N,))
+    for i in range(N):
+        out[i] = math.sqrt(math.exp(x[i]))
+    return out
+''', [[100.0, 1.0, -5.0, 150.0]]),
+    "compare": ('''
+import math
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = empty((N,))
+    for i in range(N):
+        out[i] = 1.0 if math.exp(x[i]) > 1e39 else 0.0
+    return out
+''', [[89.0, 91.0, 0.0, -1.0]]),
+    "top level": ('''
+import math
+@program
+def p(x: f32["N"]) -> f32:
+    return math.exp(x[0]) / math.exp(x[1])
+''', [[100.0, 99.0, 1.0, 0.0]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WIDE))
+def test_python_floats_made_from_elements_compute_in_float64(tmp_program, name):
+    src, args = WIDE[name]
+    prog = tmp_program(src)
+    args = [np.asarray(a, dtype=np.float32) for a in args]
+    want = np.asarray(eqsat.reference(prog, *args), dtype=np.float32)
+    assert np.all(np.isfinite(want)), want  # (the point: float32 would overflow here)
+    plan = eqsat.optimize(prog, {d: n for p, a in zip(prog.params, args) for d, n in zip(p.shape, a.shape)})
+    for backend in ("numpy", "triton"):
+        got = np.asarray(plan.run(*args, backend=backend), dtype=np.float32)
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{name} on {backend}")
+
+
+def test_a_python_float_that_meets_a_float32_at_once_is_still_lifted(tmp_program):
+    """`math.sqrt(x[i]) * y[i]` and `float(x[i]) + y[i]`: the Python float meets a float32 at
+    once, where float32's function gives the same value (the cast is dropped: the plan is one
+    kernel, not a loop kept as written)."""
+    prog = tmp_program('''
+import math
+@program
+def p(x: f32["N"], y: f32["N"]) -> f32["N"]:
+    out = empty((N,))
+    for i in range(N):
+        out[i] = math.sqrt(x[i]) * y[i] + float(x[i])
+    return out
+''')
+    x = np.abs(np.random.default_rng(0).standard_normal(64)).astype(np.float32)
+    y = np.random.default_rng(1).standard_normal(64).astype(np.float32)
+    plan = eqsat.optimize(prog, {"N": 64})
+    assert [k.kind for k in plan.kernels] == ["pointwise"], plan.kernels
+    np.testing.assert_allclose(plan.run(x, y), eqsat.reference(prog, x, y), rtol=1e-6)
