@@ -441,3 +441,13 @@ def p(x: f32["N"], y: f32["N"]) -> f32["N"]:
     plan = eqsat.optimize(prog, {"N": 64})
     assert [k.kind for k in plan.kernels] == ["pointwise"], plan.kernels
     np.testing.assert_allclose(plan.run(x, y), eqsat.reference(prog, x, y), rtol=1e-6)
+
+
+def test_python_floats_from_elements_compile_for_a_gpu(tmp_program):
+    """The float64 terms compile ahead of time for sm_90 (the interpreter runs numpy; a GPU
+    compile goes through libdevice's float64 exp)."""
+    from eqsat.backends import triton_backend
+
+    prog = tmp_program(WIDE["ratio"][0])
+    ptx = triton_backend.ptx(eqsat.optimize(prog, {"N": 1024}, target="h100"), 0)
+    assert "__nv_exp" in ptx and ".f64" in ptx
