@@ -206,8 +206,12 @@ def shapes_for(prog, mod, given: dict) -> dict:
 
 # ------------------------------------------------------------------ output files
 def check_writable(path: str, what: str) -> str:
-    """Fail before the work if `path` cannot be written; makes its folder."""
+    """Fail before the work if `path` cannot be written; makes its folder (the command line
+    writes `--view out/plan.html` into a new `out/`; `plan.view` in Python does not make
+    folders, as `open` does not)."""
     path = os.fspath(path)
+    if not path:
+        raise CliError(f"{what}: an empty file name")
     if os.path.isdir(path):
         raise CliError(f"{what} {path} is a directory")
     folder = os.path.dirname(os.path.abspath(path))
@@ -409,8 +413,9 @@ def do_optimize(a) -> int:
 
     path, function = split_target(a.file)
     given = parse_shapes((a.shapes or []) + (a.shape or []))
-    for p in filter(None, (a.view, a.save)):
-        check_writable(p, "--view page" if p == a.view else "--save file")
+    for p, what in ((a.view, "--view page"), (a.save, "--save file")):
+        if p is not None:  # (an empty name is refused, not taken for "none": it wrote nothing, status 0)
+            check_writable(p, what)
     rules = _rules_arg(a.rules)
     if a.expect is not None:  # (read before optimizing: a malformed pattern is bad input, said at once)
         from .whynot import parse

@@ -266,6 +266,7 @@ def _bad_inputs(tmp: Path) -> list:
         (["optimize", f"{t}/one.py", "--expect", "matmull"], ["--expect", "'matmull'"]),  # (said after optimizing)
         (["optimize", f"{t}/one.py", "--view", f"{t}/afile/out.html"], ["afile/out.html", "cannot write"]),
         (["optimize", f"{t}/one.py", "--save", f"{t}/folder"], ["folder", "directory"]),
+        (["optimize", f"{t}/one.py", "--view", ""], ["--view", "empty file name"]),  # (wrote nothing, status 0)
         (["optimize", f"{t}/two.py:third"], ["third", "first, second"]),
         (["optimize", f"{t}/two.py"], ["2 programs", "first, second", "two.py:first"]),
         (["optimize", f"{t}/oob.py"], [f"{t}/oob.py:8", "outside"]),  # eqsat's bounds error, file:line
@@ -284,7 +285,7 @@ def _bad_inputs(tmp: Path) -> list:
 # one id per case of _bad_inputs, in its order
 BAD_IDS = ["missing", "directory", "syntax", "raises", "shape-abc", "shape-no-size", "shape-empty", "shape-huge",
            "shape-unknown", "shape-negative", "rules-empty", "rules-comma", "expect-empty", "expect-unreadable",
-           "view-unwritable", "save-directory", "unknown-function",
+           "view-unwritable", "save-directory", "view-empty", "unknown-function",
            "two-programs", "out-of-bounds", "unknown-rules", "unknown-target", "view-not-a-plan",
            "view-missing", "check-missing", "check-no-ruleset", "check-empty-folder", "check-syntax",
            "unknown-command"]
