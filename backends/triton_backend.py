@@ -169,7 +169,11 @@ class _Gen(Emitter):
             out = self.tmp(_BIN[op].format(self.py(n.args[0]), self.py(n.args[1])))
         elif op == "Sc.fn" and n.args[0] == "float":  # (Python's float(e): an element widened)
             x = n.args[1]
-            out = self.py(x) if python_number(x) else self.tmp(f"({self.sc(x)}).to(tl.float64)")
+            # (added to float64 -0.0, exact: `sc` may give a Python literal, which has no `.to`)
+            out = self.py(x) if python_number(x) else \
+                self.tmp(f"({negative_zero(self.shape, 'tl.float64')} + {self.sc(x)})")
+        elif op == "Sc.fn" and n.args[0] == "neg":  # (in float64: not `-x`, see `_fn`)
+            out = self.tmp(f"({self.py(n.args[1])} * -1.0)")
         elif op == "Sc.fn" and n.args[0] in lang.WIDE:  # (in float64, as math's and numpy's of a float)
             out = self.tmp(_fn64(n.args[0], self.py(n.args[1])))
         elif op == "Sc.fn":

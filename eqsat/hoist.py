@@ -102,7 +102,10 @@ def _invariant(body: Node, misses, free_vars) -> list:
         if x in seen:
             continue
         seen.add(x)
-        if misses(x) and any(y.op == "Sc.red" for y in T.walk_body(x)):
+        if misses(x) and any(y.op == "Sc.red" for y in T.walk_body(x)) and not T.python_number(x):
+            # (a Python number is never stored: its tensor would round it to float32, where
+            # the reference keeps a float64, `math.exp(m)` of a row's max m: its float32
+            # reductions are hoisted, inside it)
             out.append(x)
             continue
         if x.op == "Sc.red":

@@ -430,8 +430,9 @@ def python_number(n: Node) -> bool:
 # arithmetic: `y[i] = math.sqrt(x[i])`, `x[i] / math.sqrt(s)`), it is the float32 function's
 # value but for its last bit, and the cast is dropped (`narrow_floats`): the forms the rules
 # match, and the backends' float32 functions. Where a Python-number operation reads one
-# (`math.exp(a[i]) / math.exp(b[i])`, `float(x[i]) * 1e30 * 1e20`), float64 decides the value
-# (float32's exp overflows past 88.7: `wide_reads`), and the casts stay: the backends
+# (`math.exp(a[i]) / math.exp(b[i])`, `float(x[i]) * 1e30 * 1e20`, `float(x[i]) / 1e39`),
+# float64 decides the value (float32's exp overflows past 88.7, 1e39 is inf in float32:
+# `wide_reads`), and the casts stay: the backends
 # compute those terms in float64 (`python_number`). A sum (max, min) of such values (`s =
 # 0.0; s += math.exp(x[k])`: `wide_sums`) is a Python float in the reference where the
 # accumulator is one, which no reduction term is: its nest runs as written (the compiled
@@ -474,12 +475,16 @@ def _reads_wide(x: Node) -> bool:
                                    else [])
     else:
         kids = [a for a in x.args if isinstance(a, Node) and a.sort == "Sc"]
-    return any(_wide_data(c) and not _element_cast(c) for c in kids)
+    # (a function of `float(e)` is float32's function of e but for its last bit; arithmetic
+    # with a Python number is not: `float(x[i]) / 1e39` is not x[i] / float32(1e39) = x[i] / inf)
+    fn = x.op == "Sc.fn"
+    return any(_wide_data(c) and not (fn and _element_cast(c)) for c in kids)
 
 
 def wide_reads(term: Node) -> bool:
     """Whether a Python-number operation in `term` (its tensors' bodies included) reads a
-    Python float computed from an element other than a bare `float(e)` (see above)."""
+    Python float computed from an element, other than a function of a bare `float(e)`
+    (see above)."""
     return _anywhere(term, _WIDE_READS, _reads_wide)
 
 

@@ -401,6 +401,42 @@ def p(x: f32["N"]) -> f32["N"]:
         out[i] = 1.0 if math.exp(x[i]) > 1e39 else 0.0
     return out
 ''', [[89.0, 91.0, 0.0, -1.0]]),
+    # a float32 row max read by float64 arithmetic: `math.exp(m)` was hoisted with the max
+    # into a float32 tensor (inf)
+    "row max": ('''
+import math
+import numpy as np
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    out = empty((M, N))
+    for i in range(M):
+        m = np.float32(-1e30)
+        for j in range(N):
+            m = max(m, x[i, j])
+        for j in range(N):
+            out[i, j] = math.exp(x[i, j]) / math.exp(m)
+    return out
+''', [[[100.0, 99.0, 1.0], [3.0, 2.0, 1.0]]]),
+    # a Python constant past float32's range: float(x[i]) / 1e39 is not x[i] / inf
+    "wide constant": ('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = empty((N,))
+    for i in range(N):
+        out[i] = float(x[i]) / 1e39 + x[i] * (float(x[i]) * 1e-50)
+    return out
+''', [[1e30, 3e38, 2.0, -1e20]]),
+    # negation in float64 (Triton's went through float32: -inf)
+    "negation": ('''
+import math
+import numpy as np
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = empty((N,))
+    for i in range(N):
+        out[i] = -(float(x[i]) * 1e30) * 1e-30 - math.fabs(np.float32(2.0))
+    return out
+''', [[1e30, 3.0, -2e30, 0.5]]),
     "top level": ('''
 import math
 @program
