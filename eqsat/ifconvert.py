@@ -142,13 +142,19 @@ def _scatter(s: Store, shapes: dict, path: tuple):
     idx, conds, axes = list(s.idx), [], []
     for pos in masked:
         w = f"eqsat_w{next(_AXES)}"
-        axes.append((w, shape[pos]))
+        axes.append((w, shape[pos], s.idx[pos]))
         conds.append(Compare(s.loc, "==", Dim(s.loc, w), _value(s.idx[pos], s.loc)))
         idx[pos] = ("name", w)
     cond = conds[0] if len(conds) == 1 else BoolOp(s.loc, "and", tuple(conds))
     out = [_guard(Store(s.loc, s.buf, tuple(idx), s.value, aug=s.aug, aug_op=s.aug_op), cond, True, path)]
-    for w, n in reversed(axes):
+    for w, n, ie in reversed(axes):
         out = [For(s.loc, w, ("int", 0), ("int", n), out, node=None, step=1)]
+        # (for the dataflow analysis, `dataflow.NestFlow._dom`: the one instance that writes;
+        # the others write back what they read, no-ops, as a widened loop's extra ones are.
+        # Taken for writes, they hid the earlier writer of the same element: a diagonal
+        # written before a loop that writes its column made the column's final value look
+        # overwritten, and the nest stayed a loop)
+        out[0].exact_bounds = (ie, ("add", ie, ("int", 1)))
     return out[0]
 
 

@@ -815,3 +815,32 @@ def test_a_sum_whose_guard_fails_leaves_its_start_as_it_was(tmp_program, name, t
         got = plan.run(x, v, backend=backend)
         assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want)), \
             (backend, got, want, plan)
+
+
+def test_a_diagonal_written_before_a_symmetric_gram_loop_is_a_matmul(tmp_program):
+    """`c[i, i] = 1.0` then `c[i, j] = acc; c[j, i] = acc` for j > i (PolyBench's correlation
+    respelled, a probe's): the diagonal store, made total along a second axis, wrote every
+    element of its row back as a no-op, and the final-value check took those no-ops for the
+    last writers of the column's elements: the nest stayed a loop (20x numpy). Only the
+    written element is an instance for the dataflow (`ifconvert._scatter`)."""
+    prog = tmp_program('''
+@program
+def p(d: f32["N", "M"]) -> f32["M", "M"]:
+    c = zeros((M, M))
+    for i in range(M - 1):
+        c[i, i] = 1.0
+        for j in range(i + 1, M):
+            acc = 0.0
+            for k in range(N):
+                acc += d[k, i] * d[k, j]
+            c[i, j] = acc
+            c[j, i] = acc
+    return c
+''')
+    d = np.random.default_rng(0).standard_normal((7, 6)).astype(np.float32)
+    plan = eqsat.optimize(prog, {"N": 7, "M": 6})
+    kinds = [k.kind for k in plan.kernels]
+    assert "matmul" in kinds and "loop" not in kinds, plan
+    want = eqsat.reference(prog, d)
+    for backend in ("numpy", "triton"):
+        np.testing.assert_allclose(plan.run(d, backend=backend), want, rtol=1e-5, atol=1e-6)
