@@ -41,7 +41,6 @@ class Canon:
 
     def __init__(self):
         self.memo: dict = {}
-        self.fv: dict = {}  # canonical term -> its free variables
         self.names: dict = {}  # binder with anonymous variables -> its variables' names
         self.used: set = set()
 
@@ -57,24 +56,7 @@ class Canon:
             m = n if all(x is y for x, y in zip(args, n.args)) else Node(n.op, *args)
             if m.op in BINDERS:
                 m = self._rebind(m)
-            self._free(m)
             memo[n] = m
-
-    def _free(self, m: Node) -> frozenset:
-        got = self.fv.get(m)
-        if got is None:
-            if m.op == "Ix.v":
-                got = frozenset([m.args[0]])
-            elif m.sort == "Var":
-                got = frozenset()
-            else:
-                got = frozenset().union(*(self._free(a) for a in m.args if isinstance(a, Node)))
-                if m.op in ("Ten.compute", "Ten.fused"):
-                    got = got - {v for v, _ in T.unlist(m.args[0])}
-                elif m.op == "Sc.red":
-                    got = got - {m.args[1]}
-            self.fv[m] = got
-        return got
 
     def _rename(self, n: Node, new: dict) -> Node:
         """`n` with the free variables in `new` replaced. It enters only subterms where one
@@ -88,12 +70,10 @@ class Canon:
             if x in memo:
                 continue
             if ready:
-                memo[x] = y = Node(x.op, *(memo[a] if isinstance(a, Node) else a for a in x.args))
-                self._free(y)
+                memo[x] = Node(x.op, *(memo[a] if isinstance(a, Node) else a for a in x.args))
             elif x.op == "Ix.v":
                 memo[x] = Node("Ix.v", new[x.args[0]]) if x.args[0] in keys else x
-                self._free(memo[x])
-            elif not (self._free(x) & keys):
+            elif not (T.free_vars(x) & keys):
                 memo[x] = x
             else:
                 stack.append((x, True))
@@ -115,7 +95,7 @@ class Canon:
                 if v in wanted and v not in seen:
                     seen.add(v)
                     out.append(v)
-            elif self._free(x) & wanted:
+            elif T.free_vars(x) & wanted:
                 stack.extend(reversed([a for a in x.args if isinstance(a, Node)]))
         return out
 
@@ -128,7 +108,7 @@ class Canon:
         old = [m.args[1]] if red else [v for v, _ in T.unlist(m.args[0])]
         body = m.args[3] if red else m.args[1]
         rest = [] if red else list(m.args[2:])  # a fused node's product: not in the binder's scope
-        free = frozenset().union(self._free(body), *(self._free(x) for x in rest)) - set(old)
+        free = frozenset().union(T.free_vars(body), *(T.free_vars(x) for x in rest)) - set(old)
         anon = {v: Node("Var.named", f"\x00{k}") for k, v in enumerate(old)}
         for k, v in enumerate(self._first_seen([body] + rest, free)):
             anon[v] = Node("Var.named", f"\x01{k}")

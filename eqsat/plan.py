@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass, field
 
 from .cost import ITEM, TARGETS, Model, TenInfo
-from .terms import Node, shape_list, show, show_var, unlist, viewed_input, walk_body
+from .terms import Node, free_vars, shape_list, show, show_var, unlist, viewed_input, walk_body
 
 KERNEL_OPS = ("Ten.compute", "Ten.matmul", "Ten.fused")
 EPILOGUE_NAME = {"Sc.add": "add", "Sc.sub": "sub", "Sc.mul": "mul", "Sc.div": "div", "Sc.max": "max",
@@ -61,30 +61,6 @@ def term_shape(n: Node, input_shapes: dict, nest_shapes: dict, memo: dict) -> tu
     return s
 
 
-def free_vars(n: Node, memo: dict) -> frozenset:
-    if n in memo:
-        return memo[n]
-    op = n.op
-    if op == "Var.named":
-        out = frozenset({n})
-    elif op == "Ten.opaque":
-        out = frozenset()
-    elif op in ("Ten.compute", "Ten.fused"):
-        bound = frozenset(v for v, _ in unlist(n.args[0]))
-        out = free_vars(n.args[1], memo) - bound
-        if op == "Ten.fused":
-            out |= free_vars(n.args[2], memo)
-    elif op == "Sc.red":
-        out = free_vars(n.args[3], memo) - {n.args[1]}
-    else:
-        out = frozenset()
-        for a in n.args:
-            if isinstance(a, Node):
-                out |= free_vars(a, memo)
-    memo[n] = out
-    return out
-
-
 def is_gather(ixs: Node) -> bool:
     """Whether a load at index list `ixs` is other than distinct plain variables: no view
     of its tensor (numpy gathers it)."""
@@ -109,7 +85,6 @@ class TermCost:
         self.model = Model(target, self.shape, nest_work, self.item, is_gather, strided,
                            lambda d: unlist(d)[-1][0] if unlist(d) else None)
         self.infos: dict = {}
-        self.fv: dict = {}
 
     def item(self, n) -> int:
         return self.input_items.get(viewed_input(n), ITEM)
@@ -140,7 +115,7 @@ class TermCost:
         if sort == "Sc":
             return m.sc(n.op, a)
         if sort == "Ten":
-            closed = not free_vars(n, self.fv)
+            closed = not free_vars(n)
             extents = [e for _, e in unlist(n.args[0])] if n.op in ("Ten.compute", "Ten.fused") else None
             if n.op == "Ten.fused":
                 a[2] = (a[2][0], a[2][1] if a[2][1].mm else self._info(n.args[2]))

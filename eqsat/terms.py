@@ -573,17 +573,25 @@ _FREE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # term -> its 
 
 
 def free_vars(term: Node) -> frozenset:
-    """Index variables a term uses without binding them (compute axes and reductions bind).
-    Memoized across calls (terms are immutable): a chain of nests shares its earlier terms."""
+    """Index variables a term uses without binding them (a computation's axes bind in its
+    body, a fused matmul's in its epilogue, a reduction's variable in its term; a kept
+    nest's inputs are closed tensors). Memoized across calls (terms are immutable): a chain
+    of nests shares its earlier terms. The one definition the lowering, the plan's costs
+    and the canonical names (`alpha`) read."""
     free = _FREE
     for n in postorder(term, free):
-        if n.op == "Ix.v":
+        op = n.op
+        if op == "Ix.v":
             out = frozenset([n.args[0]])
+        elif op == "Ten.opaque":
+            out = frozenset()
+        elif op == "Ten.fused":
+            out = (free[n.args[1]] - {v for v, _ in unlist(n.args[0])}) | free[n.args[2]]
         else:
             out = frozenset().union(*(free[a] for a in n.args if isinstance(a, Node)))
-            if n.op == "Ten.compute":
+            if op == "Ten.compute":
                 out -= {v for v, _ in unlist(n.args[0])}
-            elif n.op == "Sc.red":
+            elif op == "Sc.red":
                 out -= {n.args[1]}
         free[n] = out
     return free[term]
