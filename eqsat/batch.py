@@ -78,6 +78,10 @@ def _job(i, item, options):
         out = i, item[0], item[1], dict(options)
     else:
         raise ArgumentError(f"optimize_many: item {i} must be (program, shapes) or a dict, got {type(item).__name__}")
+    from .ir import Program
+
+    if isinstance(out[1], Program):  # module-level constants as they are now (a worker imports the module anew)
+        out = (out[0], out[1].current(), *out[2:])
     fn = getattr(out[1], "fn", None)
     if "<locals>" in getattr(fn, "__qualname__", ""):
         # a worker finds a program by its module and name: one defined inside a function is
@@ -94,13 +98,17 @@ _META = ("extract_seconds", "extract_method", "ilp", "extraction", "egraph_nodes
 
 
 def _by_name(prog):
-    """A program as what finds it in a worker (its module, name and file), found there by
-    `_optimize_one`: a program the worker cannot find is then that item's error. (Sent as
-    a Program, it is found while the worker unpickles its task, where a failure ends the
-    worker and breaks the pool for every item.)"""
+    """A program as what finds it in a worker (its module, name and file) and the values of
+    the module-level constants it reads, found there by `_optimize_one`: a program the
+    worker cannot find is then that item's error. (Sent as a Program, it is found while the
+    worker unpickles its task, where a failure ends the worker and breaks the pool for every
+    item.) The worker imports the module anew, so a constant the caller set since its import
+    (`mod.SCALE = 5.0`) would read as the import set it: its value travels with the program."""
     from .ir import Program
 
-    return ("eqsat program", *prog.__reduce__()[1]) if isinstance(prog, Program) else prog
+    if not isinstance(prog, Program):
+        return prog
+    return ("eqsat program", *prog.__reduce__()[1], dict(prog.constants))
 
 
 def _optimize_one(prog, shapes, kw):
@@ -109,7 +117,10 @@ def _optimize_one(prog, shapes, kw):
     from .ir import _program_by_name
 
     if isinstance(prog, tuple) and prog[:1] == ("eqsat program",):
-        prog = _program_by_name(*prog[1:])
+        *where, constants = prog[1:]
+        prog = _program_by_name(*where)
+        # (the caller's values: optimize() reads them through Program.current, as a call would)
+        prog.fn.__globals__.update(constants)
     return _portable(optimize(prog, shapes, **kw))
 
 

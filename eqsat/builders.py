@@ -95,29 +95,27 @@ class Builders(Hoisting):
             return self.reshape(n)
         if self.guards or not (obj in _LIKE or obj in _SHAPED or obj in _EYE):
             return n
-        kws = {k.arg: k.value for k in n.keywords}
-        args = list(n.args)
-        k = 2 if obj in (np.full, np.full_like) else 1
-        if obj in _LIKE or obj in _SHAPED:
-            if len(args) == k + 1 and "dtype" not in kws:  # (`np.ones((M, N), np.float32)`: dtype by position)
-                kws["dtype"] = args.pop()
-        if set(kws) - {"dtype"} or ("dtype" in kws and self.env.callee(kws["dtype"]) is not np.float32):
-            return n
         fill, diagonal = None, False
+        if obj in _LIKE or obj in _SHAPED:
+            filled = self.env.filled_args(n)  # (`np.ones((M, N), np.float32)`: dtype by position too)
+            if filled is None:
+                return n
+            args, typed = filled
         if obj in _LIKE:
-            got = self.env.value_shape(args[0]) if len(args) == k else None
+            got = self.env.value_shape(args[0])
             if got is None or got is SCALAR or not got[1]:
                 return n
             dims = [copy.deepcopy(d) for d in got[0]]
             fill = args[1] if obj is np.full_like else ast.Constant(_LIKE[obj])
         elif obj in _SHAPED:
-            if len(args) != k:
-                return n
             dims = _sizes(args[0], self.env)
             fill = args[1] if obj is np.full else ast.Constant(_SHAPED[obj])
-            if dims is None or (obj is np.full and "dtype" not in kws and self.env.is_int(fill)):
+            if dims is None or (obj is np.full and not typed and self.env.is_int(fill)):
                 return n  # (numpy's `np.full(s, 2)`: an integer array)
         else:
+            kws = {k.arg: k.value for k in n.keywords}
+            if set(kws) - {"dtype"} or ("dtype" in kws and self.env.callee(kws["dtype"]) is not np.float32):
+                return n
             if len(n.args) != 1 or not self.env.is_int(n.args[0]):
                 return n
             dims, fill, diagonal = [copy.deepcopy(n.args[0]), copy.deepcopy(n.args[0])], ast.Constant(1.0), True

@@ -601,16 +601,28 @@ class _Env(ast.NodeTransformer):
                 return got[0][k:], got[1]
         return None
 
+    def filled_args(self, e: ast.Call):
+        """The arguments before the dtype of `np.ones(shape)`, `np.zeros`, `np.empty`,
+        `np.full(shape, v)` or their `_like` forms, and whether a dtype is given; the dtype by
+        keyword or by position, float32 or none (one reading for the desugaring's shapes and
+        `eqsat/builders.py`'s operands); None where another dtype or keyword is given."""
+        k = 2 if self.callee(e.func) in (np.full, np.full_like) else 1
+        kws = {x.arg: x.value for x in e.keywords}
+        args = list(e.args)
+        dtype = args.pop() if len(args) == k + 1 and "dtype" not in kws else kws.pop("dtype", None)
+        if len(args) != k or kws or (dtype is not None and self.callee(dtype) is not np.float32):
+            return None
+        return args, dtype is not None
+
     def _filled_shape(self, e: ast.Call):
         """(extents, float32) of `np.ones(shape)`, `np.zeros`, `np.empty`, `np.full(shape, v)`
-        with float32 or no dtype (by keyword or by position), each extent an integer of
-        sizes (`eqsat/builders.py` computes them as operands); else None."""
-        k = 2 if self.callee(e.func) is np.full else 1
-        kws = {x.arg: x.value for x in e.keywords}
-        dtype = e.args[k] if len(e.args) == k + 1 else kws.pop("dtype", None)
-        if len(e.args) not in (k, k + 1) or kws or (dtype is not None and self.callee(dtype) is not np.float32):
+        with float32 or no dtype (`filled_args`), each extent an integer of sizes
+        (`eqsat/builders.py` computes them as operands); else None."""
+        got = self.filled_args(e)
+        if got is None:
             return None
-        elts = e.args[0].elts if isinstance(e.args[0], (ast.Tuple, ast.List)) else [e.args[0]]
+        shape = got[0][0]
+        elts = shape.elts if isinstance(shape, (ast.Tuple, ast.List)) else [shape]
         if not elts or not all(self.is_int(x) for x in elts):
             return None
         return ([copy.deepcopy(x) for x in elts], True)

@@ -238,3 +238,44 @@ def test_a_program_a_worker_cannot_find_is_that_items_error(tmp_path):
     first, second = r.stdout.strip().splitlines()[-2:]
     assert first.startswith("ArgumentError |") and "__main__" in first, first
     assert second == "Plan Plan [0.0, 3.0, 6.0, 9.0]", second
+
+
+CONSTANTS_MAIN = """
+import sys
+import numpy as np
+import eqsat
+
+sys.path.insert(0, {mods!r})
+import cmod
+
+
+if __name__ == "__main__":
+    cmod.SCALE = 5.0
+    cmod.NB = 3
+    x = np.arange(4, dtype=np.float32)
+    out = eqsat.optimize_many([(cmod.scaled, {{"M": 4}}), (cmod.bounded, {{"M": 4}})], workers=1, progress=False)
+    print(out[0].run(x).tolist(), out[1].run(x).tolist())
+"""
+
+
+def test_a_worker_reads_module_constants_as_the_caller_has_them(tmp_path):
+    """A worker imports the program's module anew, where a constant the caller set since its
+    import (`cmod.SCALE = 5.0`, a loop bound `cmod.NB = 3`) reads as the import set it:
+    optimize_many's plans used those (x * 1.0 for x * 5.0, a probe's, session 27), where
+    optimize() and reference read the value as it is now. The values travel with the
+    program."""
+    import subprocess
+    import sys
+
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "cmod.py").write_text(
+        "from eqsat import *\nSCALE = 1.0\nNB = 2\n\n\n@program\ndef scaled(x: f32['M']) -> f32['M']:\n"
+        "    out = zeros((M,))\n    for i in range(M):\n        out[i] = x[i] * SCALE\n    return out\n\n\n"
+        "@program\ndef bounded(x: f32['M']) -> f32['M']:\n    out = zeros((M,))\n    for i in range(NB):\n"
+        "        out[i] = x[i] * 2.0\n    return out\n")
+    script = tmp_path / "constants_main.py"
+    script.write_text(CONSTANTS_MAIN.format(mods=str(mods)))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == "[0.0, 5.0, 10.0, 15.0] [0.0, 2.0, 4.0, 0.0]", r.stdout
