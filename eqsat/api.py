@@ -508,7 +508,10 @@ class Plan:
         generated kernels; results in the caller's kind: torch in, torch out on the same
         device). Each backend's runner is built on the first call."""
         if kwargs:
-            args = by_position(self.program, args, kwargs)
+            args = by_position(self.program, args, kwargs, own=("backend",))
+        if not isinstance(backend, str) and any(p.name == "backend" for p in self.program.params):
+            raise ArgumentError(f"`backend=` is run()'s own keyword (numpy or triton); pass {self.program.name}'s "
+                                f"parameter 'backend' by position")
         call = self.__dict__.get("_calls", _NONE).get(backend) if isinstance(backend, str) else None
         if call is None:  # the first call on this backend: build its runner, keep its entry
             runner = self.compiled(backend)

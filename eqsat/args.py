@@ -51,9 +51,10 @@ def scalar_arg(p, prog, a):
 _MISSING = object()
 
 
-def by_position(prog, args: tuple, kwargs: dict) -> tuple:
+def by_position(prog, args: tuple, kwargs: dict, own: tuple = ()) -> tuple:
     """`args` with the keyword arguments `kwargs` put in their parameters' places, as
-    Python binds a call of the program's function (`plan.run(x=..., w=...)`)."""
+    Python binds a call of the program's function (`plan.run(x=..., w=...)`). `own`: the
+    caller's own keywords (`backend`), which a parameter of that name cannot be passed by."""
     if not kwargs:
         return args
     names = [p.name for p in prog.params]
@@ -67,8 +68,10 @@ def by_position(prog, args: tuple, kwargs: dict) -> tuple:
         out[at] = v
     missing = [n for n, v in zip(names, out) if v is _MISSING]
     if missing:
+        clash = [n for n in missing if n in own]
+        why = f" (`{clash[0]}=` is the call's own keyword: pass parameter {clash[0]!r} by position)" if clash else ""
         raise ArgumentError(f"{prog.name} is missing {len(missing)} argument{'s' if len(missing) > 1 else ''}: "
-                            f"{', '.join(missing)}")
+                            f"{', '.join(missing)}{why}")
     return tuple(out)
 
 

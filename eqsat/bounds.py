@@ -141,7 +141,7 @@ def _reads_data(guards) -> bool:
     def affine(c):
         if isinstance(c, BoolOp):
             return all(affine(a) for a in c.args)
-        return isinstance(c, Compare) and _index_of(c.a) is not None and _index_of(c.b) is not None
+        return isinstance(c, Compare) and _guard_side(c.a, str) is not None and _guard_side(c.b, str) is not None
     return any(not affine(c) for c, _ in guards)
 
 
@@ -168,6 +168,28 @@ _CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "="}
 _NOT = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 
 
+def _guard_side(e, aff) -> str | None:
+    """A side of a comparison in isl syntax: an index expression written by `aff`, or
+    builtin abs, max and min of such, and sums of those (`abs(i - j) <= 1`, a band: isl
+    reads max and min; abs(e) is max(e, -e)); None for anything else."""
+    ie = _index_of(e)
+    if ie is not None:
+        return aff(ie)
+    if isinstance(e, Call) and e.fn in ("abs", "max", "min"):
+        parts = [_guard_side(a, aff) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        if e.fn == "abs" and len(parts) == 1:
+            return f"max({parts[0]}, -({parts[0]}))"
+        if e.fn != "abs" and len(parts) == 2:
+            return f"{e.fn}({parts[0]}, {parts[1]})"
+        return None
+    if isinstance(e, Bin) and e.op in ("+", "-"):
+        a, b = _guard_side(e.a, aff), _guard_side(e.b, aff)
+        return None if a is None or b is None else f"({a} {e.op} {b})"
+    return None
+
+
 def guard_text(cond, holds: bool, aff) -> str | None:
     """An isl constraint for `cond` (or its negation when not `holds`), with index
     expressions written by `aff`; None where the condition is not affine in loop variables."""
@@ -187,11 +209,10 @@ def guard_text(cond, holds: bool, aff) -> str | None:
             return None
         return "(" + joiner.join(parts) + ")"
     if isinstance(cond, Compare):
-        a, b = _index_of(cond.a), _index_of(cond.b)
-        if a is None or b is None:
+        x, y = _guard_side(cond.a, aff), _guard_side(cond.b, aff)
+        if x is None or y is None:
             return None
         op = cond.op if holds else _NOT[cond.op]
-        x, y = aff(a), aff(b)
         if op == "!=":
             return f"({x} < {y} or {x} > {y})"
         return f"({x} {_CMP[op]} {y})"

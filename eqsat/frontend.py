@@ -548,6 +548,14 @@ class _Parser:
             return x
 
         def cond(e):
+            if isinstance(e, ast.Constant) and type(e.value) in (bool, int):
+                # (`assert False`, an unreachable branch's; a number's truth: not 0)
+                return ("cmp", (ast.NotEq,), (("int", int(e.value)), ("int", 0)))
+            if isinstance(e, (ast.Name, ast.BinOp)):
+                try:  # (`assert i`: an integer's truth)
+                    return ("cmp", (ast.NotEq,), (sizes_only(self.iexpr(e)), ("int", 0)))
+                except ProgramError:
+                    pass
             if isinstance(e, ast.BoolOp):
                 return ("and" if isinstance(e.op, ast.And) else "or", tuple(cond(v) for v in e.values))
             if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):

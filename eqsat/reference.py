@@ -6,9 +6,10 @@ import types
 from .args import bind_args, check_program
 
 
-def reference(prog, *args, shapes=None, **kwargs):
+def reference(prog, /, *args, shapes=None, **kwargs):
     """Run `prog` as the plain Python it is, dims bound to the sizes of `args` (or `shapes`);
-    arguments by position or by the parameters' names.
+    arguments by position or by the parameters' names (a parameter named `shapes` by
+    position: the name is this function's).
 
     Returns the output, or a tuple of outputs, as numpy values.
     """
@@ -16,7 +17,7 @@ def reference(prog, *args, shapes=None, **kwargs):
     if kwargs:
         from .args import by_position
 
-        args = by_position(prog, args, kwargs)
+        args = by_position(prog, args, kwargs, own=("shapes",))
     if shapes is not None:
         from .args import check_dims
 

@@ -1334,6 +1334,26 @@ def test_arguments_by_name_bind_as_in_python():
     expect_argument_error(lambda: plan.run(b=b), "missing 1 argument", "a")
 
 
+def test_parameters_named_as_the_calls_own_keywords(tmp_path):
+    """A parameter named `prog` or `args` passes to reference by name (it was Python's
+    TypeError); one named `backend` (run's keyword) or `shapes` (reference's) is said to
+    pass by position (a probe's)."""
+    path = tmp_path / f"kwc_{uuid.uuid4().hex}.py"
+    path.write_text("from eqsat import *\n\n@program\ndef r(prog: f32['M'], args: f32['M'], backend: f32['M'], "
+                    "shapes: f32['M']) -> f32['M']:\n    return prog + args * backend - shapes\n")
+    mod = _import_file(path, path.stem)
+    y = np.arange(3, dtype=np.float32)
+    want = y + y * y - y
+    np.testing.assert_array_equal(eqsat.reference(mod.r, y, y, y, y), want)
+    np.testing.assert_array_equal(eqsat.reference(mod.r, y, y, y, y, shapes=None), want)
+    plan = eqsat.optimize(mod.r, {"M": 3})
+    np.testing.assert_array_equal(plan.run(y, y, y, y), want)
+    np.testing.assert_array_equal(plan.run(y, y, y, shapes=y), want)  # (`shapes` is no keyword of run)
+    expect_argument_error(lambda: plan.run(y, y, backend=y, shapes=y), "own keyword", "by position")
+    expect_argument_error(lambda: eqsat.reference(mod.r, prog=y, args=y, backend=y), "missing", "shapes",
+                          "by position")
+
+
 def test_a_zero_dimensional_array_is_a_scalar_argument(tmp_path):
     """A 0-d array passes for a float scalar parameter; an integer one did not for an `int`
     parameter ("is an int, got array(2)", a probe's); None is named as such."""
@@ -2063,6 +2083,15 @@ def test_a_max_over_an_axis_of_size_zero_is_an_error_as_in_numpy(tmp_path, call,
     ("    for i in range(M):\n        out[i] = np.max(x[i, :i]) if i > 0 else 2.0\n", {"M": 4, "K": 4}, None),
     ("    for i in range(M):\n        out[i] = np.max(x[i, :])\n", {"M": 0, "K": 0}, None),
     ("    for i in range(M):\n        assert i < M\n        out[i] = x[i, 0]\n", {"M": 4, "K": 4}, None),
+    # a band written with abs (isl reads abs, max and min: it was taken for a condition on
+    # data, and the assert refused at i=3, j=0, which the band never reaches; a probe's)
+    ("    for i in range(M):\n        for j in range(K):\n            if abs(i - j) <= 1 and max(i, j) < K:\n"
+     "                assert j >= i - 1\n                out[i] = x[i, j]\n", {"M": 4, "K": 4}, None),
+    # constants and an integer's truth: an unreachable branch's `assert False`
+    ("    for i in range(M):\n        if i >= M:\n            assert False\n        assert i + 1\n"
+     "        out[i] = x[i, 0]\n", {"M": 4, "K": 4}, None),
+    ("    for i in range(M):\n        if i == 2:\n            assert False, 'no'\n        out[i] = x[i, 0]\n",
+     {"M": 4, "K": 4}, "i=2"),
 ])
 def test_an_assertion_inside_loops_holds_at_every_iteration(tmp_path, body, shapes, fails_at):
     """`np.max` of a slice that is empty at some iteration (`x[i, :i]` at i = 0) raises in
