@@ -552,39 +552,12 @@ def _holds_loop(s) -> bool:
     return isinstance(s, For) or (isinstance(s, If) and any(_holds_loop(b) for b in list(s.body) + list(s.orelse)))
 
 
-def index_can_leave(path: tuple, ie, size: int, dims: dict, guards: tuple = ()) -> bool:
-    """Exactly (isl): whether index expression `ie` leaves 0..size-1 at some iteration of
-    the loops `path` (outermost first; bounds may depend on outer loops, as in a
-    triangular nest) where every `(condition, holds)` of `guards` holds (an enclosing
-    `if` or `else`; conditions not affine in the loop variables are ignored, which only
-    widens the domain). The interval bound check asks this only when it cannot prove
-    the index in range itself."""
-    from .bounds import guard_text
-
-    leaf = Leaf(0, None, tuple(path), (0,) * (len(path) + 1))
-    model = NestFlow.__new__(NestFlow)
-    model.dims = dims
-    lv = ", ".join(f"L{d}" for d in range(len(path)))
-    e = model._aff(leaf, ie)
-    cons = [model._dom(leaf)]
-    for cond, holds in guards:
-        try:
-            g = guard_text(cond, holds, lambda x: model._aff(leaf, x))
-            if g is not None:
-                isl.Set.read_from_str(context(), _ascii(f"{{ [{lv}] : {g} }}"))  # affine?
-                cons.append(g)
-        except (KeyError, TypeError, ValueError, isl.Error):
-            pass  # a name that is no loop variable or dimension, or not affine: restricts nothing
-    text = f"{{ [{lv}] : {' and '.join(cons)} and ({e} < 0 or {e} >= {size}) }}"
-    return not isl.Set.read_from_str(context(), _ascii(text)).is_empty()
-
-
-def condition_fails_at(path: tuple, cond_text, dims: dict, guards: tuple = ()) -> dict | None:
-    """Exactly (isl): an iteration of the loops `path` (outermost first), where every
-    affine `(condition, holds)` of `guards` holds, at which a condition fails, as {loop
-    variable: value}; None where there is none. `cond_text(aff, holds)` writes the
-    condition (or its negation when not `holds`) in isl syntax with index expressions
-    written by `aff`. Guards not affine in the loop variables restrict nothing."""
+def _iterations(path: tuple, dims: dict, guards: tuple):
+    """The iterations of the loops `path` (outermost first; bounds may depend on outer
+    loops, as in a triangular nest) where every `(condition, holds)` of `guards` holds (an
+    enclosing `if` or `else`; conditions not affine in the loop variables are ignored,
+    which only widens the domain): (the isl tuple `[L0, ..]`, their constraints as text,
+    `aff` writing an index expression over them)."""
     from .bounds import guard_text
 
     leaf = Leaf(0, None, tuple(path), (0,) * (len(path) + 1))
@@ -604,8 +577,26 @@ def condition_fails_at(path: tuple, cond_text, dims: dict, guards: tuple = ()) -
                 cons.append(g)
         except (KeyError, TypeError, ValueError, isl.Error):
             pass  # a name that is no loop variable or dimension, or not affine: restricts nothing
-    text = f"{{ [{lv}] : {' and '.join(cons)} and {cond_text(aff, False)} }}"
-    fails = isl.Set.read_from_str(context(), _ascii(text))
+    return f"[{lv}]", " and ".join(cons), aff
+
+
+def index_can_leave(path: tuple, ie, size: int, dims: dict, guards: tuple = ()) -> bool:
+    """Exactly (isl): whether index expression `ie` leaves 0..size-1 at some iteration of
+    the loops `path` where the `guards` hold (`_iterations`). The interval bound check asks
+    this only when it cannot prove the index in range itself."""
+    space, cons, aff = _iterations(path, dims, guards)
+    e = aff(ie)
+    text = f"{{ {space} : {cons} and ({e} < 0 or {e} >= {size}) }}"
+    return not isl.Set.read_from_str(context(), _ascii(text)).is_empty()
+
+
+def condition_fails_at(path: tuple, cond_text, dims: dict, guards: tuple = ()) -> dict | None:
+    """Exactly (isl): an iteration of the loops `path` where the `guards` hold
+    (`_iterations`) at which a condition fails, as {loop variable: value}; None where there
+    is none. `cond_text(aff, holds)` writes the condition (or its negation when not
+    `holds`) in isl syntax with index expressions written by `aff`."""
+    space, cons, aff = _iterations(path, dims, guards)
+    fails = isl.Set.read_from_str(context(), _ascii(f"{{ {space} : {cons} and {cond_text(aff, False)} }}"))
     if fails.is_empty():
         return None
     point = fails.sample_point()
