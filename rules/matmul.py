@@ -116,6 +116,14 @@ def ruleset(t: Ten, a: Ten, b: Ten, x: Sc, y: Sc, i: Var, j: Var, M: i64, N: i64
                 eq(extent(j)).to(T), eq(extent(i)).to(n0), eq(K).to(n0 * T), ne(i).to(j),
             ).then(union(s).with_(Sc.load(Ten.reshape(a, new_shape), new)))
 
+    # a constant leading index: A[c, i, k] -> (A[c])[i, k], a view of a closed tensor (one
+    # layer of stacked weights, `W[l, k, j]` or `w = W[l]`, is then an operand the patterns
+    # name; inline's `(a[i])[idx] -> a[i, idx]` is the other way). Only inside the axis: a
+    # view past it has no elements, where a load outside its tensor (under a guard) is total
+    yield rule(eq(s).to(Sc.load(a, Ixs.cons(Ix.lit(n0), Ixs.cons(p0, rest)))), closed(a),
+               eq(shape_of(a)).to(Shp.cons(K, sh)), n0 >= i64(0), n0 < K).then(
+        union(s).with_(Sc.load(Ten.slice(a, Ix.lit(n0)), Ixs.cons(p0, rest))))
+
     # a candidate found by its structure (see `analysis`) is a matmul once the operands'
     # shapes are the extents the loops run over (full ranges) and both are closed
     yield rule(mm_candidate(t, a, b, sa, sb), eq(shape_of(a)).to(sa), eq(shape_of(b)).to(sb),

@@ -462,3 +462,31 @@ def test_prologue_is_fused_on_a_gpu_and_shared_on_the_cpu():
     args = random_args(prog, mod.MEDIUM, 1)
     for plan in (gpu, cpu):
         assert rel_err(plan.run(*args), mod.truth(*args)) < 1e-4
+
+
+@pytest.mark.parametrize("operand", ["W[1, k, j]", "w[k, j]", "V[k, 1, j]"])
+def test_one_layer_of_stacked_weights_is_a_matmul_operand(tmp_program, operand):
+    """A loop matmul reading one layer of a 3-D tensor (`W[1, k, j]`, or `w = W[1]`) was a
+    reduction kernel (a probe's, session 27: 100-400 layer loop chains over `W[l]` never
+    became matmuls): a constant leading index of a closed tensor is a view of it
+    (`rules/matmul.py`), whose layer the matmul pattern names."""
+    prog = tmp_program(f'''
+@program
+def p(x: f32["M", "N"], W: f32["L", "N", "N"], V: f32["N", "L", "N"]) -> f32["M", "N"]:
+    w = W[1]
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(N):
+                acc += x[i, k] * {operand}
+            y[i, j] = relu(acc)
+    return y
+''')
+    rng = np.random.default_rng(0)
+    x, W, V = (rng.standard_normal(s).astype(np.float32) for s in ((16, 24), (3, 24, 24), (24, 3, 24)))
+    plan = eqsat.optimize(prog, {"M": 16, "N": 24, "L": 3})
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
+    want = eqsat.reference(prog, x, W, V)
+    for backend in ("numpy", "triton"):
+        np.testing.assert_allclose(plan.run(x, W, V, backend=backend), want, rtol=1e-5, atol=1e-5)
