@@ -206,7 +206,9 @@ def test_a_loop_assigning_a_name_is_never_parallel(tmp_program, monkeypatch):
     assert rel_err(plan.run(*_copies(args)), eqsat.reference(prog, *_copies(args))) < 1e-6
 
 
-CAMPAIGN = int(os.environ.get("EQSAT_PARALLEL_CAMPAIGN", "24"))
+# (32: since a store at a fixed index made total is one instance for the dataflow, more of
+# the generator's nests are lifted, and 24 programs kept only 2 with a parallel loop)
+CAMPAIGN = int(os.environ.get("EQSAT_PARALLEL_CAMPAIGN", "32"))
 
 
 def test_generated_programs_agree_with_every_provable_loop_parallel(monkeypatch, tmp_path):
