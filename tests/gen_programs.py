@@ -845,6 +845,12 @@ def execute(path: str, name: str, shapes: dict, seed: int, backends: tuple = ("n
                 out["got"][backend] = got if isinstance(got, tuple) else (got,)
         out["want"] = want if isinstance(want, tuple) else (want,)
         out["kinds"] = [k.kind for k in plan.kernels]
+        # (a matmul of one row or layer of an operand, `A[c]`: an iteration of an unrolled
+        # loop read at a constant index, a view the matmul family takes)
+        from eqsat.terms import walk
+
+        out["whole_matmuls"] = sum(1 for k in plan.kernels if k.kind == "matmul" and
+                                   not any(x.op == "Ten.slice" for x in walk(k.term)))
         return out
     except BaseException:  # noqa: BLE001 - everything is reported to the test
         out.update(error=stage, traceback=traceback.format_exc())

@@ -117,15 +117,14 @@ def check(gp: GenProgram, directory: str, worker: Worker, seed: int, drawn: bool
             assert ok, f"output {n} differs from the reference on {backend}: {why}{where}"
     near = next((t[len("near_"):] for t in gp.tags if t.startswith("near_")), None)
     # (recur_init runs i from 1: with M = 2 one iteration, no recurrence, and the exact
-    # dataflow may rightly split it into a copy and a matmul; and where its i loop is
-    # unrolled, each row's sum reads a constant row of a, `a[1, k]`, a view the matmul
-    # family takes as a GEMV operand: one GEMV per row, rightly, not one matmul of all)
-    from eqsat.unroll import MAX_TRIPS
-
-    unrolled = near == "recur_init" and gp.shapes["M"] - 1 <= MAX_TRIPS
+    # dataflow may rightly split it into a copy and a matmul. A matmul of one row or column
+    # of an operand is a right form where a loop around the sum is unrolled: each
+    # iteration's sum reads the operand at a constant index, `a[1, k]`, a view the matmul
+    # family takes, one GEMV per iteration; a near-miss must not become a matmul of whole
+    # operands)
     smallest = 3 if near == "recur_init" else 2
-    if gp.family == "loop_matmul" and near in NOT_A_MATMUL and min(gp.shapes.values()) >= smallest and not unrolled:
-        assert "matmul" not in res["kinds"], f"near-miss {near!r} became a matmul{where}"
+    if gp.family == "loop_matmul" and near in NOT_A_MATMUL and min(gp.shapes.values()) >= smallest:
+        assert res["whole_matmuls"] == 0, f"near-miss {near!r} became a matmul{where}"
     return res
 
 
