@@ -171,9 +171,7 @@ def check_dims(prog, dims: dict) -> None:
             raise ArgumentError(f"dimension {d!r} is {v}: too large (sizes stop at 2**62, egglog's integers)")
     for loc, cond, src, msg in prog.assertions:
         if not _holds(cond, dims):
-            at = ", ".join(f"{d}={dims[d]}" for d in sorted(_names(cond)) if d in dims)
-            raise ArgumentError(f"{loc}: the program asserts `{src}`, false at {at or 'these sizes'}"
-                                + (f" ({msg})" if msg else ""))
+            raise assertion_failed(loc, src, assertion_sizes(cond, dims) or "these sizes", msg)
     for loc, k, axis, got, declared in prog.return_checks:
         try:
             a, b = ie_eval(got, dims), ie_eval(declared, dims)
@@ -183,6 +181,17 @@ def check_dims(prog, dims: dict) -> None:
             which = f"output {k} " if len(prog.returns) > 1 else ""
             raise ProgramError(f"at these sizes the returned {which}axis {axis} has {a} elements but the "
                                f"annotation declares {b}", loc)
+
+
+def assertion_failed(loc, src: str, at: str, msg) -> ArgumentError:
+    """The error of a program's `assert` (`Program.assertions`, `Program.loop_assertions`)
+    false `at` (the sizes, or the iteration and the sizes)."""
+    return ArgumentError(f"{loc}: the program asserts `{src}`, false at {at}" + (f" ({msg})" if msg else ""))
+
+
+def assertion_sizes(cond, dims: dict) -> str:
+    """`N=4, M=0`: the sizes an assertion's condition names, at `dims`."""
+    return ", ".join(f"{d}={dims[d]}" for d in sorted(_names(cond)) if d in dims)
 
 
 def _names(cond) -> set:

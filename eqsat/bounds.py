@@ -8,13 +8,14 @@ variables (`dataflow.index_can_leave`). A condition on data values restricts not
 """
 from __future__ import annotations
 
-from .dataflow import index_can_leave
 import ast
 
 import islpy as isl
 
-from .errors import ArgumentError, ProgramError
-from .ir import Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Select, Store, ie_eval, ie_names
+from .args import assertion_failed, assertion_sizes
+from .dataflow import condition_fails_at, index_can_leave
+from .errors import ProgramError
+from .ir import Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Select, Store, ie_eval
 
 
 def check_bounds(prog, dims: dict) -> None:
@@ -87,8 +88,6 @@ def check_loop_assertions(prog, dims: dict) -> None:
     iteration where its enclosing conditions hold (those on data values are taken to hold:
     where the condition can fail, the program is refused), or an ArgumentError names one
     where it fails, as Python would raise there."""
-    from .dataflow import condition_fails_at
-
     for loc, cond, src, msg, scopes in prog.loop_assertions:
         loops = tuple(s for s in scopes if isinstance(s, For))
         guards = tuple(s for s in scopes if not isinstance(s, For))
@@ -98,11 +97,10 @@ def check_loop_assertions(prog, dims: dict) -> None:
             raise ProgramError(f"`assert {src}` inside a loop must be affine in the loop variables (a product "
                                f"of two of them is not) to be checked at every iteration", loc) from None
         if at is not None:
-            sizes = ", ".join(f"{d}={dims[d]}" for d in sorted(_cond_names(cond)) if d in dims)
+            sizes = assertion_sizes(cond, dims)
             where = ", ".join(f"{v}={x}" for v, x in at.items())
             data = " (taking every condition on data values around it to hold)" if _reads_data(guards) else ""
-            raise ArgumentError(f"{loc}: the program asserts `{src}`, false at {where or 'its place'}"
-                                f"{' with ' + sizes if sizes else ''}{data}" + (f" ({msg})" if msg else ""))
+            raise assertion_failed(loc, src, f"{where or 'its place'}{' with ' + sizes if sizes else ''}{data}", msg)
 
 
 _ASSERT_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "="}
@@ -126,14 +124,6 @@ def assertion_text(cond, holds: bool, aff) -> str:
         parts.append(f"({a} < {b} or {a} > {b})" if op is ast.NotEq else f"({a} {_ASSERT_OPS[op]} {b})")
     # a chain holds where every link does; it fails where one does
     return "(" + (" and " if holds else " or ").join(parts) + ")"
-
-
-def _cond_names(cond) -> set:
-    if cond[0] in ("and", "or"):
-        return set().union(*(_cond_names(c) for c in cond[1]))
-    if cond[0] == "not":
-        return _cond_names(cond[1])
-    return set().union(*(ie_names(e) for e in cond[2]))
 
 
 def _reads_data(guards) -> bool:

@@ -1563,8 +1563,7 @@ class _Env(ast.NodeTransformer):
                     # math's functions compute in float64 and return a Python float: of an
                     # element, `math.exp(x[i])` is exp(float(x[i])) (a float32 exp overflows
                     # past 88.7, where Python's does not)
-                    out.args = [ast.copy_location(ast.Call(func=ast.Name(id=LIB + "float", ctx=ast.Load()),
-                                                           args=n.args, keywords=[]), n.args[0])]
+                    out.args = [_python_float(n.args[0])]
             return out
         if obj is None and isinstance(n.func, ast.Attribute) and n.func.attr == "dot" and len(n.args) == 1:
             got = self.value_shape(n.func.value)  # (`a.dot(b)` of a tensor a: np.dot(a, b))
@@ -1584,9 +1583,13 @@ class _Env(ast.NodeTransformer):
         if obj is builtins.float and len(n.args) == 1 and not n.keywords and self.value_shape(n.args[0]) is SCALAR:
             # (`float(x[i])`, `float(s)`: a Python float from here on, float64 and weak, as in
             # Python; the front end reads builtins.float as the language's `float`)
-            return ast.copy_location(ast.Call(func=ast.Name(id=LIB + "float", ctx=ast.Load()), args=n.args,
-                                              keywords=[]), n)
+            return ast.copy_location(_python_float(n.args[0]), n)
         return n
+
+
+def _python_float(e):
+    """`float(e)` as the language's function (a Python float, `lang.pyfloat`), at e's place."""
+    return ast.copy_location(ast.Call(func=ast.Name(id=LIB + "float", ctx=ast.Load()), args=[e], keywords=[]), e)
 
 
 def _float32_number(e):

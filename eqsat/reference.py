@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import types
 
-from .args import bind_args, check_program
+from .args import bind_args, by_position, check_dims, check_program
 
 
 def reference(prog, /, *args, shapes=None, **kwargs):
@@ -15,12 +15,8 @@ def reference(prog, /, *args, shapes=None, **kwargs):
     """
     check_program(prog, "reference()")
     if kwargs:
-        from .args import by_position
-
         args = by_position(prog, args, kwargs, own=("shapes",))
     if shapes is not None:
-        from .args import check_dims
-
         if not isinstance(shapes, dict):
             check_dims(prog, shapes)
     vals, dims = bind_args(prog, args, shapes)

@@ -165,8 +165,7 @@ def check(user_sources: list, builtin: list, seconds: float = math.inf) -> None:
                 break
             except Exception as e:  # noqa: BLE001 - egglog refusing the rules (an ungrounded variable, say)
                 # (bad input, not an unsound rule: the file is not a rule set egglog can run)
-                err = ArgumentError(f"rule source {label}: egglog cannot use its rules: {type(e).__name__}: "
-                                    f"{one_line(e)}")
+                err = _unusable(f"rule source {label}", e)
                 break
             for name, n in plan.report.rule_matches.items():
                 matched[name] = matched.get(name, 0) + n
@@ -297,6 +296,13 @@ def _program_args(prog, dims, rng):
     return out
 
 
+def _unusable(label: str | None, e: Exception) -> ArgumentError:
+    """Bad input, not an unsound rule: egglog refused to build the rules (an ungrounded
+    variable, a sort mismatch); `label` names their source where the caller knows it."""
+    return ArgumentError(f"{label + ': ' if label else ''}egglog cannot use its rules: {type(e).__name__}: "
+                         f"{one_line(e)}")
+
+
 def _run(prog, dims, rules: list, limits, cache: dict | None) -> Run:
     """Optimize `prog` with `rules` (the check itself off), run it, compare with reference."""
     from .api import optimize
@@ -317,7 +323,7 @@ def _run(prog, dims, rules: list, limits, cache: dict | None) -> Run:
             plan = optimize(prog, dims, rules=list(rules), _checked=True, limits=limits)
         except Exception as e:  # noqa: BLE001 - egglog refusing to build the rules is bad input, not unsoundness
             if type(e).__name__ == "EggSmolError" and "panic" not in str(e).lower():
-                raise ArgumentError(f"egglog cannot use its rules: {type(e).__name__}: {one_line(e)}") from None
+                raise _unusable(None, e) from None
             raise
         rep = plan.report
         out.nodes = getattr(plan, "egraph_nodes", None) or rep.nodes

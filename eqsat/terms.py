@@ -438,34 +438,28 @@ def python_number(n: Node) -> bool:
 # accumulator is one, which no reduction term is: its nest runs as written (the compiled
 # form types those as Python floats: `backends/scalar_types`), and a scalar holding one is
 # never carried through a float32 buffer (`expand`).
-_WIDE_DATA: dict = {}  # Node -> bool: a Python number holding float(e) of an element
+_WIDE_READS: dict = {}  # Node -> bool (`wide_reads` of each node: terms are hash-consed, never freed)
+_WIDE_SUMS: dict = {}  # Node -> bool (`wide_sums`)
+_CASTS: dict = {}  # Node -> bool: it holds a `float(e)` of an element (`narrow_floats`)
+_SCALAR_CASTS: dict = {}  # Node -> bool: the same, not entering the tensors it loads (`_wide_data`)
+
+
+def _anywhere(term: Node, memo: dict, here, kids=None) -> bool:
+    """Whether `here(node)` holds for a node of `term` (of the nodes `kids(node)` reaches,
+    every argument by default), memoized per node (a nest's term holds the tensors of the
+    nests before it: a chain is walked once, not once a nest)."""
+    for x in postorder(term, memo, kids):
+        memo[x] = here(x) or any(memo[a] for a in (x.args if kids is None else kids(x)) if isinstance(a, Node))
+    return memo[term]
+
+
+def _scalar_kids(x: Node) -> list:
+    return [a for a in x.args if isinstance(a, Node) and a.sort == "Sc"]
 
 
 def _wide_data(n: Node) -> bool:
     """Whether `n` is a Python number computed from an element (through `float(e)`)."""
-    got = _WIDE_DATA.get(n)
-    if got is None:
-        got = False
-        if python_number(n):
-            for x in postorder(n, kids=lambda x: [a for a in x.args if isinstance(a, Node) and a.sort == "Sc"]):
-                if _element_cast(x):
-                    got = True
-                    break
-        _WIDE_DATA[n] = got
-    return got
-
-
-_WIDE_READS: dict = {}  # Node -> bool (`wide_reads` of each node: terms are hash-consed, never freed)
-_WIDE_SUMS: dict = {}  # Node -> bool (`wide_sums`)
-_CASTS: dict = {}  # Node -> bool: it holds a `float(e)` of an element (`narrow_floats`)
-
-
-def _anywhere(term: Node, memo: dict, here) -> bool:
-    """Whether `here(node)` holds for a node of `term`, memoized per node (a nest's term
-    holds the tensors of the nests before it: a chain is walked once, not once a nest)."""
-    for x in postorder(term, memo):
-        memo[x] = here(x) or any(memo[a] for a in x.args if isinstance(a, Node))
-    return memo[term]
+    return python_number(n) and _anywhere(n, _SCALAR_CASTS, _element_cast, _scalar_kids)
 
 
 def _reads_wide(x: Node) -> bool:
@@ -475,7 +469,7 @@ def _reads_wide(x: Node) -> bool:
         kids = list(x.args[3:]) + (list(x.args[1:3]) if python_number(x.args[1]) and python_number(x.args[2])
                                    else [])
     else:
-        kids = [a for a in x.args if isinstance(a, Node) and a.sort == "Sc"]
+        kids = _scalar_kids(x)
     # (a function of `float(e)` is float32's function of e but for its last bit; arithmetic
     # with a Python number is not: `float(x[i]) / 1e39` is not x[i] / float32(1e39) = x[i] / inf)
     fn = x.op == "Sc.fn"
