@@ -340,10 +340,7 @@ def _types(tree, plan, nest, consts: dict, lib_names: dict, weak: set):
     """`scalar_types.Types` of a kept nest's tree: its tensors' ranks (views' too), its
     scalar inputs (float32, but those in `weak`: Python floats; the plan passes them so),
     sizes and module constants."""
-    shapes = plan.lowered.tensor_shapes
-    ranks = {n: len(sh) for n, sh in shapes.items()}
-    for v, e in nest.views.items():
-        ranks[v] = _view_rank(e, ranks)
+    ranks = scalar_types.tensor_ranks(plan.lowered.tensor_shapes, nest.views)
     floats = {n: 0.0 for n in weak}  # (typed as module float constants are: Python floats)
     return scalar_types.Types(tree, ranks, [n for n in nest.scalar_inputs if n not in weak], plan.dims,
                               {**consts, **floats}, {user: canon for canon, user in lib_names.items()})
@@ -358,20 +355,6 @@ def _python_numbers(plan, nest) -> set:
     if term is None:
         return set()
     return {n for n, s in zip(nest.scalar_inputs, unlist(term.args[3])) if python_number(s)}
-
-
-def _view_rank(e, ranks: dict):
-    """The rank of an ir view expression (None where it cannot be read)."""
-    from eqsat.ir import Index, Ref, Transpose
-
-    if isinstance(e, Transpose):
-        return _view_rank(e.x, ranks)
-    if isinstance(e, Index):
-        base = ranks.get(e.base)
-        return None if base is None else base - len(e.idx)
-    if isinstance(e, Ref):
-        return ranks.get(e.name)
-    return None
 
 
 def _overlap_safe(tree, shapes: dict, views) -> None:
@@ -441,19 +424,19 @@ def _source(plan, nest):
     consts = {}  # module constants the nest reads
     g = {**prog.fn.__globals__, **prog.constants}  # (the constants as optimize() read them)
     for name in sorted(used - set(params) - set(plan.dims)):
-        obj = g.get(name)
-        canon = desugar.library_name(name) or next((k for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS,
-                                                                    **lang.SHAPERS}.items() if f is obj), None)
-        if canon is not None:
-            lib_names[canon] = name
-            lines.append(f"{name} = None  # bound to the compiled {canon} on load")
-        elif isinstance(obj, (np.float32, np.float64)):  # (a numpy scalar keeps its type, as numpy's)
-            lines.append(f"{name} = np.{type(obj).__name__}({float(obj)!r})")
-            consts[name] = obj
-        elif isinstance(obj, (int, float, np.floating)) and not isinstance(obj, bool):
-            obj = float(obj) if isinstance(obj, np.floating) else obj
-            lines.append(f"{name} = {obj!r}")
-            consts[name] = obj
+        got = scalar_types.resolve(name, g.get(name))
+        if got is None:
+            continue
+        kind, value = got
+        if kind == "lib":
+            lib_names[value] = name
+            lines.append(f"{name} = None  # bound to the compiled {value} on load")
+        elif isinstance(value, (np.float32, np.float64)):  # (a numpy scalar keeps its type, as numpy's)
+            lines.append(f"{name} = np.{type(value).__name__}({float(value)!r})")
+            consts[name] = value
+        else:
+            lines.append(f"{name} = {value!r}")
+            consts[name] = value
     live = live_outputs(plan, nest)
     weak = _python_numbers(plan, nest)
     par = parallel_loops(nest.stmt, plan.dims, plan.lowered.tensor_shapes, nest.views, live)

@@ -63,6 +63,16 @@ def _scalar_out(v):
     return np.float32(v.reshape(()))
 
 
+def _number_out(v):
+    return float(v.reshape(()))
+
+
+def number_root(plan, root) -> bool:
+    """Whether a scalar result is the Python number a kept nest leaves (`lower.Nest.numbers`:
+    returned as the Python float it is, as `reference` returns it, not a float32)."""
+    return root.op == "Ten.opaque" and root.args[1] in plan.lowered.nests[root.args[0]].numbers
+
+
 class Runner:
     def __init__(self, plan, args: list, scalars: dict, xp=DIRECT):
         self.np = xp
@@ -203,7 +213,7 @@ def call_direct(xp, nest, direct, tensors: list, scalars: list, mine: list | Non
     got = xp.call(fn, *args)
     out = {}
     for name, i in zip(nest.outputs, where):
-        out[name] = args[i] if i >= 0 else xp.call(_as_f32, xp.call(operator.getitem, got, -1 - i))
+        out[name] = args[i] if i >= 0 else xp.call(_stored(nest, name), xp.call(operator.getitem, got, -1 - i))
     return out
 
 
@@ -266,6 +276,16 @@ def _py_select(cmp, l, r, a, b):
 
 def _as_f32(v):
     return np.asarray(v, dtype=np.float32)
+
+
+def _as_f64(v):
+    return np.asarray(v, dtype=np.float64)
+
+
+def _stored(nest, name: str):
+    """How a kept nest's output is kept: float32, but a scalar holding a Python number in
+    float64 (`Nest.numbers`: the plan reads it as the Python number, `float(s)`)."""
+    return _as_f64 if name in nest.numbers else _as_f32
 
 
 def _direct_nest(plan, nid: int, scalar_names: tuple):
@@ -382,7 +402,7 @@ def _nest_call(plan, nid: int, scalar_names: tuple):
             if v is None and name in unread:
                 raise UnboundLocalError(f"{name!r} is read after the statement at line {nest.stmt.loc.line}, which "
                                         f"left it unassigned in this run (Python raises UnboundLocalError there)")
-            out.append(np.asarray(v, dtype=np.float32) if v is not None else None)
+            out.append(_stored(nest, name)(v) if v is not None else None)
         return _distinct(tuple(out))
 
     fns[key] = run
@@ -648,7 +668,7 @@ def run(plan, args: list, scalars: dict, xp=DIRECT):
             # a view (of an input, say): the caller gets its own copy (a loop nest's output
             # is already its own: the nest wrote a copy or a fresh buffer)
             v = xp.array(v, dtype=np.float32, copy=True)
-        outs.append(xp.call(_scalar_out, v) if is_scalar else v)
+        outs.append(xp.call(_number_out if number_root(plan, root) else _scalar_out, v) if is_scalar else v)
     for i, dtype in enumerate(plan.program.out_dtypes):
         if dtype is not lang.f32:  # a narrower declared dtype (computed in f32)
             outs[i] = xp.call(lang.as_dtype, outs[i], dtype)

@@ -26,7 +26,7 @@ from eqsat.args import bind_args
 from . import numpy_backend
 
 _ATOMS = (int, float, bool, str, type(None), slice, type(Ellipsis))
-_PURE = {operator.getitem, numpy_backend._as_f32}  # calls with no effect but their value
+_PURE = {operator.getitem, numpy_backend._as_f32, numpy_backend._as_f64}  # calls with no effect but their value
 _NAME = re.compile(r"\bt\d+\b")
 
 

@@ -38,6 +38,62 @@ _SAME = {"abs"}
 _JOINED = {"max", "min"}
 
 
+def resolve(name: str, obj):
+    """What a global name a nest reads is to the types: ("lib", the language function's
+    canonical name), ("const", a module constant's value: an int, a Python float, or a numpy
+    scalar that keeps its type), or None (anything else)."""
+    from eqsat import desugar
+
+    canon = desugar.library_name(name) or next((k for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS,
+                                                                **lang.SHAPERS}.items() if f is obj), None)
+    if canon is not None:
+        return "lib", canon
+    if isinstance(obj, (np.float32, np.float64)):
+        return "const", obj
+    if isinstance(obj, (int, float, np.floating)) and not isinstance(obj, bool):
+        return "const", float(obj) if isinstance(obj, np.floating) else obj
+    return None
+
+
+def tensor_ranks(shapes: dict, views: dict) -> dict:
+    """Tensor name -> rank, for tensors of `shapes` and a nest's views (ir expressions)."""
+    ranks = {n: len(sh) for n, sh in shapes.items()}
+    for v, e in views.items():
+        ranks[v] = _view_rank(e, ranks)
+    return ranks
+
+
+def _view_rank(e, ranks: dict):
+    """The rank of an ir view expression (None where it cannot be read)."""
+    from eqsat.ir import Index, Ref, Transpose
+
+    if isinstance(e, Transpose):
+        return _view_rank(e.x, ranks)
+    if isinstance(e, Index):
+        base = ranks.get(e.base)
+        return None if base is None else base - len(e.idx)
+    if isinstance(e, Ref):
+        return ranks.get(e.name)
+    return None
+
+
+def number_outputs(tree, ranks: dict, f32_inputs, number_inputs, ints, namespace: dict, names) -> frozenset:
+    """Which of `names`, scalars a kept nest assigns, hold Python numbers (ints, floats) when
+    it ends: the reference's value of such a one is exact in float64 (`s = 0.0; s +=
+    math.exp(x[i])` is a Python float; `s += x[i]` makes it a float32). `ranks`: tensor name
+    -> rank; `f32_inputs`, `number_inputs`: its scalar inputs that are float32, Python
+    numbers; `ints`: sizes; `namespace`: the module's globals and constants."""
+    lib, consts = {}, {}
+    bound = set(ranks) | set(f32_inputs) | set(number_inputs) | set(ints)  # (the nest's own, not the module's)
+    for name in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - bound:
+        got = resolve(name, namespace.get(name))
+        if got is not None:
+            (lib if got[0] == "lib" else consts)[name] = got[1]
+    consts.update({n: 0.0 for n in number_inputs})  # (typed as a module's float constants are)
+    types = Types(tree, ranks, f32_inputs, ints, consts, lib)
+    return frozenset(n for n in names if types.env.get(n) in WEAK)
+
+
 def join(a, b):
     """The type a name holding values of types `a` and `b` has (None: unknown)."""
     if a is None or b is None:

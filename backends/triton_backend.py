@@ -308,6 +308,7 @@ class Kernel:
         self.dot16 = dot16
         self.ranks = _Ranks(plan)  # tensor term -> shape (its length is the rank)
         self.narrow = _narrow_params(plan)
+        self.numbers = {nid: nest.numbers for nid, nest in plan.lowered.nests.items()}
         self.precision = precision
         term = k.term
         self.name = k.name
@@ -323,13 +324,16 @@ class Kernel:
         """Each input tensor -> (its pointer argument, its stride arguments, its shape, what
         widens a loaded value to f32: "" for an f32 tensor)."""
         return {t: (f"in{i}", [f"in{i}_s{d}" for d in range(len(self.ranks[t]))], self.ranks[t],
-                    ".to(tl.float32)" if self.stored(t) else "")
+                    ".to(tl.float32)" if self.stored(t) in ("f16", "bf16") else "")
                 for i, t in enumerate(self.inputs)}
 
     def stored(self, t: Node) -> str | None:
         """"f16" or "bf16" where tensor `t` is (a view of) a parameter the runner keeps that
-        narrow on the device (`TritonCompiled._input_to_device`); None for f32 (every kernel
-        output and loop result is f32)."""
+        narrow on the device (`TritonCompiled._input_to_device`); "f64" for a scalar a kept
+        nest leaves holding a Python number (`lower.Nest.numbers`: read only as that number,
+        `float(s)`, in float64); None for f32 (every other kernel output and loop result)."""
+        if t.op == "Ten.opaque" and t.args[1] in self.numbers.get(t.args[0], ()):
+            return "f64"
         return self.narrow.get(viewed_input(t))
 
     def _elementwise(self, term: Node):
@@ -601,7 +605,7 @@ def ptx(plan, kernel: int = 0, arch: int = 90, precision: str = "tf32") -> str:
             sig[n], consts[n] = "constexpr", 1
         elif n == "out" or (n.startswith("in") and "_s" not in n):
             stored = None if n == "out" else gk.stored(gk.inputs[int(n[2:])])
-            sig[n] = {"f16": "*fp16", "bf16": "*bf16"}.get(stored, "*fp32")
+            sig[n] = {"f16": "*fp16", "bf16": "*bf16", "f64": "*fp64"}.get(stored, "*fp32")
             attrs[(idx,)] = [["tt.divisibility", 16]]
         elif n.startswith("p_"):
             sig[n] = "fp32"

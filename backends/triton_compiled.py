@@ -127,7 +127,8 @@ class TritonCompiled:
                 v = v.reshape(())
             outs.append(v.to(out_device) if as_torch else self._to_host(v))
         if not as_torch:
-            outs = [np.float32(o) if o.ndim == 0 else o for o in outs]
+            outs = [(float(o) if numpy_backend.number_root(plan, root) else np.float32(o)) if o.ndim == 0 else o
+                    for o, root in zip(outs, plan.roots)]
         for i, dtype in enumerate(plan.program.out_dtypes):
             # computed in f32 (an input returned as it is: in its own dtype), returned in the
             # declared dtype
@@ -258,15 +259,20 @@ class TritonCompiled:
                 raise ArgumentError(f"parameter {p.name!r} of {self.plan.program.name} must be a real numeric "
                                     f"tensor, got dtype {a.dtype}")
 
-    def _to_device(self, v):
+    def _to_device(self, v, number: bool = False):
+        """`v` as a float32 device tensor; float64 for a `number`, a scalar a kept nest leaves
+        holding a Python number (`lower.Nest.numbers`)."""
         torch = self.torch
         if isinstance(v, torch.Tensor):
-            return v.to(device=self.device, dtype=torch.float32)
-        return torch.from_numpy(_writable(np.asarray(v, dtype=np.float32, order="C"))).to(self.device)  # keeps 0-d
+            return v.to(device=self.device, dtype=torch.float64 if number else torch.float32)
+        dtype = np.float64 if number else np.float32
+        return torch.from_numpy(_writable(np.asarray(v, dtype=dtype, order="C"))).to(self.device)  # keeps 0-d
 
     def _to_host(self, t):
-        """A float32 numpy array (the host computes in f32; an f16 input read there widens)."""
-        return t.detach().cpu().to(self.torch.float32).numpy()
+        """A float32 numpy array (the host computes in f32; an f16 input read there widens),
+        float64 for a float64 one (a Python number a kept nest left: `_to_device`)."""
+        torch = self.torch
+        return t.detach().cpu().to(torch.float64 if t.dtype == torch.float64 else torch.float32).numpy()
 
 
 class _TorchViews:
@@ -312,7 +318,8 @@ class _Env(numpy_backend.Runner):
                     host.values[x.args[0]] = c._to_host(self.tensor(x.args[0]))
         scalars = [numpy_backend.scalar_input(numpy_backend._Eval(host, {}, 0), s) for _, s in inputs]
         outs = numpy_backend._nest_call(plan, nid, tuple(n for n, _ in inputs))(*tensors, *scalars)
-        self.nest_out[nid] = {name: None if v is None else c._to_device(v) for name, v in zip(nest.outputs, outs)}
+        self.nest_out[nid] = {name: None if v is None else c._to_device(v, name in nest.numbers)
+                              for name, v in zip(nest.outputs, outs)}
 
 
 def _stand_in(t):

@@ -102,6 +102,9 @@ BINDINGS = {LIB + k: f for k, f in {**lang.UNARY, **lang.BINARY, **lang.BUILDERS
 # element before any read, so its contents need no fill)
 ALLOCATE = "eqsat_allocate"
 BINDINGS[ALLOCATE] = lambda shape: np.empty(shape, dtype=np.float32)
+# Python's float of an element in code run as written (a Python float, weak under numpy's
+# rules: `lang.pyfloat`'s float64 is not, and `float(x[i]) + y[i]` computed in float64)
+BINDINGS[LIB + "float"] = float
 # module attributes that are numbers
 _NUMBERS = {(np, "inf"), (np, "nan"), (np, "pi"), (np, "e"), (np, "NINF"), (np, "Inf"), (np, "NaN"), (math, "inf"),
             (math, "nan"), (math, "pi"), (math, "e"), (math, "tau")}
@@ -383,6 +386,21 @@ def _comparisons(e) -> bool:
     if isinstance(e, ast.BoolOp):
         return all(_comparisons(v) for v in e.values)
     return isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not) and _comparisons(e.operand)
+
+
+def python_results(tree) -> None:
+    """Each call of math's functions in `tree` (a copy of a nest run as written, in place)
+    made to return a Python float, as math's does (`float(...)` of the language function's
+    numpy float64: that one is not weak, and `x[i] - math.log(s)` computed in float64 where
+    Python rounds the log to float32 first, NEP 50)."""
+    class Wrap(ast.NodeTransformer):
+        def visit_Call(self, n):
+            self.generic_visit(n)
+            if not getattr(n, "eqsat_of_math", None):
+                return n
+            return ast.copy_location(ast.Call(func=ast.Name(id="float", ctx=ast.Load()), args=[n], keywords=[]), n)
+
+    Wrap().visit(tree)
 
 
 def clamped(tree, ints=frozenset()) -> None:

@@ -39,7 +39,7 @@ from . import expand, lang
 from . import terms as T
 from .bounds import _index_of, check_bounds
 from .dataflow import Conditional, Mismatch, NestFlow, Source, operation_quota, quota_spent, span, trip
-from .desugar import ALLOCATE, clamped
+from .desugar import ALLOCATE, clamped, python_results
 from .ifconvert import ifconvert
 from .limits import OutOfTime, analysis_deadline, check_deadline
 from .errors import ProgramError
@@ -56,6 +56,7 @@ from .normalize import normalize
 from .reroll import reroll
 from .unsplit import merge_split_reductions, unsplit
 from .work import nest_work
+from .backends.scalar_types import number_outputs, tensor_ranks
 from .parallel import parallel_work
 
 
@@ -153,6 +154,10 @@ class Nest:
     unbound_reads: frozenset = frozenset()
     unset_outputs: frozenset = frozenset()  # the outputs a run may leave unassigned
     unbound_outputs: frozenset = frozenset()  # of those, the ones surely read after it
+    # the scalar outputs that hold Python numbers when it ends (`s = 0.0; s += math.exp(x[i])`):
+    # the backends keep them in float64, and the plan reads each as the Python number it is
+    # (`float(s)`: `math.log(s)` after it is float64 arithmetic, as in the reference)
+    numbers: frozenset = frozenset()
     _code: object = field(default=None, repr=False)
 
     @property
@@ -305,7 +310,8 @@ class _Lowerer:
                     v = self.scalar_top(r)
                 except NotFunctional as why:  # (`return s // t`: a number with no term, run as written)
                     v = self.returned_as_written(k, r, str(why))
-                roots.append(T.compute([], v))
+                # (the Python number a kept nest leaves is its output itself: no kernel copies it)
+                roots.append(v.args[1].args[0] if T.nest_number(v) else T.compute([], v))
                 scal.append(True)
                 continue
             try:
@@ -758,12 +764,13 @@ class _Lowerer:
             private = self.part_private - self.part_kept
             self.part_private, self.part_kept = outer_private | self.part_private, outer_kept | self.part_kept
             functional = {n: self.env[n] for n in opaque if n in self.env and n not in dropped and n not in private}
-            functional = {n: (t.args[0] if n in swrites and self._scalar_output(t) else t)
-                          for n, t in functional.items()}
+            functional = {n: (self._scalar_output(t) or t) if n in swrites else t for n, t in functional.items()}
         for n, o in opaque.items():
             got = functional.get(n) if functional is not None else None
             if n in swrites:
                 self.env[n] = T.load(o, [])
+                if n in self.nests[o.args[0]].numbers:
+                    self.env[n] = Node("Sc.fn", "float", self.env[n])
                 if got is not None:
                     self.unions.append((o, got if got.op == "Ten.opaque" else T.compute([], got)))
             else:
@@ -772,13 +779,17 @@ class _Lowerer:
                     self.unions.append((o, got))
                     self.functional[o] = got
 
-    def _scalar_output(self, t: Node) -> bool:
-        """Whether scalar term `t` reads a scalar a kept nest writes (`Sc.load` of its output
-        at no index), not an element of a tensor it writes (`a8 = a[0]` after a nest)."""
+    def _scalar_output(self, t: Node) -> Node | None:
+        """The kept nest's output (`Ten.opaque`) scalar term `t` reads, where it reads a
+        scalar one writes (`Sc.load` of its output at no index; the Python number of one,
+        `float(...)` of that), not an element of a tensor it writes (`a8 = a[0]` after a
+        nest); else None."""
+        if t.op == "Sc.fn" and t.args[0] == "float":
+            t = t.args[1]
         if t.op != "Sc.load" or t.args[0].op != "Ten.opaque" or t.args[1].op != "Ixs.nil":
-            return False
+            return None
         o = t.args[0]
-        return o.args[1] in self.nests[o.args[0]].scalar_outputs
+        return o if o.args[1] in self.nests[o.args[0]].scalar_outputs else None
 
     def normalized(self, t: Node) -> Node:
         """A nest's functional term with split reductions merged and loop-invariant
@@ -841,6 +852,7 @@ class _Lowerer:
         def make_code(node=s.node, ints=frozenset(self.dims), file=self.prog.file, made=dict(allocates)):
             source = copy.deepcopy(node)
             clamped(source, set(ints))  # (bounds desugar widened to a guard, clamped again)
+            python_results(source)  # (math's functions return Python floats, as math's)
             allocs = [ast.parse(f"{n} = {ALLOCATE}({tuple(shape)!r})").body[0] for n, shape in made.items()]
             return compile(ast.fix_missing_locations(ast.Module(body=allocs + [source], type_ignores=[])), file, "exec")
 
@@ -862,6 +874,11 @@ class _Lowerer:
                     unbound_outputs=unbound(((writes | swrites) - assigned) & self.surely_read_after
                                             if s is self.current_top else ()),
                     out_shapes={n: self.shapes.get(n, ()) if n not in swrites else () for n in outputs})
+        if swrites:
+            nest.numbers = number_outputs(s.node, tensor_ranks(self.shapes, views),
+                                          [n for n in scalar_in if not T.python_number(self.env[n])],
+                                          [n for n in scalar_in if T.python_number(self.env[n])], self.dims,
+                                          {**self.prog.fn.__globals__, **self.prog.constants}, swrites)
         self.nests[nid] = nest
         tin = T.tens([self.env[n] for n in tensor_in])
         sin = T.scs([self.env[n] for n in scalar_in])

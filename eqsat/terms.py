@@ -484,8 +484,18 @@ def wide_reads(term: Node) -> bool:
 
 
 def _element_cast(n: Node) -> bool:
-    """`n` is `float(e)` of a float32 value (an element, arithmetic of elements)."""
-    return n.op == "Sc.fn" and n.args[0] == "float" and not python_number(n.args[1])
+    """`n` is `float(e)` of a float32 value (an element, arithmetic of elements); not the
+    Python number a kept nest leaves in a scalar (`float` of its output: the backends keep
+    that one in float64, `lower.Nest.numbers`, and it is never narrowed)."""
+    return n.op == "Sc.fn" and n.args[0] == "float" and not python_number(n.args[1]) and not nest_number(n)
+
+
+def nest_number(n: Node) -> bool:
+    """`n` is `float(s)` of a scalar a kept nest writes (a load of its output at no index)."""
+    if n.op != "Sc.fn" or n.args[0] != "float":
+        return False
+    x = n.args[1]
+    return x.op == "Sc.load" and x.args[0].op == "Ten.opaque" and x.args[1].op == "Ixs.nil"
 
 
 def wide_sums(term: Node) -> bool:

@@ -299,6 +299,31 @@ def p(x: f32["N"]) -> f32:
     assert isinstance(got, np.float32) and got == want
 
 
+@pytest.mark.parametrize("target", ["cpu", "h100"])
+def test_a_returned_python_float_is_one(tmp_program, target):
+    """A Python float a loop kept as written computes (`s += math.exp(x[i])`, past
+    float32's range; `q *= 0.5`, below it) is returned as the Python float `reference`
+    returns: it came back as float32 inf and 0.0 (`lower.Nest.numbers`)."""
+    prog = tmp_program('''import math
+
+@program
+def p(x: f32["N"]) -> tuple[f32, f32]:
+    s = 0.0
+    q = 1.0
+    for i in range(N):
+        s += math.exp(x[i])
+        q *= 1e-30 * math.exp(x[i] - 100.0)
+    return s, q
+''')
+    x = np.full(9, 100.0, np.float32)
+    want = eqsat.reference(prog, x)
+    assert all(0 < abs(w) < np.inf and not (1e-38 < abs(w) < 3e38) for w in want)  # (not a float32's)
+    plan = eqsat.optimize(prog, {"N": 9}, target=target)
+    for backend in ("numpy", "triton"):
+        got = plan.run(x, backend=backend)
+        assert all(type(g) is float for g in got) and got == want, (backend, got, want)
+
+
 def test_casts_that_compute_nothing_leave_the_forms_rules_match(tmp_program):
     """`acc = np.float32(0.0)`, a factor `np.float32(0.5)` and `np.maximum(acc,
     np.float32(0.0))` are the sum, the literal and the relu the rules know (`weak_casts`):
@@ -437,6 +462,29 @@ def p(x: f32["N"]) -> f32["N"]:
         out[i] = -(float(x[i]) * 1e30) * 1e-30 - math.fabs(np.float32(2.0))
     return out
 ''', [[1e30, 3.0, -2e30, 0.5]]),
+    # a Python float a top-level loop kept as written leaves, read after it: it reached the
+    # later statements through a float32 scalar (inf; `lower.Nest.numbers`)
+    "sum read after its loop": ('''
+import math
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    s = 0.0
+    for i in range(N):
+        s += math.exp(x[i])
+    y = empty((N,))
+    for i in range(N):
+        y[i] = x[i] - math.log(s)
+    return y
+''', [[100.0, 99.0, 1.0, -3.0]]),
+    "sum read by numpy": ('''
+import math
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    s = 0.0
+    for i in range(N):
+        s = s + float(x[i]) * 1e30
+    return x * (s / 1e30) - math.log(s)
+''', [[3e9, 2.0, 1.0, 4.0]]),
     "top level": ('''
 import math
 @program
@@ -453,10 +501,12 @@ def test_python_floats_made_from_elements_compute_in_float64(tmp_program, name):
     args = [np.asarray(a, dtype=np.float32) for a in args]
     want = np.asarray(eqsat.reference(prog, *args), dtype=np.float32)
     assert np.all(np.isfinite(want)), want  # (the point: float32 would overflow here)
-    plan = eqsat.optimize(prog, {d: n for p, a in zip(prog.params, args) for d, n in zip(p.shape, a.shape)})
-    for backend in ("numpy", "triton"):
-        got = np.asarray(plan.run(*args, backend=backend), dtype=np.float32)
-        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{name} on {backend}")
+    sizes = {d: n for p, a in zip(prog.params, args) for d, n in zip(p.shape, a.shape)}
+    for target in ("h100", "cpu"):  # (the plans differ: kept loops on one, kernels on the other)
+        plan = eqsat.optimize(prog, sizes, target=target)
+        for backend in ("numpy", "triton"):
+            got = np.asarray(plan.run(*args, backend=backend), dtype=np.float32)
+            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{name} for {target} on {backend}")
 
 
 def test_a_python_float_that_meets_a_float32_at_once_is_still_lifted(tmp_program):
