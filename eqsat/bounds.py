@@ -13,8 +13,8 @@ import ast
 import islpy as isl
 
 from .args import assertion_failed, assertion_sizes
-from .dataflow import condition_fails_at, index_can_leave
-from .errors import ProgramError
+from .dataflow import condition_fails_at, first_iteration, index_can_leave
+from .errors import ArgumentError, ProgramError
 from .ir import Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Select, Store, ie_eval
 
 
@@ -29,6 +29,8 @@ def check_bounds(prog, dims: dict) -> None:
         if p.shape is not None:
             shapes[p.name] = tuple(dims[d] if isinstance(d, str) else d for d in p.shape)
 
+    numbers: dict = {}  # (`_python_value`'s memo)
+
     def check(base, idx, ranges, loc, path):
         shape = shapes.get(base)
         if shape is None:
@@ -41,6 +43,8 @@ def check_bounds(prog, dims: dict) -> None:
     def expr(e, ranges, path=()):
         if isinstance(e, Index):
             check(e.base, e.idx, ranges, e.loc, path)
+        elif isinstance(e, Bin) and e.op in ("/", "//", "%") and not isinstance(e.b, Const):
+            check_divisor(e, path, dims, numbers)
         if isinstance(e, Select):  # each branch is read only where its condition says
             expr(e.cond, ranges, path)
             expr(e.a, ranges, path + ((e.cond, True),))
@@ -101,6 +105,139 @@ def check_loop_assertions(prog, dims: dict) -> None:
             where = ", ".join(f"{v}={x}" for v, x in at.items())
             data = " (taking every condition on data values around it to hold)" if _reads_data(guards) else ""
             raise assertion_failed(loc, src, f"{where or 'its place'}{' with ' + sizes if sizes else ''}{data}", msg)
+
+
+# ------------------------------------------------------------------ divisions by zero
+# a divisor checked by evaluating it at every iteration (`check_divisor`) when isl cannot
+# read it, up to this many iterations (beyond: not checked)
+ENUMERATED = 100_000
+
+
+def check_divisor(e: Bin, path: tuple, dims: dict, memo: dict) -> None:
+    """A division of Python numbers (`1.0 / (i - 2)`, `i // (N - M)`, `N % (j - i)`) whose
+    divisor is zero at an iteration that runs it (where the enclosing loops and affine
+    conditions allow, `path`): Python raises ZeroDivisionError there, where a plan would
+    compute numpy's inf or 0, so an ArgumentError names the iteration. The divisor is read
+    exactly by isl where it is affine in loop variables and sizes (abs, max, min too),
+    else evaluated at each iteration (up to ENUMERATED). Not checked: a divisor that reads
+    data (known only when it runs), and a float32 numerator (numpy divides: inf, no error)."""
+    if not (_sizes_only(e.b) and _python_value(e.a, memo)):
+        return
+    loops = tuple(f for f in path if isinstance(f, For))
+    guards = tuple(g for g in path if not isinstance(g, For))
+
+    def text(aff, holds):
+        side = _guard_side(e.b, aff)
+        if side is None:
+            raise isl.Error("not affine")
+        return f"({side} < 0 or {side} > 0)" if holds else f"({side} = 0)"
+
+    try:
+        at = condition_fails_at(loops, text, dims, guards)
+    except (isl.Error, KeyError, TypeError, ValueError):
+        at = _zero_by_evaluation(e.b, loops, guards, dims)
+    if at is None:
+        return
+    # (the desugaring's own loops, over a slice's elements, are no names the user wrote)
+    where = ", ".join(f"{v}={x}" for v, x in at.items() if not v.startswith("eqsat_"))
+    names = sorted({n for n in _dim_names(e.b) if n in dims and n not in at})
+    sizes = ", ".join(f"{n}={dims[n]}" for n in names)
+    data = " (taking every condition on data values around it to hold)" if _reads_data(guards) else ""
+    place = f"at {where}" + (f" with {sizes}" if sizes else "") if where else f"with {sizes}" if sizes else "here"
+    raise ArgumentError(f"{e.loc}: a division by `{_text(e.b)}`, which is zero {place}{data}: Python raises "
+                        f"ZeroDivisionError there")
+
+
+def _zero_by_evaluation(divisor, loops: tuple, guards: tuple, dims: dict) -> dict | None:
+    """An iteration of `loops` (where affine `guards` hold) at which `divisor` is zero, by
+    evaluating it at each (None past ENUMERATED iterations, or where none is zero)."""
+    def zero(at: dict) -> bool:
+        try:
+            return _number(divisor, {**dims, **at}) == 0
+        except (ZeroDivisionError, KeyError, TypeError, ValueError, OverflowError):
+            return False  # (a division inside it is checked on its own)
+
+    return first_iteration(loops, dims, guards, zero, ENUMERATED)
+
+
+_PY_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
+           "//": lambda a, b: a // b, "%": lambda a, b: a % b, "**": lambda a, b: a ** b}
+
+
+def _number(e, env: dict):
+    """The Python number a sizes-only expression (`_sizes_only`) has at `env`."""
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, Dim):
+        return env[e.name]
+    if isinstance(e, Bin):
+        return _PY_OPS[e.op](_number(e.a, env), _number(e.b, env))
+    args = [_number(a, env) for a in e.args]
+    return {"neg": lambda x: -x, "float": float, "abs": abs, "max": max, "min": min}[e.fn](*args)
+
+
+def _python_value(e, memo: dict) -> bool:
+    """Whether `e` is a Python number in the reference: literals, sizes, loop variables,
+    Python's float of anything (`float(x[i])`) and arithmetic and functions of those (a
+    float32 meeting one makes a float32). `memo`: id -> (expression, answer), so that a
+    long chain is walked once (and without recursion: a sum of 2,000 terms is that deep)."""
+    def known(x):
+        hit = memo.get(id(x))
+        return hit[1] if hit is not None and hit[0] is x else None
+
+    stack = [(e, False)]
+    while stack:
+        x, ready = stack.pop()
+        if known(x) is not None:
+            continue
+        if isinstance(x, (Const, Dim)) or isinstance(x, Call) and x.fn == "float":
+            memo[id(x)] = (x, True)
+        elif isinstance(x, (Bin, Call, Select)):
+            kids = (x.a, x.b) if isinstance(x, Select) else x.children()
+            if ready:
+                memo[id(x)] = (x, all(known(a) for a in kids))
+            else:
+                stack.append((x, True))
+                stack.extend((a, False) for a in kids)
+        else:
+            memo[id(x)] = (x, False)
+    return known(e)
+
+
+def _sizes_only(e) -> bool:
+    """Whether `e` is made of literals, sizes and loop variables alone (known before any
+    data is read), with arithmetic, neg, abs, max, min and float."""
+    if isinstance(e, (Const, Dim)):
+        return True
+    if isinstance(e, Bin):
+        return e.op in _PY_OPS and _sizes_only(e.a) and _sizes_only(e.b)
+    if isinstance(e, Call) and e.fn in ("neg", "float", "abs", "max", "min"):
+        return all(_sizes_only(a) for a in e.args)
+    return False
+
+
+def _dim_names(e) -> set:
+    if isinstance(e, Dim):
+        return {e.name}
+    return set().union(*(_dim_names(c) for c in e.children())) if isinstance(e, (Bin, Call)) else set()
+
+
+def _text(e) -> str:
+    """A sizes-only expression as Python source."""
+    if isinstance(e, Const):
+        v = e.value
+        return str(int(v)) if isinstance(v, float) and v.is_integer() and abs(v) < 2**53 else repr(v)
+    if isinstance(e, Dim):
+        return e.name
+    if isinstance(e, Bin):
+        return f"{_paren(e.a)} {e.op} {_paren(e.b)}"
+    if e.fn == "neg":
+        return f"-{_paren(e.args[0])}"
+    return f"{e.fn}({', '.join(_text(a) for a in e.args)})"
+
+
+def _paren(e) -> str:
+    return f"({_text(e)})" if isinstance(e, Bin) or isinstance(e, Call) and e.fn == "neg" else _text(e)
 
 
 _ASSERT_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "="}

@@ -603,6 +603,26 @@ def condition_fails_at(path: tuple, cond_text, dims: dict, guards: tuple = ()) -
     return {f.var: point.get_coordinate_val(isl.dim_type.set, d).to_python() for d, f in enumerate(path)}
 
 
+def first_iteration(path: tuple, dims: dict, guards: tuple, pred, limit: int) -> dict | None:
+    """The first iteration of the loops `path` where the `guards` hold (`_iterations`) at
+    which `pred({loop variable: value})` holds, trying each in turn; None where none does,
+    or where there are more than `limit` of them (not tried)."""
+    space, cons, _ = _iterations(path, dims, guards)
+    domain = isl.Set.read_from_str(context(), _ascii(f"{{ {space} : {cons} }}"))
+    if domain.count_val().to_python() > limit:
+        return None
+    found: list = []
+
+    def visit(point):
+        if not found:
+            at = {f.var: point.get_coordinate_val(isl.dim_type.set, d).to_python() for d, f in enumerate(path)}
+            if pred(at):
+                found.append(at)
+
+    domain.foreach_point(visit)
+    return found[0] if found else None
+
+
 def span(f: For, dims):
     """The values loop f takes as (smallest, count, |step|), or None when its bounds depend
     on enclosing loop variables (a triangular nest)."""

@@ -2111,3 +2111,46 @@ def test_an_assertion_inside_loops_holds_at_every_iteration(tmp_path, body, shap
     else:
         x = np.random.default_rng(0).standard_normal((shapes["M"], shapes["K"])).astype(np.float32)
         np.testing.assert_array_equal(eqsat.optimize(mod.p, shapes).run(x), eqsat.reference(mod.p, x))
+
+
+@pytest.mark.parametrize("body, shapes, zero_at", [
+    # a divisor of loop variables and sizes zero at one iteration, or at these sizes: Python
+    # raises ZeroDivisionError there; the plans returned inf, or 0 for `//` (a probe's, session 28)
+    ("    for i in range(M):\n        out[i] = x[i, 0] + 1.0 / (i - 2)\n", {"M": 5, "K": 2}, "at i=2"),
+    ("    for i in range(M):\n        out[i] = x[i, 0] + i // (M - M)\n", {"M": 5, "K": 2}, "at i=0 with M=5"),
+    ("    for i in range(M):\n        out[i] = x[i, 0] + M % (i - 3)\n", {"M": 5, "K": 2}, "at i=3"),
+    ("    out = x[:, 0] + 1.0 / (K - 6)\n", {"M": 5, "K": 6}, "with K=6"),
+    ("    for i in range(M):\n        for j in range(i + 1, K):\n            out[i] += float(x[i, j]) / (j - i - 1)\n",
+     {"M": 3, "K": 4}, "at i=0, j=1"),
+    # not affine: evaluated at each iteration
+    ("    for i in range(M):\n        out[i] = x[i, 0] + 1.0 / (i * i - 4)\n", {"M": 5, "K": 2}, "at i=2"),
+    # a condition on data values is taken to hold
+    ("    for i in range(M):\n        if x[i, 0] > 0.0:\n            out[i] = 1.0 / (i - 1)\n", {"M": 4, "K": 2},
+     "at i=1 .taking every condition"),
+    # where it is never zero, or never evaluated there: run and compared with numpy
+    ("    for i in range(M):\n        out[i] = x[i, 0] + 1.0 / (i - 2)\n", {"M": 2, "K": 2}, None),
+    ("    for i in range(M):\n        out[i] = x[i, 0] + (1.0 / (i - 2) if i != 2 else 0.0)\n", {"M": 5, "K": 2},
+     None),
+    ("    for i in range(M):\n        if i != 2:\n            out[i] = x[i, 0] * (1.0 / (i - 2))\n", {"M": 5, "K": 2},
+     None),
+    ("    for i in range(M):\n        out[i] = x[i, 0] + 1.0 / (i - 2.5)\n", {"M": 5, "K": 2}, None),
+    # a float32 numerator: numpy divides (inf, no error), as the plan does
+    ("    for i in range(M):\n        out[i] = x[i, 0] / (i - 2)\n", {"M": 5, "K": 2}, None),
+])
+def test_a_division_by_zero_of_python_numbers_is_refused(tmp_path, body, shapes, zero_at):
+    """A divisor made of loop variables and sizes that is zero at an iteration that runs
+    the division (`bounds.check_divisor`): Python raises ZeroDivisionError there, so
+    optimize() raises an ArgumentError naming the line and the iteration."""
+    path = tmp_path / f"dz_{uuid.uuid4().hex}.py"
+    path.write_text("import numpy as np\nfrom eqsat import *\n@program\ndef p(x: f32['M', 'K']) -> f32['M']:\n"
+                    "    out = zeros((M,))\n" + body + "    return out\n")
+    mod = _import_file(path, path.stem)
+    line = 5 + next(k for k, text in enumerate(body.splitlines(), 1) if "/" in text or "%" in text)
+    if zero_at:
+        with pytest.raises(eqsat.ArgumentError, match=f"{path}:{line}:.*which is zero {zero_at}.*ZeroDivisionError"):
+            eqsat.optimize(mod.p, shapes)
+    else:
+        x = np.random.default_rng(0).standard_normal((shapes["M"], shapes["K"])).astype(np.float32)
+        with np.errstate(divide="ignore"):
+            want = eqsat.reference(mod.p, x)
+            np.testing.assert_array_equal(eqsat.optimize(mod.p, shapes).run(x), want)
