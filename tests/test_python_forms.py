@@ -274,6 +274,16 @@ def p(x: f32["N", "M"]) -> f32["N"]:
 ''', None),
     # a condition used as a number (1.0 where it holds): relu as `s * (s > 0)` in loops and
     # `h * (h > 0)` of tensors, a mask's and, a count of matches
+    # `np.ndarray(shape, dtype=np.float32)` allocates as np.empty does (NPBench's vadv)
+    "ndarray_buffer": ('''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    y = np.ndarray((M, N), dtype=np.float32)
+    for i in range(M):
+        for j in range(N):
+            y[i, j] = x[i, j] * 2.0 + 1.0
+    return y
+''', ["pointwise"]),
     "condition_as_number": ('''
 @program
 def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> tuple[f32["M", "N"], f32["M", "N"], f32["M", "N"], f32]:
@@ -1422,6 +1432,25 @@ def test_extents_equal_at_some_sizes_are_checked_at_those(tmp_program):
     with pytest.raises(eqsat.ArgumentError, match=r"prog_\d+\.py:\d+:\d+: .*\(\(H \+ 1\) // 2\) == \(H // 2\).*"
                                                   r"false at H=7.*broadcasts these extents"):
         eqsat.optimize(prog, {"H": 7, "W": 8, "HO": 3, "WO": 4})
+
+
+def test_a_computed_contraction_extent_is_checked_at_the_sizes(tmp_program):
+    """`np.reshape(x, (N, -1)) @ w` with w of CPP rows contracts C * P * P against CPP:
+    equal at the sizes LeNet's fully connected layer is run at (a probe's port: refused at
+    decoration, 'shape mismatch in `@`'), checked when the sizes are known."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["N", "C", "P", "P"], w: f32["CPP", "F"]) -> f32["N", "F"]:
+    return np.maximum(np.reshape(x, (N, -1)) @ w, 0.0)
+''')
+    dims = {"N": 4, "C": 3, "P": 5, "CPP": 75, "F": 6}
+    args = random_args(prog, dims, seed=2)
+    plan = eqsat.optimize(prog, dims)
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), backend
+    with pytest.raises(eqsat.ArgumentError, match=r"C \* P\) \* P\) == CPP`, false at C=3, CPP=74.*`@` contracts"):
+        eqsat.optimize(prog, {**dims, "CPP": 74})
 
 
 def test_a_shape_read_through_a_name_bound_again_is_known_in_any_order(tmp_program):
