@@ -16,7 +16,8 @@ functions compiled from their own numpy code (`loops._lib`), max/min as Python's
 builtins (a NaN on the right is skipped), a max or min reduction skipping NaN from its
 initial value, x / 0 as inf; sums are added in order in float64 and rounded to float32
 once (numpy adds pairwise in float32: both are within a few units of the exact sum where
-a float32 sum in order, over millions of terms, was not). `EQSAT_COMPILE_KERNELS=never` evaluates every kernel with numpy, `always`
+a float32 sum in order, over millions of terms, was not), but a sum of at most SHORT_SUM
+terms, added in float32 in order, as a loop written so adds them (and vectorizable). `EQSAT_COMPILE_KERNELS=never` evaluates every kernel with numpy, `always`
 compiles every pointwise and reduction kernel (tests), `auto` (the default) as above.
 """
 from __future__ import annotations
@@ -313,7 +314,11 @@ class _Gen(Emitter):
         # a sum accumulates in float64 and is rounded to float32 once: added in order in
         # float32, a sum of 4M terms was off by 2e-3 relative (numpy's pairwise float32
         # sum: 2e-8), a probe; max and min compare float32 values as numpy does
-        acc = self.tmp("0.0" if kind == "sum" else self.const(init))
+        # (a short sum, of at most SHORT_SUM terms, adds in float32 as a loop written so does:
+        # exact to a few units of float32, and LLVM then vectorizes the loop around it, a
+        # 5x5 window's sum at each pixel: float64's conversions kept it scalar, 8x numba)
+        short = kind == "sum" and ext <= SHORT_SUM
+        acc = self.tmp("np.float32(0.0)" if short else "0.0" if kind == "sum" else self.const(init))
         name = f"r{self.counter[0]}"
         self.counter[0] += 1
         inner = _Gen(self.operands, self.plan, {**self.names, v: name}, {**self.extents, v: ext}, self.counter,
@@ -345,6 +350,9 @@ class _Gen(Emitter):
             inner.indent = self.indent + "    "
             b = inner.sc(body)
             self.lines += inner.lines
+        if short:
+            self.lines.append(f"{inner.indent}{acc} = {acc} + {b}")
+            return acc
         if kind == "sum":
             self.lines.append(f"{inner.indent}{acc} = {acc} + float({b})")
             return self.tmp(f"np.float32({acc})")
@@ -356,6 +364,7 @@ class _Gen(Emitter):
 
 
 CHUNK = 1024  # terms a reduction computes at a time where they vectorize (`_Gen.reduction`)
+SHORT_SUM = 32  # a sum of at most this many terms accumulates in float32 (`_Gen.reduction`)
 
 
 def _vectorizable_work(body: Node) -> bool:

@@ -357,6 +357,85 @@ def _python_numbers(plan, nest) -> set:
     return {n for n, s in zip(nest.scalar_inputs, unlist(term.args[3])) if python_number(s)}
 
 
+def _library_dots(tree) -> None:
+    """The dot products the desugaring writes as loops (`np.dot(L[i, :i], x[:i])`: `acc =
+    0.0; for k in range(i): acc += L[i, k] * x[k]`, named `eqsat_sec*_dot`) made `np.dot` of
+    the slices again, in place: numba calls BLAS for it, where the loop adds in order in
+    float32 and does not vectorize (a triangular solve took 2x numba running the program
+    as written, a probe's). The sum's order is BLAS's, as numpy's in the reference."""
+    for n in ast.walk(tree):
+        for field in ("body", "orelse"):
+            stmts = getattr(n, field, None)
+            if not isinstance(stmts, list):
+                continue
+            k = 0
+            while k + 1 < len(stmts):
+                got = _dot_of(stmts[k], stmts[k + 1])
+                if got is not None:
+                    stmts[k:k + 2] = [ast.copy_location(got, stmts[k])]
+                k += 1
+    ast.fix_missing_locations(tree)
+
+
+def _dot_of(init, loop):
+    """`acc = np.dot(x[..], y[..])` for a desugared dot product's two statements, else None."""
+    if not (isinstance(init, ast.Assign) and len(init.targets) == 1 and isinstance(init.targets[0], ast.Name)):
+        return None
+    acc = init.targets[0].id
+    if not (acc.startswith("eqsat_sec") and acc.endswith("_dot") and _is_zero(init.value)):
+        return None
+    if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and not loop.orelse and
+            len(loop.body) == 1 and isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name) and
+            loop.iter.func.id == "range" and len(loop.iter.args) == 1 and not loop.iter.keywords):
+        return None
+    step, k, extent = loop.body[0], loop.target.id, loop.iter.args[0]
+    if not (isinstance(step, ast.AugAssign) and isinstance(step.op, ast.Add) and isinstance(step.target, ast.Name)
+            and step.target.id == acc and isinstance(step.value, ast.BinOp) and isinstance(step.value.op, ast.Mult)):
+        return None
+    if any(isinstance(x, ast.Name) and x.id == k for x in ast.walk(extent)):
+        return None
+    slices = [_sliced(x, k, extent) for x in (step.value.left, step.value.right)]
+    if None in slices:
+        return None
+    dot = ast.Call(func=ast.Attribute(value=ast.Name(id="np", ctx=ast.Load()), attr="dot", ctx=ast.Load()),
+                   args=slices, keywords=[])
+    f32 = ast.Attribute(value=ast.Name(id="np", ctx=ast.Load()), attr="float32", ctx=ast.Load())
+    return ast.Assign(targets=[ast.Name(id=acc, ctx=ast.Store())], value=ast.Call(func=f32, args=[dot], keywords=[]))
+
+
+def _is_zero(e) -> bool:
+    if isinstance(e, ast.Call) and len(e.args) == 1 and not e.keywords:  # (`np.float32(0.0)`)
+        e = e.args[0]
+    return isinstance(e, ast.Constant) and e.value == 0 and type(e.value) in (int, float)
+
+
+def _sliced(x, k: str, extent):
+    """`x[.., c + k, ..]` (an element at the loop's variable on one axis) as the slice
+    `x[.., c:c + max(extent, 0), ..]` of the elements the loop reads; None for anything else."""
+    if not (isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name)):
+        return None
+    parts = list(x.slice.elts) if isinstance(x.slice, ast.Tuple) else [x.slice]
+    at = [p for p, e in enumerate(parts) if any(isinstance(n, ast.Name) and n.id == k for n in ast.walk(e))]
+    if len(at) != 1 or any(isinstance(e, ast.Slice) for e in parts):
+        return None
+    e = parts[at[0]]
+    if isinstance(e, ast.Name):
+        start = None
+    elif isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and \
+            any(isinstance(s, ast.Name) and s.id == k for s in (e.left, e.right)):
+        start = e.right if isinstance(e.left, ast.Name) and e.left.id == k else e.left
+        if any(isinstance(n, ast.Name) and n.id == k for n in ast.walk(start)):
+            return None
+    else:
+        return None
+    count = ast.Call(func=ast.Name(id="max", ctx=ast.Load()), args=[copy.deepcopy(extent), ast.Constant(0)],
+                     keywords=[])
+    stop = count if start is None else ast.BinOp(left=copy.deepcopy(start), op=ast.Add(), right=count)
+    parts[at[0]] = ast.Slice(lower=copy.deepcopy(start), upper=stop, step=None)
+    index = ast.Tuple(elts=parts, ctx=ast.Load()) if len(parts) > 1 else parts[0]
+    return ast.Subscript(value=x.value, slice=index, ctx=ast.Load())
+
+
 def _overlap_safe(tree, shapes: dict, views) -> None:
     """Every augmented assignment to a tensor (`a -= a[0]`, `r[i] += r[0]` for a row `r[i]`)
     rewritten as a store of the whole result (`a[...] = a - a[0]`), in place. numpy computes
@@ -462,6 +541,7 @@ def _source(plan, nest):
     types = _types(tree, plan, nest, consts, lib_names, weak)
     scalar_types.exact_ints(tree, types, plan.dims)  # integer arithmetic meeting a float as Python's
     scalar_types.cast_weak(tree, types)  # Python numbers meeting float32 as the reference has them
+    _library_dots(tree)
     for canon in sorted(_scalar_calls(tree, types, lib_names)):
         lib_names[f"scalar:{canon}"] = f"eqsat_scalar_{canon}"
         lines.append(f"eqsat_scalar_{canon} = None  # bound to the compiled scalar {canon} on load")

@@ -651,3 +651,38 @@ def test_interpreted_forces_this_threads_plans_to_interpret_their_nests(monkeypa
         t.start()
         t.join()
     assert seen == ["always"] and loops.policy() == "always"
+
+
+DOTS_IN_A_LOOP = '''
+import numpy as np
+
+@program
+def p(L: f32["N", "N"], b: f32["N"]) -> tuple[f32["N"], f32["N"]]:
+    x = np.zeros(N, dtype=np.float32)
+    y = np.zeros(N, dtype=np.float32)
+    for i in range(N):
+        x[i] = (b[i] - np.dot(L[i, :i], x[:i])) / L[i, i]
+        y[i] = np.dot(L[1:i + 1, i], b[:i]) + L[i, 2:] @ b[2:] * 0.5
+    return x, y
+'''
+
+
+@pytest.mark.parametrize("n", [1, 2, 9])
+def test_a_desugared_dot_product_in_a_kept_nest_calls_blas(tmp_program, monkeypatch, n):
+    """`np.dot(L[i, :i], x[:i])` inside a loop kept as written (a triangular solve) is a
+    loop the desugaring writes; compiled, it is `np.dot` of the slices again (BLAS: the
+    loop added in order in float32 and did not vectorize, 2x numba running the program as
+    written, a probe's), an empty slice included, row and column slices alike."""
+    from eqsat.backends import loops
+
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")
+    prog = tmp_program(DOTS_IN_A_LOOP)
+    rng = np.random.default_rng(n)
+    L = (np.tril(rng.uniform(0.5, 1.0, (n, n))) + np.eye(n)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    plan = eqsat.optimize(prog, {"N": n}, target="cpu")
+    nests = [k for k in plan.kernels if k.kind == "loop"]
+    src = "".join(loops._source(plan, plan.lowered.nests[k.nest])[0] for k in nests)
+    assert "np.dot(L[i, :max(i, 0)], x[:max(i, 0)])" in src and "eqsat_sec1_k" not in src, src
+    for got, want in zip(plan.run(L, b), eqsat.reference(prog, L, b)):
+        assert rel_err(got, want) < 1e-5

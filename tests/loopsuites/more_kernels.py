@@ -962,7 +962,18 @@ def jacobi_sweep_rhs(A: f32["N", "N"], x: f32["N"], b: f32["N"]) -> f32["N"]:
     return xn
 
 
+@reg({"N": 2000}, {"N": 9})
+@program
+def trsv_dot(L: f32["N", "N"], b: f32["N"]) -> f32["N"]:
+    # forward substitution with np.dot of the row so far (a probe's port, 2026-11-28)
+    x = zeros((N,))
+    for i in range(N):
+        x[i] = (b[i] - np.dot(L[i, :i], x[:i])) / L[i, i]
+    return x
+
+
 RANGES = {
+    "trsv_dot": {},
     "biquad": {},
     "srad_like": {"J": (0.5, 1.5)},
     "trsv_upper": {},
@@ -984,7 +995,7 @@ def make_args(name, prog, sizes, extra, rng):
             shape = tuple(int(eval(d, {}, dict(sizes))) if isinstance(d, str) else d for d in p.shape)
             lo, hi = RANGES.get(name, {}).get(p.name, (-0.5, 0.5))
             a = rng.uniform(lo, hi, size=shape).astype(np.float32)
-            if name in ("trsv_upper", "jacobi_sweep_rhs") and a.ndim == 2:
+            if name in ("trsv_upper", "jacobi_sweep_rhs", "trsv_dot") and a.ndim == 2:  # (diagonally dominant)
                 a += np.float32(a.shape[0]) * np.eye(a.shape[0], dtype=np.float32)
             args.append(a)
     return args
