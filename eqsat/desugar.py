@@ -179,6 +179,7 @@ def _rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> "_Env"
     _flags(fdef, {p.name for p in params})
     _early_returns(fdef)
     _iterations(fdef, resolve)
+    _untiled(fdef, resolve)
     stores: dict = {}
     for n in ast.walk(fdef):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
@@ -1956,6 +1957,209 @@ class _Operands(_Hoisting):
         self.count += 1
         n.value = self.computed(v, name, ([copy.deepcopy(d) for d in got[0]], got[1]), n)
         return n
+
+
+def _untiled(fdef, resolve) -> None:
+    """Strip-mined loops as the loops they step through, in place (tiled nests: the rules
+    then see the nest as untiled code). A tile loop right around its loop (`for ii in
+    range(a, b, T): for i in range(ii, min(ii + T, b)): body`) is `for i in range(a, b):
+    body`, the same values of i in the same order; with `range(ii, ii + T)` the last tile
+    may run past b: `range(a, a + (b - a + T - 1) // T * T)`, the same values again. Tile
+    loops further out (`for ii: for jj: for kk: for i: for j: for k: C[i, j] += A[i, k] *
+    B[k, j]`, a perfect nest) are dropped too where the body allows the new order
+    (`_Tiles.reorderable`). Only where a tile's variable is read nowhere else in the
+    function and T is a positive int (a literal or a module's constant)."""
+    tiles = _Tiles(fdef, resolve)
+
+    class Merge(ast.NodeTransformer):
+        def visit_For(self, n):
+            self.generic_visit(n)
+            return tiles.merged(n) or tiles.band(n) or n
+
+    Merge().visit(fdef)
+    ast.fix_missing_locations(fdef)
+
+
+class _Tiles:
+    """Reading strip-mined loops (`_untiled`)."""
+
+    def __init__(self, fdef, resolve):
+        self.resolve = resolve
+        self.names: dict = {}  # name -> occurrences in the function
+        self.bound: dict = {}  # name -> the values it is assigned (or None: bound otherwise)
+        self.params = {a.arg for a in fdef.args.args}
+        for n in ast.walk(fdef):
+            if isinstance(n, ast.Name):
+                self.names[n.id] = self.names.get(n.id, 0) + 1
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    for x in ast.walk(t):
+                        if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store):
+                            self.bound.setdefault(x.id, []).append(n.value if t is x else None)
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With)):
+                for x in ast.walk(n.target if not isinstance(n, ast.With) else n):
+                    if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store):
+                        self.bound.setdefault(x.id, []).append(None)
+
+    def step(self, e):
+        v = e.value if isinstance(e, ast.Constant) else self.resolve(e.id) if isinstance(e, ast.Name) else None
+        return v if type(v) is int and v > 0 else None
+
+    def ranges(self, loop):
+        """[lo, hi] or [lo, hi, step] of `for v in range(...)`, else None."""
+        it = loop.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
+                self.resolve(it.func.id) is builtins.range and not it.keywords and 1 <= len(it.args) <= 3 and \
+                isinstance(loop.target, ast.Name) and not loop.orelse:
+            return list(it.args) if len(it.args) > 1 else [ast.Constant(0), it.args[0]]
+        return None
+
+    def tile(self, outer):
+        """(its variable, lo, hi, T) of a tile loop `for ii in range(lo, hi, T)`, else None."""
+        args = self.ranges(outer)
+        if args is None or len(args) != 3 or self.step(args[2]) is None:
+            return None
+        return outer.target.id, args[0], args[1], self.step(args[2])
+
+    def span(self, tile, inner):
+        """The `range` that `inner` (`for i in range(ii, min(ii + T, hi))` or `range(ii, ii +
+        T)`) runs over through all of `tile`'s steps, else None."""
+        ii, lo, hi, step = tile
+        got = self.ranges(inner)
+        if got is None or len(got) != 2 or not _is_name(got[0], ii) or inner.target.id == ii:
+            return None
+        # the tile's variable read only by its loop and this loop's bounds
+        if self.names.get(ii, 0) != 1 + sum(isinstance(x, ast.Name) and x.id == ii for a in got for x in ast.walk(a)):
+            return None
+        end = got[1]
+
+        def tile_end(e):
+            return isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and (
+                _is_name(e.left, ii) and self.step(e.right) == step or
+                _is_name(e.right, ii) and self.step(e.left) == step)
+
+        if tile_end(end):  # (whole tiles: the last one may run past hi)
+            spread = ast.BinOp(left=ast.BinOp(left=copy.deepcopy(hi), op=ast.Sub(), right=copy.deepcopy(lo)),
+                               op=ast.Add(), right=ast.Constant(step - 1))
+            count = ast.BinOp(left=ast.BinOp(left=spread, op=ast.FloorDiv(), right=ast.Constant(step)),
+                              op=ast.Mult(), right=ast.Constant(step))
+            stop = ast.BinOp(left=copy.deepcopy(lo), op=ast.Add(), right=count)
+        elif isinstance(end, ast.Call) and isinstance(end.func, ast.Name) and \
+                self.resolve(end.func.id) is builtins.min and len(end.args) == 2 and not end.keywords and \
+                any(tile_end(a) and ast.dump(b) == ast.dump(hi) for a, b in (end.args, end.args[::-1])):
+            stop = copy.deepcopy(hi)
+        else:
+            return None
+        return ast.copy_location(ast.Call(func=ast.Name(id="range", ctx=ast.Load()),
+                                          args=[copy.deepcopy(lo), stop], keywords=[]), inner.iter)
+
+    def merged(self, outer):
+        """`outer` and the loop right inside it that it tiles, as that loop; else None."""
+        tile = self.tile(outer)
+        if tile is None or len(outer.body) != 1 or not isinstance(outer.body[0], ast.For):
+            return None
+        inner = outer.body[0]
+        got = self.span(tile, inner)
+        if got is None:
+            return None
+        inner.iter = got
+        return ast.copy_location(inner, outer)
+
+    def band(self, top):
+        """The perfect nest from `top` with its tile loops dropped and their loops' ranges
+        widened (`span`), where some tile is not right around its loop and the body allows
+        the order (`reorderable`); else None."""
+        chain = [top]
+        while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], ast.For):
+            chain.append(chain[-1].body[0])
+        if any(self.ranges(f) is None for f in chain):
+            return None
+        tiles, spans = {}, {}  # tile loop -> its loop; loop -> its widened range
+        for k, f in enumerate(chain):
+            t = self.tile(f)
+            if t is None:
+                continue
+            for g in chain[k + 1:]:
+                got = self.span(t, g)
+                if got is not None:
+                    tiles[id(f)], spans[id(g)] = g, got
+                    break
+        if not tiles:
+            return None
+        kept = [f for f in chain if id(f) not in tiles]
+        loops = {f.target.id for f in chain}
+        # a kept loop's bounds read only loops kept outside it, and a tile's bounds none
+        for k, f in enumerate(kept):
+            read = {x.id for x in ast.walk(f.iter) if isinstance(x, ast.Name)} if id(f) not in spans else \
+                {x.id for x in ast.walk(spans[id(f)]) if isinstance(x, ast.Name)}
+            if read & loops - {g.target.id for g in kept[:k]}:
+                return None
+        order = [tiles[id(f)].target.id if id(f) in tiles else f.target.id for f in chain]
+        if not self.reorderable(chain[-1].body, order, loops):
+            return None
+        body = chain[-1].body
+        for f in reversed(kept):
+            if id(f) in spans:
+                f.iter = spans[id(f)]
+            f.body = body
+            body = [f]
+        return ast.copy_location(body[0], top)
+
+    def reorderable(self, body: list, order: list, loops: set) -> bool:
+        """Whether iterations of a perfect nest's `body` may run in the untiled order: its
+        statements store into elements of arrays (`W`), every access to a written array
+        reads or writes the same element `I` (distinct loop variables: iterations with other
+        `I` touch other elements), and the loops outside `I`, in `order` (each tile named
+        by its loop), form one run each (`kk, k`: the iterations that share an element keep
+        their order). Every array it reads or writes is a parameter never bound again or a
+        buffer the function allocates once (a view could be another's elements)."""
+        written, index = set(), None
+        for st in body:
+            target = st.targets[0] if isinstance(st, ast.Assign) and len(st.targets) == 1 else \
+                st.target if isinstance(st, ast.AugAssign) else None
+            if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+                return False
+            written.add(target.value.id)
+        for st in body:
+            for x in ast.walk(st):
+                if isinstance(x, ast.Subscript):
+                    if not isinstance(x.value, ast.Name) or not self.own_array(x.value.id):
+                        return False
+                    if x.value.id in written:
+                        key = ast.dump(x.slice)
+                        if index is None:
+                            index = (key, x.slice)
+                        elif key != index[0]:
+                            return False
+                elif isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store) and x.id not in written:
+                    return False
+        parts = index[1].elts if isinstance(index[1], ast.Tuple) else [index[1]]
+        ivars = [p.id for p in parts if isinstance(p, ast.Name) and p.id in loops]
+        if len(ivars) != len(parts) or len(set(ivars)) != len(ivars):
+            return False
+        rest = [v for v in order if v not in ivars]
+        runs = [v for k, v in enumerate(rest) if k == 0 or rest[k - 1] != v]
+        return len(runs) == len(set(runs))
+
+    def own_array(self, name: str) -> bool:
+        """A parameter never bound again, or a name bound once to a new buffer."""
+        got = self.bound.get(name)
+        if got is None:
+            return name in self.params
+        if len(got) != 1 or got[0] is None or not isinstance(got[0], ast.Call):
+            return False
+        fn = got[0].func
+        obj = self.resolve(fn.id) if isinstance(fn, ast.Name) else \
+            getattr(self.resolve(fn.value.id), fn.attr, None) if isinstance(fn, ast.Attribute) and \
+            isinstance(fn.value, ast.Name) else None
+        return obj in _NEW_BUFFERS
+
+
+_NEW_BUFFERS = (np.zeros, np.empty, np.ones, np.full, lang.zeros, lang.empty)
+
+
+def _is_name(e, name: str) -> bool:
+    return isinstance(e, ast.Name) and e.id == name
 
 
 def _iterations(fdef, resolve) -> None:

@@ -274,6 +274,50 @@ def p(x: f32["N", "M"]) -> f32["N"]:
 ''', None),
     # a condition used as a number (1.0 where it holds): relu as `s * (s > 0)` in loops and
     # `h * (h > 0)` of tensors, a mask's and, a count of matches
+    # strip-mined loops, each tile loop right around its loop (`desugar._untiled`): whole
+    # tiles (`ii + 4`, K a multiple of 4 here) and clamped ones (`min(ii + 3, M)`, M = 5)
+    "tiled_loops": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
+    y = empty((M, N))
+    for ii in range(0, M, 3):
+        for i in range(ii, min(ii + 3, M)):
+            for jj in range(0, N, 2):
+                for j in range(jj, min(N, jj + 2)):
+                    s = 0.0
+                    for kk in range(0, K, 4):
+                        for k in range(kk, kk + 4):
+                            s += x[i, k] * w[k, j]
+                    y[i, j] = max(s + b[j], 0.0)
+    return y
+''', ["matmul"]),
+    # a classic tiled matmul: tile loops outside the point loops (`_Tiles.band`: every access
+    # to C reads or writes C[i, j], k's tile and k form one run)
+    "tiled_band": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
+    y = zeros((M, N))
+    for ii in range(0, M, 2):
+        for jj in range(0, N, 3):
+            for kk in range(0, K, 3):
+                for i in range(ii, min(ii + 2, M)):
+                    for j in range(jj, min(jj + 3, N)):
+                        for k in range(kk, min(kk + 3, K)):
+                            y[i, j] += x[i, k] * w[k, j]
+    return y
+''', ["matmul"]),
+    # a tiled in-place update reading another element of what it writes: kept as written,
+    # in the tiled order (the untiled one would read other values)
+    "tiled_in_place": ('''
+@program
+def p(x: f32["M", "N"]) -> f32["M", "N"]:
+    for ii in range(0, M, 2):
+        for jj in range(0, N, 3):
+            for i in range(ii, min(ii + 2, M)):
+                for j in range(jj, min(jj + 3, N)):
+                    x[i, j] = x[i, j] + (x[i, j - 1] if j > 0 else 0.0)
+    return x
+''', None),
     # `np.ndarray(shape, dtype=np.float32)` allocates as np.empty does (NPBench's vadv)
     "ndarray_buffer": ('''
 @program
