@@ -213,7 +213,11 @@ def _sunk(f: For, dims):
             stmts = [s]  # (run at every iteration, each the same store but the last one's value)
         else:
             stmts = None
-        if stmts is not None and _movable(stmts, f, n):
+        last = stmts is not None and isinstance(s, If) and n == len(f.body) - 1
+        if stmts is not None and (_movable(stmts, f, n) or last and not _reads_var(stmts, f.var)):
+            # (the loop's last statement, under `if k == last:`, runs after everything else of
+            # the last iteration, which is right before the loop ends: after it, whatever
+            # the loop wrote: `C[i, j] += a * b; if k == K - 1: C[i, j] = relu(C[i, j])`)
             moved += stmts
         else:
             keep.append(s)
@@ -222,6 +226,10 @@ def _sunk(f: For, dims):
     loop = copy.copy(f)
     loop.body = keep
     return [loop, *moved]
+
+
+def _reads_var(stmts, var: str) -> bool:
+    return any(var in _mentioned(b) for b in stmts)
 
 
 def _movable(stmts, f: For, n: int) -> bool:

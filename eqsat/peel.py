@@ -1,4 +1,5 @@
-"""A sum started at its own first term is one sum over one term more.
+"""A sum started at its own first term is one sum over one term more (and a sum started at
+the sum of its first terms, an axis split in two loops, one sum over both: `_absorb_sum`).
 
     c[i, j] = a[i, 0] * b[0, j]                         (a nest of its own, or the same)
     for k in range(1, K): c[i, j] += a[i, k] * b[k, j]
@@ -8,8 +9,9 @@ the summand at k' = -1, so the whole is `sum[k < K] a[i, k] * b[k, j]`, a matmul
 (`eqsat/reroll.py` does the same for loops written in pieces inside one nest, on the
 statements; this is on the terms, so the start may come from an earlier nest's tensor).
 
-The summand is compared with the start up to the order of + and * operands and with every
-index in one affine form. Floating point: the one sum adds the first term first, as the
+The summand is compared with the start up to the order of + operands, the order and
+grouping of * operands (`al * a[i, 0] * b[0, j]` against `al * b[k, j] * a[i, k]`: a
+product regrouped may differ in its last bit) and with every index in one affine form. Floating point: the one sum adds the first term first, as the
 loops did, but from 0.0 (a sum's start): the same value but for the sign of a zero where
 every term is -0.0 (the loops give -0.0, the sum 0.0; a matmul kernel's accumulator starts
 at 0.0 too). README, "floating point", says so.
@@ -31,6 +33,8 @@ def absorb_first(start: Node, total: Node, new_var, functional=None) -> Node | N
     if start.op == "Sc.load" and start.args[0].op == "Ten.opaque" and functional and start.args[0] in functional:
         start = Node("Sc.load", functional[start.args[0]], start.args[1])
     first = _element(start)
+    if first is not None and first.op == "Sc.red" and first.args[0] == "sum" and body.op != "Sc.red":
+        return _absorb_sum(first, total, new_var)
     if first is None or first.op != body.op:  # (the summand at -1 has the summand's own root)
         return None
     at = _shifted(body, v, None, -1)
@@ -39,6 +43,20 @@ def absorb_first(start: Node, total: Node, new_var, functional=None) -> Node | N
     w = new_var(n + 1)
     shifted = _shifted(body, v, w, -1)  # body at v = w - 1
     return None if shifted is None else Node("Sc.red", "sum", w, n + 1, shifted)
+
+
+def _absorb_sum(first: Node, total: Node, new_var) -> Node | None:
+    """`first + total` as one sum where `first` is `sum[u < m] g(u)` and `total` is `sum[v <
+    n] g(v + m)` (a sum over an axis split in two loops, `for k in range(0, 5)` and then
+    `range(5, K)`, each a nest of its own), else None."""
+    _, u, m, head = first.args
+    _, v, n, body = total.args
+    w = new_var(m + n)
+    tail = _shifted(body, v, w, -m)  # (body at v = w - m)
+    again = _shifted(head, u, w, 0)
+    if tail is None or again is None or not _same(_canonical(tail), _canonical(again)):
+        return None
+    return Node("Sc.red", "sum", w, m + n, tail)
 
 
 def _element(t: Node) -> Node | None:
@@ -137,16 +155,41 @@ def _rebuild(n: Node, replace) -> Node:
     return go(n)
 
 
+def _factors(t: Node) -> list:
+    """The factors of a product, however grouped (`(a * b) * c`: [a, b, c])."""
+    out, stack = [], [t]
+    while stack:
+        x = stack.pop()
+        if x.op == "Sc.mul":
+            stack.extend(x.args)
+        else:
+            out.append(x)
+    return out
+
+
 def _same(a: Node, b: Node, budget: list | None = None) -> bool:
-    """Equal terms up to the order of + and * operands (at most ~10k comparisons: a term
-    that needs more is taken as different)."""
+    """Equal terms up to the order of + operands and the order and grouping of * operands
+    (a product regrouped differs in its last bits, as a matmul's factored scale does: the
+    README's floating point), at most ~10k comparisons: a term that needs more is taken as
+    different."""
     budget = [10_000] if budget is None else budget
     budget[0] -= 1
     if a is b:
         return True
     if budget[0] < 0 or a.op != b.op or len(a.args) != len(b.args):
         return False
-    if a.op in ("Sc.add", "Sc.mul"):
+    if a.op == "Sc.mul":  # (a product's factors in any grouping: `al * b[k, j] * a[i, k]`)
+        fa, fb = _factors(a), _factors(b)
+        if len(fa) != len(fb):
+            return False
+        left = list(fb)
+        for x in fa:
+            hit = next((k for k, y in enumerate(left) if _same(x, y, budget)), None)
+            if hit is None:
+                return False
+            left.pop(hit)
+        return True
+    if a.op == "Sc.add":
         (x, y), (p, q) = a.args, b.args
         return (_same(x, p, budget) and _same(y, q, budget)) or (_same(x, q, budget) and _same(y, p, budget))
     return all(_same(x, y, budget) if isinstance(x, Node) and isinstance(y, Node) else x == y

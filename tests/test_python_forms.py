@@ -291,6 +291,48 @@ def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
                     y[i, j] = max(s + b[j], 0.0)
     return y
 ''', ["matmul"]),
+    # three spellings a matmul+epilogue generator's probe found unfused (session 28): the
+    # epilogue under `if k == K - 1` of an accumulation into the output buffer (the loop's
+    # last statement moves after it: normalize._sunk), a k axis split in two k-outer nests
+    # (peel._absorb_sum), a peeled first term with its product grouped otherwise
+    "epilogue_guard_on_output": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
+    y = zeros((M, N))
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                y[i, j] += x[i, k] * w[k, j]
+                if k == K - 1:
+                    y[i, j] = relu(y[i, j] + b[j])
+    return y
+''', ["matmul"]),
+    "split_k_outer_nests": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
+    y = zeros((M, N))
+    for k in range(0, 2):
+        for i in range(M):
+            for j in range(N):
+                y[i, j] += x[i, k] * w[k, j]
+    for k in range(2, K):
+        for i in range(M):
+            for j in range(N):
+                y[i, j] += x[i, k] * w[k, j]
+    return y
+''', ["matmul"]),
+    "peeled_term_regrouped": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], al: f32) -> f32["M", "N"]:
+    y = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            s = al * x[i, 0] * w[0, j]
+            for k in range(1, K):
+                s += al * w[k, j] * x[i, k]
+            y[i, j] = relu(s)
+    return y
+''', ["matmul"]),
     # a classic tiled matmul: tile loops outside the point loops (`_Tiles.band`: every access
     # to C reads or writes C[i, j], k's tile and k form one run)
     "tiled_band": ('''
