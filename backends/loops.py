@@ -357,6 +357,20 @@ def _python_numbers(plan, nest) -> set:
     return {n for n, s in zip(nest.scalar_inputs, unlist(term.args[3])) if python_number(s)}
 
 
+def _float_powers(tree, types) -> None:
+    """A numpy float64 to a negative int power (`(x[i] - C64) ** -2`, C64 a module's
+    np.float64) with a float exponent, in place: numba's integer power of a float raises
+    ZeroDivisionError at 0 whatever the error model, where numpy's gives inf (its float
+    power does too). A Python float's stays: Python raises there, as the reference does."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow) and types.of(n.left) == scalar_types.F64:
+            e = n.right
+            sign = -1 if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) else 1
+            e = e.operand if sign < 0 else e
+            if isinstance(e, ast.Constant) and type(e.value) is int and sign * e.value < 0:
+                n.right = ast.copy_location(ast.Constant(float(sign * e.value)), n.right)
+
+
 def _library_dots(tree) -> None:
     """The dot products the desugaring writes as loops (`np.dot(L[i, :i], x[:i])`: `acc =
     0.0; for k in range(i): acc += L[i, k] * x[k]`, named `eqsat_sec*_dot`) made `np.dot` of
@@ -541,6 +555,7 @@ def _source(plan, nest):
     types = _types(tree, plan, nest, consts, lib_names, weak)
     scalar_types.exact_ints(tree, types, plan.dims)  # integer arithmetic meeting a float as Python's
     scalar_types.cast_weak(tree, types)  # Python numbers meeting float32 as the reference has them
+    _float_powers(tree, types)
     _library_dots(tree)
     for canon in sorted(_scalar_calls(tree, types, lib_names)):
         lib_names[f"scalar:{canon}"] = f"eqsat_scalar_{canon}"

@@ -1172,13 +1172,23 @@ class _Parser:
                 raise self.err(node, "`**` takes a number as its exponent, not a tensor")
             return Bin(self.loc(node), "**", a, b, ty=a.ty)
         c = b.value
+        if c == 0.5 and a.ty is not None:
+            # (numpy's power of an array by 0.5 is its sqrt: nan at -inf, -0.0 at -0.0, where
+            # a scalar's `** 0.5` is C's pow: inf and 0.0)
+            return Call(self.loc(node), "sqrt", (a,), ty=a.ty)
         if float(c).is_integer() and 1 <= abs(c) <= 8:
-            # each factor its own copy: the dataflow analysis keys every read by its node
-            out = a
+            # each factor its own copy: the dataflow analysis keys every read by its node; a
+            # negative power is a power of the reciprocal (`1 / (x * x)` overflowed to 0 where
+            # pow's result is a subnormal: x = 1e20)
+            loc = self.loc(node)
+
+            def factor():
+                x = copy.deepcopy(a)
+                return Bin(loc, "/", Const(loc, 1.0), x, ty=a.ty) if c < 0 else x
+
+            out = factor()
             for _ in range(int(abs(c)) - 1):
-                out = Bin(self.loc(node), "*", out, copy.deepcopy(a), ty=a.ty)
-            if c < 0:
-                out = Bin(self.loc(node), "/", Const(self.loc(node), 1.0), out, ty=a.ty)
+                out = Bin(loc, "*", out, factor(), ty=a.ty)
             return out
         return Bin(self.loc(node), "**", a, b, ty=a.ty)
 

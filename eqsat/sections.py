@@ -350,6 +350,12 @@ class Elements:
         each operand's must be the same as the trailing ones (else numpy raises). Raises
         NotElementwise."""
         env = self.env
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Pow) and isinstance(e.right, ast.Constant) and \
+                e.right.value == 0.5 and env.value_shape(e.left) not in (None, SCALAR):
+            # (numpy's power of an array by 0.5 is its sqrt: nan at -inf, -0.0 at -0.0, where a
+            # scalar's `** 0.5` is C's pow, inf and 0.0)
+            return ast.Call(func=ast.Name(id=LIB + "sqrt", ctx=ast.Load()),
+                            args=[self.element(e.left, use, pre, dims)], keywords=[])
         if isinstance(e, ast.BinOp) and isinstance(e.op, _OPS):  # (its shape: its operands')
             return ast.BinOp(left=self.element(e.left, use, pre, dims), op=e.op,
                              right=self.element(e.right, use, pre, dims))

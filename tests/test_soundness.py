@@ -1569,3 +1569,65 @@ def test_a_name_a_run_may_leave_unassigned_raises_exactly_where_python_does(tmp_
         args[0] = np.array(x, np.float32)
     args = [dims["T"] if p.dtype is int else a for p, a in zip(prog.params, args)]
     raises_where_python_does(prog, args, dims, tol=1e-6, candidates=4)
+
+
+# powers at the values where numpy's rules are its own (an adversarial-input probe's, session
+# 28): an array's `** 0.5` is numpy's sqrt (nan at -inf, -0.0 at -0.0), a scalar's C's pow
+# (inf, 0.0); `x ** -2` of 1e20 is a subnormal (the product form `1 / (x * x)` overflowed to 0);
+# a numpy float64 to a negative int power at 0 is inf (numba's integer power raised
+# ZeroDivisionError in the kept nest)
+POWERS = {
+    "array_half": ('''
+@program
+def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
+    return x ** 0.5, np.power(x, 0.5)
+''', [-np.inf, -0.0, 4.0, 2.0, 0.0]),
+    "element_half": ('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = x[i] ** 0.5
+    return y
+''', [-np.inf, -0.0, 4.0, 2.0, 0.0]),
+    "negative_powers": ('''
+@program
+def p(x: f32["N"]) -> tuple[f32["N"], f32["N"]]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = (x[i] ** -3) * 1e30
+    return y, x ** -2
+''', [1e20, 3e19, 1e13, 2.0, -0.0]),
+    "float64_base": ('''
+C64 = np.float64(2.0)
+
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = (x[i] - C64) ** -2 + (x[i] - C64) ** -3
+    return y
+''', [2.0, 3.0, 1.0, 4.0, 2.5]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POWERS))
+def test_powers_follow_numpy_at_special_values(tmp_program, monkeypatch, name):
+    monkeypatch.setenv("EQSAT_COMPILE_LOOPS", "always")  # (numba's power raised; Python's does not)
+    src, x = POWERS[name]
+    prog = tmp_program("import numpy as np\n" + src)
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        want = eqsat.reference(prog, x)
+    want = want if isinstance(want, tuple) else (want,)
+    for target in ("cpu", "h100"):
+        plan = eqsat.optimize(prog, {"N": len(x)}, target=target)
+        for backend in ("numpy", "triton"):
+            with np.errstate(all="ignore"):
+                got = plan.run(x, backend=backend)
+            for g, w in zip(got if isinstance(got, tuple) else (got,), want):
+                g, w = np.asarray(g), np.asarray(w)
+                assert np.array_equal(np.isnan(g), np.isnan(w)), (name, target, backend, g, w)
+                fin = ~np.isnan(w)
+                np.testing.assert_allclose(g[fin], w[fin], rtol=2e-6, err_msg=f"{name} {target} {backend}")
+                assert np.array_equal(np.signbit(g[fin]), np.signbit(w[fin])), (name, target, backend, g, w)
