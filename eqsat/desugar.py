@@ -1996,8 +1996,8 @@ class _Tiles:
                     for x in ast.walk(t):
                         if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store):
                             self.bound.setdefault(x.id, []).append(n.value if t is x else None)
-            elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With)):
-                for x in ast.walk(n.target if not isinstance(n, ast.With) else n):
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For)):
+                for x in ast.walk(n.target):
                     if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store):
                         self.bound.setdefault(x.id, []).append(None)
 
