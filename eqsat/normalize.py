@@ -64,6 +64,7 @@ def _inside(f: For, dims) -> For:
     for b in f.body:
         if isinstance(b, For):
             *pre, loop = _first_iteration(_inside(b, dims), dims)
+            loop = _tail_out(loop, dims) or loop
             sunk = _sunk(loop, dims) or [loop]
             body += [*pre, _shifted(sunk[0], dims) or sunk[0], *sunk[1:]]
         else:
@@ -207,8 +208,8 @@ def _sunk(f: For, dims):
     keep, moved = [], []
     for n, s in enumerate(f.body):
         if isinstance(s, If) and not s.orelse and _at(s.cond, f.var, values[-1], dims) and \
-                _leaves(s.body) is not None:
-            stmts = s.body  # (run once, at the last iteration)
+                (_leaves(s.body) is not None or n == len(f.body) - 1):
+            stmts = s.body  # (run once, at the last iteration; loops too where it is the last statement)
         elif isinstance(s, Store) and not s.aug and s.buf not in expr_reads(s.value):
             stmts = [s]  # (run at every iteration, each the same store but the last one's value)
         else:
@@ -226,6 +227,109 @@ def _sunk(f: For, dims):
     loop = copy.copy(f)
     loop.body = keep
     return [loop, *moved]
+
+
+def _tail_out(f: For, dims):
+    """Loop `f` whose last statement is a loop ending in `if k == last: T` (k f's variable;
+    directly, or at the end of a loop it ends with: an epilogue written inside the inner
+    loops of a k-outer accumulation, `for k: for j: C[i, j] += a[i, k] * b[k, j]; if k == K
+    - 1: C[i, j] = relu(C[i, j])`), with T moved out of those loops into loops of its own
+    after them, under the same condition, where that is the same program (`_fissionable`):
+    `_sunk` then moves it after f. Else None."""
+    values = _values(f, dims)
+    if not values or not f.body or not isinstance(f.body[-1], For):
+        return None
+    got = _split_tail(f.body[-1], f.var, values[-1], dims)
+    if got is None:
+        return None
+    rest, last = got
+    loop = copy.copy(f)
+    loop.body = f.body[:-1] + rest + [last]
+    return loop
+
+
+def _split_tail(g: For, var: str, value: int, dims):
+    """([loop g without its tail] or [], `if var == value:` over g running the tail alone)
+    for a loop g ending in `if var == value: T`, directly or through the loop it ends with;
+    None where it does not, or where running the tail after the whole loop changes what it
+    does (`_fissionable`)."""
+    if not g.body:
+        return None
+    end = g.body[-1]
+    if isinstance(end, If) and not end.orelse and _at(end.cond, var, value, dims):
+        head, guard, tail = g.body[:-1], end, end.body
+    elif isinstance(end, For):
+        got = _split_tail(end, var, value, dims)
+        if got is None:
+            return None
+        rest, guard = got
+        head, tail = g.body[:-1] + rest, guard.body
+    else:
+        return None
+    if not _fissionable(head, tail, g.var):
+        return None
+    inner, after, last = copy.copy(g), copy.copy(g), copy.copy(guard)
+    inner.body, after.body, last.body = head, tail, [after]
+    return ([inner] if head else []), last
+
+
+def _fissionable(body: list, tail: list, var: str) -> bool:
+    """Whether loop `var`'s iterations may run `tail` after every iteration's `body` instead
+    of after their own: both are stores, assignments and loops of those; every array both
+    touch (one of them writing it) is read and written only at elements whose index is
+    `var` itself on one axis (iteration v touches only its own elements); the scalars
+    `tail` reads are none that `body` assigns, and the ones it assigns `body` does not
+    read."""
+    b, t = _Touch(body), _Touch(tail)
+    if not (b.ok and t.ok):
+        return False
+    for name in (t.wrote & set(b.seen)) | (b.wrote & set(t.seen)):
+        axes = {next((a for a, e in enumerate(idx) if e == ("name", var)), None)
+                for idx in b.seen.get(name, []) + t.seen.get(name, [])}
+        if len(axes) != 1 or None in axes:
+            return False
+    return not (t.reads & b.scalars) and not (b.reads & t.scalars)
+
+
+class _Touch:
+    """What statements touch: `seen` (tensor -> index tuples it is read or written at),
+    `wrote` (tensors stored into), `scalars` (names assigned), `reads` (names read);
+    `ok` False where a statement is other than a store, an assignment, an allocation or a
+    loop of those."""
+
+    def __init__(self, stmts):
+        self.seen, self.wrote, self.scalars, self.reads, self.ok = {}, set(), set(), set(), True
+        for st in stmts:
+            self.visit(st)
+
+    def visit(self, st):
+        if isinstance(st, For):
+            for b in st.body:
+                self.visit(b)
+        elif isinstance(st, Store):
+            self.seen.setdefault(st.buf, []).append(tuple(st.idx))
+            self.wrote.add(st.buf)
+            self.reads |= expr_reads(st.value) | idx_names(st.idx)
+            _indexed(st.value, self.seen)
+        elif isinstance(st, Assign):
+            self.scalars.add(st.name)
+            self.reads |= expr_reads(st.value)
+            _indexed(st.value, self.seen)
+        elif isinstance(st, Alloc):
+            self.scalars.add(st.name)
+        else:
+            self.ok = False
+
+
+def _indexed(e, seen: dict) -> None:
+    """Each element read in expression `e`: its tensor -> the index tuples, into `seen`."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        idx = getattr(x, "idx", None)
+        if idx is not None and getattr(x, "base", None) is not None:
+            seen.setdefault(x.base, []).append(tuple(idx))
+        stack.extend(x.children())
 
 
 def _reads_var(stmts, var: str) -> bool:

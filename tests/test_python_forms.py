@@ -307,6 +307,40 @@ def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["N"]) -> f32["M", "N"]:
                     y[i, j] = relu(y[i, j] + b[j])
     return y
 ''', ["matmul"]),
+    # the epilogue inside the inner loop of a k-outer accumulation (`for k: for i: C[i, j] +=
+    # ...; if k == K - 1: ...`): moved out of that loop, then after the k loop
+    # (normalize._tail_out), where iteration i touches only its own elements
+    "epilogue_guard_in_inner_loop": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], b: f32["M"]) -> f32["M", "N"]:
+    y = zeros((M, N))
+    for j in range(N):
+        for k in range(K):
+            for i in range(M):
+                y[i, j] += x[i, k] * w[k, j]
+                if k == K - 1:
+                    t = y[i, j] + b[i]
+                    y[i, j] = gelu(t)
+    return y
+''', ["matmul"]),
+    # the same where the epilogue reads the next element, which its last term reaches only
+    # later in that iteration: kept as written (moving it would read the finished value)
+    "epilogue_guard_reading_ahead": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
+    y = zeros((M + 1, N))
+    for j in range(N):
+        for k in range(K):
+            for i in range(M):
+                y[i, j] += x[i, k] * w[k, j]
+                if k == K - 1:
+                    y[i, j] = y[i, j] + 0.5 * y[i + 1, j]
+    out = empty((M, N))
+    for i in range(M):
+        for j in range(N):
+            out[i, j] = y[i, j]
+    return out
+''', None),
     "split_k_outer_nests": ('''
 @program
 def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
