@@ -22,7 +22,6 @@ matmul rules' reshape views and sum commutation handle its loads instead.
 from __future__ import annotations
 
 import copy
-import weakref
 from itertools import count
 
 from .ir import Alloc, Assign, BoolOp, Call, Compare, Dim, For, If, Index, Reshape, Select, Store, Transpose, Bin, MatMul, \
@@ -225,10 +224,7 @@ def _expr(e, ie):
 
 
 # ------------------------------------------------------------------ reductions
-_MERGED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # term -> merged (terms are immutable)
-
-
-def merge_split_reductions(term, new_var):
+def merge_split_reductions(term, new_var, memo: dict):
     """`red[a<A] red[b<B] f(b * A + a)` -> `red[k<A*B] f(k)`, in either nesting order.
 
     A reduction over a split axis runs its two loops in whichever order they were written;
@@ -237,13 +233,16 @@ def merge_split_reductions(term, new_var):
     whose order the functional IR leaves open, as it does for every reduction (summation
     order is what a matmul changes anyway). So a split reduction axis, coarse- or
     fine-first, becomes one plain axis, and the matmul, prologue and batched rules see
-    the same form as for an unsplit loop. `new_var(extent)` makes the merged binder.
+    the same form as for an unsplit loop. `new_var(extent)` makes the merged binder;
+    `memo` (term -> merged) is one lowering's: a merged term names a binder of that
+    lowering's, whose name another lowering gives another binder, of another extent (a
+    process-wide memo made the second optimize() of a program panic in egglog: two extents
+    of one variable).
     Only pairs whose variables appear nowhere but in `coarse * T + fine` (T the fine
     extent, the coarse extent times T the merged extent) merge.
     """
     from .terms import Node, postorder
 
-    memo = _MERGED
     for x in postorder(term, memo):
         args = tuple(memo[a] if isinstance(a, Node) else a for a in x.args)
         n = Node(x.op, *args)

@@ -1631,3 +1631,28 @@ def test_powers_follow_numpy_at_special_values(tmp_program, monkeypatch, name):
                 fin = ~np.isnan(w)
                 np.testing.assert_allclose(g[fin], w[fin], rtol=2e-6, err_msg=f"{name} {target} {backend}")
                 assert np.array_equal(np.signbit(g[fin]), np.signbit(w[fin])), (name, target, backend, g, w)
+
+
+def test_a_program_optimized_again_in_a_process(tmp_program):
+    """A random-program probe's (session 28): the second optimize() of this program panicked
+    in egglog ('Illegal merge attempted for function eqsat_sorts_extent'): merged split
+    reductions were memoized for the process, naming a binder of the first lowering whose
+    name the second gives another binder of another extent (`unsplit.merge_split_reductions`
+    now takes one lowering's memo)."""
+    prog = tmp_program('''
+@program
+def p(x: f32["N"]) -> f32["N", "N"]:
+    b = zeros((N, N))
+    s = x[0]
+    for i in range(N):
+        for j in range(N):
+            for k in range(i + 1):
+                for l in range(i + 1, N):
+                    s += 2.0
+                b[j, i] += s
+    return b
+''')
+    x = np.arange(3, dtype=np.float32)
+    want = eqsat.reference(prog, x)
+    for target in ("cpu", "cpu", "h100"):
+        np.testing.assert_allclose(eqsat.optimize(prog, {"N": 3}, target=target).run(x), want, rtol=1e-6)
