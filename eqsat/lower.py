@@ -207,7 +207,7 @@ class _Lowerer:
         self.fresh = count()
         self.var_extent: dict = {}
         self.hoisted: dict = {}  # term -> its hoisted form, shared by every nest (hoist.py)
-        self.merged: dict = {}  # term -> its split reductions merged (unsplit.merge_split_reductions)
+        self.unsplit_memo: dict = {}  # term -> its split reductions merged (unsplit.merge_split_reductions)
         self.hoist_canon: dict = {}  # a hoisted term, up to its variables -> its tensor's axes (hoist.py)
         # the top-level statement being lowered, and the names read after it (statements
         # after it, the returns): what a nest kept as written leaves live (parallel.py)
@@ -795,7 +795,7 @@ class _Lowerer:
     def normalized(self, t: Node) -> Node:
         """A nest's functional term with split reductions merged and loop-invariant
         reductions hoisted out of the reductions around them (eqsat/hoist.py)."""
-        t = merge_split_reductions(t, lambda e: self.new_var("k", e), self.merged)
+        t = merge_split_reductions(t, lambda e: self.new_var("k", e), self.unsplit_memo)
         return hoist_invariant_reductions(t, T.free_vars, self.new_var, self.var_extent.get, self.hoisted,
                                           self.hoist_canon)
 
