@@ -67,10 +67,11 @@ def _number_out(v):
     return float(v.reshape(()))
 
 
-def number_root(plan, root) -> bool:
-    """Whether a scalar result is the Python number a kept nest leaves (`lower.Nest.numbers`:
-    returned as the Python float it is, as `reference` returns it, not a float32)."""
-    return root.op == "Ten.opaque" and root.args[1] in plan.lowered.nests[root.args[0]].numbers
+def number_output(plan, t) -> bool:
+    """Whether tensor term `t` is a scalar a kept nest leaves holding a Python number
+    (`lower.Nest.numbers`: kept in float64, returned as the Python float it is, as
+    `reference` returns it, not a float32)."""
+    return t.op == "Ten.opaque" and t.args[1] in plan.lowered.nests[t.args[0]].numbers
 
 
 class Runner:
@@ -668,7 +669,7 @@ def run(plan, args: list, scalars: dict, xp=DIRECT):
             # a view (of an input, say): the caller gets its own copy (a loop nest's output
             # is already its own: the nest wrote a copy or a fresh buffer)
             v = xp.array(v, dtype=np.float32, copy=True)
-        outs.append(xp.call(_number_out if number_root(plan, root) else _scalar_out, v) if is_scalar else v)
+        outs.append(xp.call(_number_out if number_output(plan, root) else _scalar_out, v) if is_scalar else v)
     for i, dtype in enumerate(plan.program.out_dtypes):
         if dtype is not lang.f32:  # a narrower declared dtype (computed in f32)
             outs[i] = xp.call(lang.as_dtype, outs[i], dtype)

@@ -28,6 +28,7 @@ from eqsat.cost import GPU_RED_LANES, pow2
 from eqsat.plan import fused_prologue
 from eqsat.terms import Node, is_negative_zero, leaving_axes, python_number, unlist, viewed_input
 
+from . import numpy_backend
 from .codegen import Emitter, literal, loaded, params
 from .tuning import DEFAULT
 
@@ -308,7 +309,7 @@ class Kernel:
         self.dot16 = dot16
         self.ranks = _Ranks(plan)  # tensor term -> shape (its length is the rank)
         self.narrow = _narrow_params(plan)
-        self.numbers = {nid: nest.numbers for nid, nest in plan.lowered.nests.items()}
+        self.plan = plan
         self.precision = precision
         term = k.term
         self.name = k.name
@@ -332,7 +333,7 @@ class Kernel:
         narrow on the device (`TritonCompiled._input_to_device`); "f64" for a scalar a kept
         nest leaves holding a Python number (`lower.Nest.numbers`: read only as that number,
         `float(s)`, in float64); None for f32 (every other kernel output and loop result)."""
-        if t.op == "Ten.opaque" and t.args[1] in self.numbers.get(t.args[0], ()):
+        if numpy_backend.number_output(self.plan, t):
             return "f64"
         return self.narrow.get(viewed_input(t))
 

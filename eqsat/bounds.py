@@ -15,7 +15,7 @@ import islpy as isl
 from .args import assertion_failed, assertion_sizes
 from .dataflow import condition_fails_at, first_iteration, index_can_leave
 from .errors import ArgumentError, ProgramError
-from .ir import Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Select, Store, ie_eval
+from .ir import Alloc, Assign, Bin, BoolOp, Call, Compare, Const, Dim, For, If, Index, Select, Store, expr_reads, ie_eval
 
 
 def check_bounds(prog, dims: dict) -> None:
@@ -140,7 +140,7 @@ def check_divisor(e: Bin, path: tuple, dims: dict, memo: dict) -> None:
         return
     # (the desugaring's own loops, over a slice's elements, are no names the user wrote)
     where = ", ".join(f"{v}={x}" for v, x in at.items() if not v.startswith("eqsat_"))
-    names = sorted({n for n in _dim_names(e.b) if n in dims and n not in at})
+    names = sorted(n for n in expr_reads(e.b, names=True) if n in dims and n not in at)
     sizes = ", ".join(f"{n}={dims[n]}" for n in names)
     data = " (taking every condition on data values around it to hold)" if _reads_data(guards) else ""
     place = f"at {where}" + (f" with {sizes}" if sizes else "") if where else f"with {sizes}" if sizes else "here"
@@ -214,12 +214,6 @@ def _sizes_only(e) -> bool:
     if isinstance(e, Call) and e.fn in ("neg", "float", "abs", "max", "min"):
         return all(_sizes_only(a) for a in e.args)
     return False
-
-
-def _dim_names(e) -> set:
-    if isinstance(e, Dim):
-        return {e.name}
-    return set().union(*(_dim_names(c) for c in e.children())) if isinstance(e, (Bin, Call)) else set()
 
 
 def _text(e) -> str:

@@ -599,7 +599,11 @@ def condition_fails_at(path: tuple, cond_text, dims: dict, guards: tuple = ()) -
     fails = isl.Set.read_from_str(context(), _ascii(f"{{ {space} : {cons} and {cond_text(aff, False)} }}"))
     if fails.is_empty():
         return None
-    point = fails.sample_point()
+    return _values_at(path, fails.sample_point())
+
+
+def _values_at(path: tuple, point) -> dict:
+    """{loop variable: value} of the loops `path` at an isl point of their iterations."""
     return {f.var: point.get_coordinate_val(isl.dim_type.set, d).to_python() for d, f in enumerate(path)}
 
 
@@ -615,7 +619,7 @@ def first_iteration(path: tuple, dims: dict, guards: tuple, pred, limit: int) ->
 
     def visit(point):
         if not found:
-            at = {f.var: point.get_coordinate_val(isl.dim_type.set, d).to_python() for d, f in enumerate(path)}
+            at = _values_at(path, point)
             if pred(at):
                 found.append(at)
 

@@ -1220,13 +1220,13 @@ class _Parser:
             raise self.err(node, "`@` needs tensor operands of at least one axis; use `*` for scalars")
         inner = b.ty[0] if rb == 1 else b.ty[-2]
         x = a.ty[-1]
-        if ie_canon(x) != ie_canon(inner) and not (x[0] in ("int", "name") and inner[0] in ("int", "name")):
+        if ie_canon(x) != ie_canon(inner):  # (`N * M` is `M * N`)
+            if x[0] in ("int", "name") and inner[0] in ("int", "name"):
+                raise self.err(node, f"shape mismatch in `@`: {_shape_str(a.ty)} @ {_shape_str(b.ty)} "
+                                     f"(contraction {_d(x)} vs {_d(inner)})")
             # a computed extent (`np.reshape(x, (N, -1))`: C * P * P against CPP): taken as
             # the same where the sizes make them equal, as broadcasting does
             self.same_extents(node, [(x, inner)], "numpy's `@` contracts axes of the same length only")
-        elif ie_canon(x) != ie_canon(inner):  # (`N * M` is `M * N`)
-            raise self.err(node, f"shape mismatch in `@`: {_shape_str(a.ty)} @ {_shape_str(b.ty)} "
-                                 f"(contraction {_d(a.ty[-1])} vs {_d(inner)})")
         if ra == 1 or rb == 1:  # numpy's: a vector's axis is contracted and not kept
             if ra == 1 and rb == 1:
                 ty = None  # a dot product: a scalar

@@ -876,9 +876,9 @@ class _Lowerer:
                                             if s is self.current_top else ()),
                     out_shapes={n: self.shapes.get(n, ()) if n not in swrites else () for n in outputs})
         if swrites:
+            numbers = [n for n in scalar_in if T.python_number(self.env[n])]
             nest.numbers = number_outputs(s.node, tensor_ranks(self.shapes, views),
-                                          [n for n in scalar_in if not T.python_number(self.env[n])],
-                                          [n for n in scalar_in if T.python_number(self.env[n])], self.dims,
+                                          [n for n in scalar_in if n not in numbers], numbers, self.dims,
                                           {**self.prog.fn.__globals__, **self.prog.constants}, swrites)
         self.nests[nid] = nest
         tin = T.tens([self.env[n] for n in tensor_in])

@@ -51,12 +51,12 @@ def _absorb_sum(first: Node, total: Node, new_var) -> Node | None:
     `range(5, K)`, each a nest of its own), else None."""
     _, u, m, head = first.args
     _, v, n, body = total.args
-    w = new_var(m + n)
-    tail = _shifted(body, v, w, -m)  # (body at v = w - m)
-    again = _shifted(head, u, w, 0)
-    if tail is None or again is None or not _same(_canonical(tail), _canonical(again)):
+    at = _shifted(body, v, u, -m)  # (body at v = u - m: the head's summand, where it is one)
+    if at is None or not _same(_canonical(at), _canonical(head)):
         return None
-    return Node("Sc.red", "sum", w, m + n, tail)
+    w = new_var(m + n)
+    whole = _shifted(body, v, w, -m)
+    return None if whole is None else Node("Sc.red", "sum", w, m + n, whole)
 
 
 def _element(t: Node) -> Node | None:
