@@ -52,7 +52,7 @@ from .terms import Node, weak_casts
 from .hoist import hoist_invariant_reductions
 from .unroll import unrolled
 from .peel import absorb_first
-from .normalize import normalize
+from .normalize import normalize, split_tail
 from .reroll import reroll
 from .unsplit import merge_split_reductions, unsplit
 from .work import nest_work
@@ -677,6 +677,9 @@ class _Lowerer:
         try:
             if not lift:
                 raise NotFunctional(why or KEPT_FOR_TIME)
+            tail = split_tail(s, self.dims) if isinstance(s, For) else None
+            if tail is not None:  # the loop, then its last iteration's tail: lowered one by one
+                return None, "", tail, {}, set(), False
             try:
                 # (loops written from 1 read at i - 1, from 0; loops written in pieces, as one)
                 whole = reroll(normalize(s, self.dims), self.dims, getattr(s, "views", {}))

@@ -229,6 +229,27 @@ def _sunk(f: For, dims):
     return [loop, *moved]
 
 
+def split_tail(f: For, dims) -> list | None:
+    """A nest's own loop `f` run as [f without its last iteration's tail, the tail after it]
+    where it ends in statements under `if k == last:` (directly, or at the end of the loops
+    it ends with: `for k: for j: for i: C[i, j] += a[i, k] * b[k, j]; if k == K - 1: C[i, j]
+    = gelu(C[i, j])`) that may run after the whole loop (`_tail_out`, `_sunk`): the same
+    program, as statements of their own. None where there is no such tail. (`normalize`
+    does this for the loops inside a nest; a nest's own loop is split by the lowering,
+    which lowers the statements one by one.)"""
+    values = _values(f, dims)
+    if not values:
+        return None
+    loop = _tail_out(f, dims) or f
+    end = loop.body[-1] if loop.body else None
+    if not (isinstance(end, If) and not end.orelse and _at(end.cond, f.var, values[-1], dims)):
+        return None
+    sunk = _sunk(loop, dims)
+    if sunk is None or sunk[0].body and sunk[0].body[-1] is end:  # (the tail stayed in the loop)
+        return None
+    return sunk
+
+
 def _tail_out(f: For, dims):
     """Loop `f` whose last statement is a loop ending in `if k == last: T` (k f's variable;
     directly, or at the end of a loop it ends with: an epilogue written inside the inner
@@ -275,7 +296,7 @@ def _split_tail(g: For, var: str, value: int, dims):
 
 def _fissionable(body: list, tail: list, var: str) -> bool:
     """Whether loop `var`'s iterations may run `tail` after every iteration's `body` instead
-    of after their own: both are stores, assignments and loops of those; every array both
+    of after their own: both are stores, assignments, and loops and `if`s of those; every array both
     touch (one of them writing it) is read and written only at elements whose index is
     `var` itself on one axis (iteration v touches only its own elements); the scalars
     `tail` reads are none that `body` assigns, and the ones it assigns `body` does not
@@ -294,8 +315,8 @@ def _fissionable(body: list, tail: list, var: str) -> bool:
 class _Touch:
     """What statements touch: `seen` (tensor -> index tuples it is read or written at),
     `wrote` (tensors stored into), `scalars` (names assigned), `reads` (names read);
-    `ok` False where a statement is other than a store, an assignment, an allocation or a
-    loop of those."""
+    `ok` False where a statement is other than a store, an assignment, an allocation, or a
+    loop or an `if` of those."""
 
     def __init__(self, stmts):
         self.seen, self.wrote, self.scalars, self.reads, self.ok = {}, set(), set(), set(), True
@@ -317,6 +338,11 @@ class _Touch:
             _indexed(st.value, self.seen)
         elif isinstance(st, Alloc):
             self.scalars.add(st.name)
+        elif isinstance(st, If):  # (what either branch touches, and what the condition reads)
+            self.reads |= expr_reads(st.cond)
+            _indexed(st.cond, self.seen)
+            for b in st.body + st.orelse:
+                self.visit(b)
         else:
             self.ok = False
 

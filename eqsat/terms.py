@@ -235,16 +235,29 @@ def update(op: str, old: Node, val: Node) -> Node:
 
 
 def select(cmp: str, l: Node, r: Node, a: Node, b: Node) -> Node:
-    """`a if l cmp r else b`, with the foldings that need no assumption: inside a branch, a
+    """`a if l cmp r else b`, with the foldings that need no assumption: a comparison of two
+    small integer literals is its answer's side; inside a branch, a
     select on the same condition is the side the condition takes there (on its negation too
     where both sides are index values or literals, which are never NaN), and equal branches
     are that branch. (A triangular nest widened to its hull guards every statement with one
     mask; without this the masks nest in each other.)"""
+    if cmp in _COMPARE and _small_integer(l) and _small_integer(r):  # (an unrolled loop's `k == K - 1`: 3.0 == 8.0)
+        return a if _COMPARE[cmp](l.args[0], r.args[0]) else b
     neg = _NEGATED[cmp] if _never_nan(l) and _never_nan(r) else None
     a, b = _assume(a, cmp, neg, l, r, True), _assume(b, cmp, neg, l, r, False)
     if a is b:
         return a
     return Node("Sc.select", cmp, l, r, a, b)
+
+
+_COMPARE = {"<": lambda x, y: x < y, "<=": lambda x, y: x <= y, ">": lambda x, y: x > y,
+            ">=": lambda x, y: x >= y, "==": lambda x, y: x == y, "!=": lambda x, y: x != y}
+
+
+def _small_integer(n: Node) -> bool:
+    """A literal that is an integer below 2**24: the same number in float32 and float64, so
+    a comparison of two of them has one answer in every precision a backend computes in."""
+    return n.op == "Sc.lit" and float(n.args[0]).is_integer() and abs(n.args[0]) < 2 ** 24
 
 
 def _never_nan(n: Node) -> bool:
