@@ -311,6 +311,13 @@ class _Lowerer:
                     v = self.scalar_top(r)
                 except NotFunctional as why:  # (`return s // t`: a number with no term, run as written)
                     v = self.returned_as_written(k, r, str(why))
+                else:
+                    if T.python_number(v) and not (v.op == "Sc.fn" and v.args[0] == "float"):
+                        # arithmetic of Python floats (`return s * 1e-200` after a kept loop
+                        # summed `s`; `N / 3`, a literal by now): in float64, as Python does,
+                        # where a kernel's float32 output would round it (to 0.0 there).
+                        # (`float(e)` alone is e's float32 value exactly: its e stays a term.)
+                        v = self.returned_as_written(k, r, "a Python number, computed in float64")
                 # (the Python number a kept nest leaves is its output itself: no kernel copies it)
                 roots.append(v.args[1].args[0] if T.nest_number(v) else T.compute([], v))
                 scal.append(True)

@@ -324,6 +324,30 @@ def p(x: f32["N"]) -> tuple[f32, f32]:
         assert all(type(g) is float for g in got) and got == want, (backend, got, want)
 
 
+@pytest.mark.parametrize("target", ["cpu", "h100"])
+def test_arithmetic_of_returned_python_floats_is_in_float64(tmp_program, target):
+    """Python floats computed after the loop that made them (`s * 1e-200`, `M / 3`, `s +
+    1e-12`) are returned as Python computes them: a kernel's float32 output had rounded
+    them (0.0 for 5.6e-200)."""
+    prog = tmp_program('''import math
+
+@program
+def p(x: f32["N"]):
+    s = 0.0
+    for i in range(N):
+        s += math.exp(x[i])
+    q = s * 1e-200
+    return q, s + 1e-12, N / 3, math.sqrt(s) * 1e-100
+''')
+    x = np.random.default_rng(5).standard_normal(7).astype(np.float32)
+    want = eqsat.reference(prog, x)
+    assert 0 < want[0] < 1e-45  # (below float32's range)
+    plan = eqsat.optimize(prog, {"N": 7}, target=target)
+    for backend in ("numpy", "triton"):
+        got = plan.run(x, backend=backend)
+        assert all(type(g) is float for g in got) and got == want, (backend, got, want)
+
+
 def test_casts_that_compute_nothing_leave_the_forms_rules_match(tmp_program):
     """`acc = np.float32(0.0)`, a factor `np.float32(0.5)` and `np.maximum(acc,
     np.float32(0.0))` are the sum, the literal and the relu the rules know (`weak_casts`):
