@@ -2052,3 +2052,31 @@ def test_arrays_made_from_a_shape(tmp_program, name):
     assert rel_err(want, truth(*args)) < 1e-5
     for target in ("h100", "cpu"):
         assert rel_err(eqsat.optimize(prog, shapes, target=target).run(*args), want) < 1e-5
+
+
+def test_a_started_sum_over_a_split_axis_is_one_sum(tmp_program):
+    """An accumulator started at another tensor's element, then its k axis in two loops
+    (an independent generator's spelling, 2026-11-28, each product named first): `(start +
+    sum[k < 8]) + sum[8 <= k < K]` is the start plus one sum, a matmul with its epilogue (it
+    was a kept loop)."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["M", "K"], w: f32["N", "K"], r: f32["M", "N"], beta: f32) -> f32["M", "N"]:
+    y = empty((M, N))
+    for j in range(N):
+        for i in range(M):
+            acc = beta * r[i, j]
+            for k in range(0, 8):
+                pk = x[i, k] * w[j, k]
+                acc += pk
+            for k in range(8, K):
+                pk = x[i, k] * w[j, k]
+                acc += pk
+            y[i, j] = np.clip(acc, -1.0, 2.0)
+    return y
+''')
+    dims = {"M": 5, "N": 7, "K": 20}
+    args = random_args(prog, dims, seed=4)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    assert close(plan.run(*args), eqsat.reference(prog, *args)), plan
+    assert [(k.kind, sorted(k.epilogue)) for k in plan.kernels] == [("matmul", ["add", "max", "min", "mul"])], plan
