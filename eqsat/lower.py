@@ -1500,16 +1500,7 @@ class _NestRun:
             for cmp, l, r, holds in reversed(guards):
                 out = T.select(cmp, l, r, out, init) if holds else T.select(cmp, l, r, init, out)
             return out
-        new_var = lambda n: self.low.new_var("k", n)  # noqa: E731
-        whole = absorb_first(init, term, new_var, self.low.functional)
-        if whole is None and init.op == "Sc.add":
-            # a start and the first part of the sum, then the rest (`acc = beta * r[i, j]`, a
-            # loop over k < 8, a loop over 8 <= k < K): the start plus one sum, as a start
-            # plus a loop's sum is (the same reassociation)
-            for keep, part in ((init.args[0], init.args[1]), (init.args[1], init.args[0])):
-                merged = absorb_first(part, term, new_var, self.low.functional)
-                if merged is not None:
-                    return T.binop("Sc.add", keep, merged)
+        whole = absorb_first(init, term, lambda n: self.low.new_var("k", n), self.low.functional)
         return whole if whole is not None else T.binop("Sc.add", init, term)
 
     def _reduce(self, s, red: list, accs, contrib, bound=()):

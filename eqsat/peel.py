@@ -25,8 +25,8 @@ from .terms import Node
 def absorb_first(start: Node, total: Node, new_var, functional=None) -> Node | None:
     """`start + total` as one sum where `total` is `sum[v < n] body` and `start` is `body`
     at v = -1 (`start` may be an element of a computation: read through, and of a kept
-    nest's output whose functional form `functional` gives); else None. `new_var(extent)`
-    makes the new sum's variable."""
+    nest's output whose functional form `functional` gives), or the sum of another term and
+    such a start; else None. `new_var(extent)` makes the new sum's variable."""
     if total.op != "Sc.red" or total.args[0] != "sum":
         return None
     _, v, n, body = total.args
@@ -35,6 +35,15 @@ def absorb_first(start: Node, total: Node, new_var, functional=None) -> Node | N
     first = _element(start)
     if first is not None and first.op == "Sc.red" and first.args[0] == "sum" and body.op != "Sc.red":
         return _absorb_sum(first, total, new_var)
+    if first is not None and first.op == "Sc.add" and body.op != "Sc.add":
+        # an accumulator's start plus the first part of the sum, then the rest (`acc = beta *
+        # r[i, j]`, a loop over k < 8, a loop over 8 <= k < K): the start plus one sum, as a
+        # start plus one loop's sum is (the same reassociation)
+        for keep, part in ((first.args[0], first.args[1]), (first.args[1], first.args[0])):
+            merged = absorb_first(part, total, new_var)
+            if merged is not None:
+                return Node("Sc.add", keep, merged)
+        return None
     if first is None or first.op != body.op:  # (the summand at -1 has the summand's own root)
         return None
     at = _shifted(body, v, None, -1)

@@ -2080,3 +2080,33 @@ def p(x: f32["M", "K"], w: f32["N", "K"], r: f32["M", "N"], beta: f32) -> f32["M
     plan = eqsat.optimize(prog, dims, target="cpu")
     assert close(plan.run(*args), eqsat.reference(prog, *args)), plan
     assert [(k.kind, sorted(k.epilogue)) for k in plan.kernels] == [("matmul", ["add", "max", "min", "mul"])], plan
+
+
+def test_a_sum_over_a_split_axis_into_an_updated_input(tmp_program):
+    """The same into an input scaled in place by a nest of its own, the products in another
+    order in each loop (an independent generator's spelling, 2026-11-28): the scaled input
+    plus one sum, a matmul with its epilogue (it was two reduction kernels)."""
+    prog = tmp_program(PRELUDE + '''
+@program
+def p(x: f32["M", "K"], w: f32["N", "K"], a: f32, r: f32["M", "N"], b: f32) -> f32["M", "N"]:
+    wt = np.transpose(w)
+    for i in range(M):
+        for j in range(N):
+            r[i, j] *= b
+    for i in range(M):
+        for j in range(N):
+            for k in range(0, 9):
+                r[i, j] = a * wt[k, j] * x[i, k] + r[i, j]
+            for k in range(9, K):
+                r[i, j] = a * x[i, k] * wt[k, j] + r[i, j]
+    for i in range(M):
+        for j in range(N):
+            r[i, j] = gelu(r[i, j]) * (1.0 / K)
+    return r
+''')
+    dims = {"M": 5, "N": 7, "K": 20}
+    args = random_args(prog, dims, seed=4)
+    want = eqsat.reference(prog, *[a.copy() if hasattr(a, "copy") else a for a in args])
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    assert close(plan.run(*args), want), plan
+    assert [k.kind for k in plan.kernels] == ["matmul"], plan
