@@ -754,6 +754,8 @@ class _Env(ast.NodeTransformer):
                 if a is not None and b is not None and len(a[0]) <= 2 and len(b[0]) <= 2:
                     return self.value_shape(ast.BinOp(left=e.args[0], op=ast.MatMult(), right=e.args[1]))
                 return None
+            if self.callee(e.func) is np.einsum:
+                return self._einsum_shape(e)
             if self.callee(e.func) is np.roll and e.args:  # (`np.roll(x, k)`, `np.roll(x, k, axis=a)`)
                 got = self.value_shape(e.args[0])
                 return got if got is not SCALAR else None
@@ -783,6 +785,32 @@ class _Env(ast.NodeTransformer):
             if REDUCTIONS.get(self.callee(e.func)) and len(e.args) == 1:
                 return SCALAR if self.value_shape(e.args[0]) is not None else None
         return None
+
+    def _einsum_shape(self, e):
+        """The shape `np.einsum(spec, *operands)` gives, for a constant spec of letters
+        (`'ik,kj->ij'`; without `->`, the letters that appear once, in order), each output
+        axis as long as the operand axis its letter names first; None otherwise."""
+        if e.keywords or len(e.args) < 2 or not isinstance(e.args[0], ast.Constant) or \
+                not isinstance(e.args[0].value, str):
+            return None
+        spec = e.args[0].value.replace(" ", "")
+        ins, _, out = spec.partition("->")
+        subs = ins.split(",")
+        if len(subs) != len(e.args) - 1 or not all(x.isalpha() for x in subs + ([out] if out else [])):
+            return None
+        if "->" not in spec:
+            letters = "".join(subs)
+            out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+        shapes = [self.value_shape(a) for a in e.args[1:]]
+        if any(x is None or x is SCALAR or len(x[0]) != len(sub) for x, sub in zip(shapes, subs)):
+            return None
+        axis = {}
+        for sub, (dims, _) in zip(subs, shapes):
+            for c, d in zip(sub, dims):
+                axis.setdefault(c, d)
+        if not set(out) <= set(axis):
+            return None
+        return ([copy.deepcopy(axis[c]) for c in out], all(x[1] for x in shapes)) if out else SCALAR
 
     def condition_shape(self, t):
         """The shape of a condition over tensors (comparisons, `&`, `|`, `~`, and, or, not,

@@ -263,6 +263,15 @@ def p(A: f32["M", "K"], B: f32["N", "K"]) -> f32["M", "N"]:
 def p(x: f32["M", "K"], w: f32["K", "N"]) -> f32["M", "N"]:
     return np.where(np.einsum("ik,kj->ij", x, w) > 0, np.einsum("ik,kj", x, w), 0.0)
 ''', ["matmul"]),
+    # a comparison of an einsum's result used as a mask (`h * (h > 0)`): its shape is the
+    # spec's (it was refused: "comparisons are between scalars"; an independent generator's)
+    "mask_of_an_einsum": ('''
+@program
+def p(x: f32["M", "K"], w: f32["K", "N"], s: f32, b: f32["N"]) -> f32["M", "N"]:
+    h = np.einsum("ik,kj->ij", x, w)
+    g = np.einsum("ik,kj", x, w) + s * b
+    return (h - b) * ((h - b) > 0.0) + g * (g < 1.0)
+''', ["matmul"]),
     # np.where of numbers in a loop stays guarded: its value reads x[i - 1] only where i > 0
     "where_of_numbers_guards_its_values": ('''
 @program
