@@ -632,8 +632,8 @@ class _Eval:
             val = xp.reshape(val, (1,) * (self.rank + 1))
         if val.shape[self.rank] == 1 and ext != 1:
             val = xp.squeeze(val, axis=self.rank)
-            if kind == "sum":
-                return xp.multiply(val, np.float32(ext))
+            if kind == "sum":  # ext copies of one value: its multiple (of none, 0.0: 0 * inf is NaN)
+                return xp.multiply(val, np.float32(ext)) if ext > 0 else xp.full_like(val, 0.0)
             return val if ext > 0 else xp.full_like(val, -np.inf if kind == "max" else np.inf)
         if kind == "sum":
             return xp.sum(val, axis=self.rank, dtype=np.float32)

@@ -94,3 +94,49 @@ def test_fastest_ranks_by_measured_time_not_by_model():
     assert [r["measured_rank"] for r in rows] == [3, 1, 2]
     assert [r["model_rank"] for r in rows] == [1, 2, 3]
     assert rows[1]["measured_us"] == pytest.approx(1000.0)
+
+
+EMPTY_SUMS = {  # a sum of one value over a range that is empty at M = 1
+    "invariant_term": ('''
+@program
+def p(x: f32['N'], A: f32['M', 'N']):
+    s = 0.0
+    for i in range(1, M):
+        s += x[0]
+    return s
+''', "cpu"),
+    "invariant_product": ('''
+@program
+def p(A: f32['M', 'N'], B: f32['M', 'K']):
+    s = 0.0
+    for i in range(1, M):
+        for j in range(K):
+            s -= A[0, 0] * B[0, j]
+        A[0, 0] = 0.0
+    return A, s
+''', "h100"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_SUMS))
+def test_every_candidate_sums_an_empty_range_to_zero(tmp_program, name):
+    """A sum of one value over a range with no iteration is 0.0, whatever the value: the
+    numpy backend computed a sum of copies as the value times their count, and 0 * inf
+    is NaN (an adversarial probe's, 2026-11-28: the candidates other than the plan)."""
+    import os
+
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    src, target = EMPTY_SUMS[name]
+    prog = tmp_program(src)
+    dims = {"M": 1, "N": 3, "K": 2}
+    plan = eqsat.optimize(prog, dims, target=target, candidates=4)
+    assert len(plan.candidates) > 1
+    for bad in (np.inf, np.nan, -np.inf):
+        args = [np.full([dims[d] for d in p.shape], bad, np.float32) for p in prog.params]
+        want = eqsat.reference(prog, *[a.copy() for a in args])
+        for c in plan.candidates:
+            for backend in ("numpy", "triton"):
+                got = c.run(*[a.copy() for a in args], backend=backend)
+                pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
+                for g, w in pairs:
+                    assert np.array_equal(np.asarray(g), np.asarray(w), equal_nan=True), (name, bad, backend, c)
