@@ -179,6 +179,7 @@ def _rewrite(fdef: ast.FunctionDef, params: list, sizes: set, resolve) -> "_Env"
     _flags(fdef, {p.name for p in params})
     _early_returns(fdef)
     _iterations(fdef, resolve)
+    _last_values(fdef, sizes, resolve)
     _untiled(fdef, resolve)
     stores: dict = {}
     for n in ast.walk(fdef):
@@ -2247,6 +2248,104 @@ def _iterations(fdef, resolve) -> None:
             for sub in ast.walk(b):
                 ast.copy_location(sub, target)
         loop.body = binds + loop.body
+
+
+def _last_values(fdef, sizes: set, resolve) -> None:
+    """A loop variable read after its loop (`for i in range(N): ...` then `y[0] = x[i] *
+    i`) is its last value there, as in Python: the loop is followed by `assert` that it ran
+    (where it runs none Python reads what the name was before it, unbound or an earlier
+    iteration's value: refused at those sizes) and
+    `eqsat_last_i = <its last value>`, which the later reads of the block read instead.
+    For `range` of one to three arguments of sizes, loop variables around it and integer
+    literals (a step a nonzero literal), where nothing later in the block binds the name."""
+    count = [0]
+
+    def plain(e, around) -> bool:
+        """`e` is made of sizes, the loop variables around, int literals, + - * // and
+        negation, `x.shape[k]` and `len(x)`."""
+        arrays = {x.value.id for x in ast.walk(e) if isinstance(x, ast.Attribute) and x.attr == "shape" and
+                  isinstance(x.value, ast.Name)}
+        for x in ast.walk(e):
+            if isinstance(x, ast.Call):
+                if not (isinstance(x.func, ast.Name) and resolve(x.func.id) is len and len(x.args) == 1 and
+                        isinstance(x.args[0], ast.Name) and not x.keywords):
+                    return False
+                arrays.add(x.args[0].id)
+        for x in ast.walk(e):
+            if isinstance(x, ast.Name) and not (x.id in sizes or x.id in around or x.id in arrays or
+                                                resolve(x.id) is len):
+                return False
+            if isinstance(x, ast.Constant) and type(x.value) is not int or \
+                    isinstance(x, ast.BinOp) and not isinstance(x.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)) or \
+                    isinstance(x, ast.UnaryOp) and not isinstance(x.op, ast.USub) or \
+                    isinstance(x, (ast.Compare, ast.BoolOp, ast.IfExp, ast.Lambda)):
+                return False
+        return True
+
+    def last(loop, around):
+        """(the condition that the loop runs, its variable's last value) as expressions, or None."""
+        it = loop.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and resolve(it.func.id) is range and
+                not it.keywords and 1 <= len(it.args) <= 3 and all(plain(a, around) for a in it.args)):
+            return None
+        args = [copy.deepcopy(a) for a in it.args]
+        start, stop = (ast.Constant(0), args[0]) if len(args) == 1 else (args[0], args[1])
+        step = 1
+        if len(args) == 3:
+            step = _number(args[2])
+            if type(step) is not int or step == 0:
+                return None
+        if step > 0:  # start + ((stop - start - 1) // step) * step, where stop > start
+            runs = ast.Compare(left=copy.deepcopy(stop), ops=[ast.Gt()], comparators=[copy.deepcopy(start)])
+            span = ast.BinOp(ast.BinOp(copy.deepcopy(stop), ast.Sub(), copy.deepcopy(start)), ast.Sub(), ast.Constant(1))
+            value = ast.BinOp(copy.deepcopy(start), ast.Add(), ast.BinOp(
+                ast.BinOp(span, ast.FloorDiv(), ast.Constant(step)), ast.Mult(), ast.Constant(step)))
+        else:  # start - ((start - stop - 1) // -step) * -step, where start > stop
+            runs = ast.Compare(left=copy.deepcopy(start), ops=[ast.Gt()], comparators=[copy.deepcopy(stop)])
+            span = ast.BinOp(ast.BinOp(copy.deepcopy(start), ast.Sub(), copy.deepcopy(stop)), ast.Sub(), ast.Constant(1))
+            value = ast.BinOp(copy.deepcopy(start), ast.Sub(), ast.BinOp(
+                ast.BinOp(span, ast.FloorDiv(), ast.Constant(-step)), ast.Mult(), ast.Constant(-step)))
+        if len(args) == 1 or (len(args) == 2 and _number(start) == 0):
+            value = ast.BinOp(copy.deepcopy(stop), ast.Sub(), ast.Constant(1))  # (`range(N)`: N - 1)
+        return runs, value
+
+    def block(stmts: list, around: set) -> list:
+        out = []
+        for k, st in enumerate(stmts):
+            for field, inner in (("body", around | ({st.target.id} if isinstance(st, ast.For) and
+                                                     isinstance(st.target, ast.Name) else set())),
+                                 ("orelse", around)):
+                if isinstance(st, (ast.For, ast.If, ast.While)) and getattr(st, field, None):
+                    setattr(st, field, block(getattr(st, field), inner))
+            out.append(st)
+            if not (isinstance(st, ast.For) and isinstance(st.target, ast.Name) and not st.orelse):
+                continue
+            name, rest = st.target.id, stmts[k + 1:]
+            reads = any(isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Load)
+                        for r in rest for x in ast.walk(r))
+            binds = any(isinstance(x, ast.Name) and x.id == name and not isinstance(x.ctx, ast.Load)
+                        for r in rest for x in ast.walk(r))
+            got = last(st, around) if reads and not binds else None
+            if got is None:
+                continue
+            runs, value = got
+            new = f"eqsat_last_{name}{count[0]}"
+            count[0] += 1
+            check = ast.Assert(test=runs, msg=ast.Constant(
+                f"loop variable {name!r} is read after its loop, which runs no iteration here: Python would "
+                f"read what it was before the loop (unbound, or an earlier iteration's value), which eqsat does "
+                f"not follow"))
+            bind = ast.Assign(targets=[ast.Name(id=new, ctx=ast.Store())], value=value)
+            for x in (check, bind):
+                for sub in ast.walk(x):
+                    ast.copy_location(sub, st)
+            out += [check, bind]
+            for r in rest:
+                _Renamed({name: new}).visit(r)
+        return out
+
+    fdef.body = block(fdef.body, set())
+    ast.fix_missing_locations(fdef)
 
 
 def _check_mask_reads(fdef, env) -> None:

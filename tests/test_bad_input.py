@@ -449,6 +449,8 @@ def test_a_module_level_array_says_to_pass_it_as_a_parameter():
                          "as a parameter", at="BAD_TABLE_CONSTANT")
 
 def test_loop_variable_read_after_its_loop():
+    """Read after its loop and bound again later in the block: refused (read alone, it is its
+    last value: tests/test_python_forms.py)."""
     def build():
         @program
         def p(x: f32["M"]) -> f32["M"]:
@@ -456,6 +458,8 @@ def test_loop_variable_read_after_its_loop():
             for i in range(M):
                 y[i] = x[i]
             y[0] = x[i]  # ERR:after-loop
+            for i in range(M):
+                y[i] += 1.0
             return y
 
     expect_program_error(build, "after-loop", "'i'", "after its loop", at="i]")

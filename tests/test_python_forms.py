@@ -2119,3 +2119,74 @@ def p(x: f32["M", "K"], w: f32["N", "K"], a: f32, r: f32["M", "N"], b: f32) -> f
     plan = eqsat.optimize(prog, dims, target="cpu")
     assert close(plan.run(*args), want), plan
     assert [k.kind for k in plan.kernels] == ["matmul"], plan
+
+
+LAST_VALUES = {  # a loop variable read after its loop: its last value, as Python's
+    "down": ("""
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    out = zeros((N,))
+    for i in range(N - 1, -1, -1):
+        out[i] = x[i] * 2.0
+    out[1] = x[i] + i
+    return out
+""", {"N": 5}),
+    "step": ("""
+@program
+def p(x: f32["N"]):
+    s = 0.0
+    for i in range(1, N, 2):
+        s += x[i]
+    return s * i
+""", {"N": 6}),
+    "inner_loop_by_the_outer": ("""
+@program
+def p(x: f32["M", "N"]) -> f32["M"]:
+    out = zeros((M,))
+    for i in range(M):
+        for j in range(i, N):
+            out[i] += x[i, j]
+        out[i] = out[i] * j
+    return out
+""", {"M": 3, "N": 5}),
+    "over_a_shape": ("""
+@program
+def p(x: f32["M", "N"]) -> f32["M"]:
+    out = zeros((M,))
+    for j in range(x.shape[1]):
+        out[0] += x[0, j]
+    out[1] = x[1, j]
+    return out
+""", {"M": 3, "N": 5}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAST_VALUES))
+def test_a_loop_variable_read_after_its_loop_is_its_last_value(tmp_program, name):
+    """Two probes wrote `return s * i` and `out[1] = x[i]` after `for i in range(...)`
+    (2026-11-28): refused then; Python reads the last value, and so does the plan."""
+    src, dims = LAST_VALUES[name]
+    prog = tmp_program(PRELUDE + src)
+    args = random_args(prog, dims, seed=3)
+    plan = eqsat.optimize(prog, dims, target="cpu")
+    for backend in ("numpy", "triton"):
+        assert close(plan.run(*args, backend=backend), eqsat.reference(prog, *args)), (name, backend, plan)
+
+
+def test_a_loop_variable_after_a_loop_that_ran_no_iteration_is_refused(tmp_program):
+    """Where the loop runs no iteration Python reads what the name was before it (here the
+    inner loop's variable from the outer loop's previous iteration): refused at those
+    sizes, saying why."""
+    prog = tmp_program(PRELUDE + """
+@program
+def p(x: f32["M", "N"]) -> f32["M"]:
+    out = zeros((M,))
+    for i in range(M):
+        for j in range(i + 1, N):
+            out[i] += x[i, j]
+        out[i] = out[i] * j
+    return out
+""")
+    assert eqsat.optimize(prog, {"M": 3, "N": 4}).run(*random_args(prog, {"M": 3, "N": 4})) is not None
+    with pytest.raises(eqsat.ArgumentError, match="runs no iteration here"):
+        eqsat.optimize(prog, {"M": 3, "N": 3})
