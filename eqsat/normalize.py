@@ -238,7 +238,7 @@ def split_tail(f: For, dims) -> list | None:
     does this for the loops inside a nest; a nest's own loop is split by the lowering,
     which lowers the statements one by one.)"""
     values = _values(f, dims)
-    if not values:
+    if not values or not _sourced(f):
         return None
     loop = _tail_out(f, dims) or f
     end = loop.body[-1] if loop.body else None
@@ -247,7 +247,35 @@ def split_tail(f: For, dims) -> list | None:
     sunk = _sunk(loop, dims)
     if sunk is None or sunk[0].body and sunk[0].body[-1] is end:  # (the tail stayed in the loop)
         return None
-    return sunk
+    return [_resourced(x) for x in sunk]
+
+
+def _sourced(s) -> bool:
+    """Every statement of nest `s` has its own source (`node`), each loop's and branch's
+    body the sources of its statements in order, so statements moved between them can be
+    given their source too (a part the lowering keeps runs its source as written)."""
+    if isinstance(s, (For, If)):
+        kids = s.body + (s.orelse if isinstance(s, If) else [])
+        nodes = None if s.node is None else s.node.body + (s.node.orelse if isinstance(s, If) else [])
+        return nodes is not None and len(nodes) == len(kids) and \
+            all(getattr(k, "node", None) is n for k, n in zip(kids, nodes)) and all(_sourced(k) for k in kids)
+    return getattr(s, "node", None) is not None
+
+
+def _resourced(s):
+    """Statement `s` with every loop's and branch's source rebuilt from its statements'
+    (`_tail_out`, `_split_tail` and `_sunk` copy loops with other bodies: a copy kept the
+    whole loop's source, so a part kept as written ran the loop and its tail again)."""
+    if not isinstance(s, (For, If)):
+        return s
+    out = copy.copy(s)
+    out.body = [_resourced(b) for b in s.body]
+    out.node = copy.copy(s.node)
+    out.node.body = [b.node for b in out.body]
+    if isinstance(s, If):
+        out.orelse = [_resourced(b) for b in s.orelse]
+        out.node.orelse = [b.node for b in out.orelse]
+    return out
 
 
 def _tail_out(f: For, dims):

@@ -336,3 +336,76 @@ def test_a_comparison_of_small_integer_literals_is_folded():
     assert T.select("!=", T.lit(-2.0), T.lit(-2.0), a, b) is b
     kept = T.select("==", T.lit(1e-50), T.lit(0.0), a, b)
     assert kept.op == "Sc.select"
+
+
+KEPT_PARTS = {  # a k-outer nest split into its loop and its tail, one part or both kept as written
+    "head_kept": '''
+@program
+def p(A: f32["M", "K"], B: f32["K", "N"]) -> f32["M", "N"]:
+    C = zeros((M, N))
+    for k in range(K):
+        for i in range(M):
+            for j in range(N):
+                C[i, j] += A[i, k] * B[k, (j + k) % N]
+                if k == K - 1:
+                    C[i, j] = C[i, j] * 2.0 + 1.0
+    return C
+''',
+    "tail_kept": '''
+@program
+def p(A: f32["M", "K"], B: f32["K", "N"]) -> tuple[f32["M", "N"], f32["M", "N"]]:
+    C = zeros((M, N))
+    D = zeros((M, N))
+    for k in range(K):
+        for i in range(M):
+            for j in range(N):
+                C[i, j] += A[i, k] * B[k, j]
+                if k == K - 1:
+                    D[i, j] = C[i, j] + D[i, (j + N - 1) % N]
+    return C, D
+''',
+    "scalar_tail": '''
+@program
+def p(A: f32["M", "K"], B: f32["K", "N"]):
+    C = zeros((M, N))
+    s = 0.0
+    for k in range(K):
+        for i in range(M):
+            for j in range(N):
+                C[i, j] += A[i, k] * B[k, j]
+                if k == K - 1:
+                    s += C[i, j]
+    return C, s
+''',
+    "relu_tail": '''
+@program
+def p(A: f32["M", "K"], B: f32["K", "N"]) -> f32["M", "N"]:
+    C = zeros((M, N))
+    for k in range(K):
+        for i in range(M):
+            for j in range(N):
+                C[i, j] += A[i, k] * B[k, j]
+                if k == K - 1:
+                    C[i, j] = max(C[i, j], 0.0)
+    return C
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT_PARTS))
+def test_a_split_tail_kept_as_written_runs_its_own_source(tmp_program, name):
+    """The parts of a k-outer nest split into its loop and its tail (`normalize.split_tail`)
+    each run their own source where kept as written: a copied loop kept the whole nest's,
+    so a kept loop ran the tail again (2 * want + 1) and a kept tail read `k` (NameError;
+    a probe's, 2026-11-28). Every candidate, both targets, both backends."""
+    prog = tmp_program(KEPT_PARTS[name])
+    for dims in ({"M": 3, "N": 4, "K": 5}, {"M": 16, "N": 16, "K": 16}):
+        args = random_args(prog, dims, seed=2)
+        want = eqsat.reference(prog, *args)
+        for target in ("cpu", "h100"):
+            plan = eqsat.optimize(prog, dims, target=target, candidates=3)
+            for c in plan.candidates:
+                for backend in ("numpy", "triton"):
+                    got = c.run(*args, backend=backend)
+                    pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
+                    assert all(rel_err(g, w) < 1e-5 for g, w in pairs), (name, dims, target, backend, c)
