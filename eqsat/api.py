@@ -282,9 +282,10 @@ def _assuming_plan(exact: "Plan", assuming: list, t0: float) -> "Plan":
         exact.phases["assuming search"] = fast.optimize_seconds
         exact.optimize_seconds = time.perf_counter() - t0
         return exact
-    fast.cost += check
-    fast.assumes = "every float argument is finite"
-    fast.fallback = exact
+    for plan in fast.candidates:  # (each candidate of this search may rely on the assumption)
+        plan.cost += check
+        plan.assumes = "every float argument is finite"
+        plan.fallback = exact
     fast.phases = {**exact.phases, "assuming search": fast.optimize_seconds}
     fast.optimize_seconds = time.perf_counter() - t0
     return fast

@@ -288,3 +288,31 @@ def p(A: f32["M", "N"], x: f32["N", "M"]) -> f32["M", "M"]:
             for backend in ("numpy", "triton"):
                 got = np.asarray(plan.run(a, x, backend=backend))
                 assert np.array_equal(np.isnan(got), np.isnan(want)) and _agrees(got, want), (form, backend)
+
+
+def test_every_candidate_of_the_assuming_search_keeps_its_assumption(tmp_program):
+    """With candidates, the plans of the assuming search besides the first ran without the
+    finite check and its exact fallback: a candidate's run() gave NaN where the guard the
+    program writes skips 0 * inf (a probe's, 2026-11-28)."""
+    prog = tmp_program('''
+@program
+def q(A: f32["M", "K"], B: f32["K", "N"]) -> f32["M", "N"]:
+    C = zeros((M, N))
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                if A[i, k] != 0.0:
+                    C[i, j] += A[i, k] * B[k, j]
+    return C
+''')
+    dims = {"M": 32, "N": 32, "K": 32}
+    A = np.tril(np.ones((32, 32), np.float32))
+    A[0, 0] = 0.0
+    B = np.ones((32, 32), np.float32)
+    B[0, 0] = np.inf
+    want = eqsat.reference(prog, A, B)
+    plan = eqsat.optimize(prog, dims, target="cpu", candidates=4)
+    assert plan.assumes is not None and len(plan.candidates) > 1
+    for c in plan.candidates:
+        assert c.assumes == plan.assumes and c.fallback is plan.fallback
+        assert np.array_equal(c.run(A, B), want), c
