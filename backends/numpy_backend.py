@@ -74,6 +74,14 @@ def number_output(plan, t) -> bool:
     return t.op == "Ten.opaque" and t.args[1] in plan.lowered.nests[t.args[0]].numbers
 
 
+def returns_number(plan, i: int) -> bool:
+    """Whether output `i` is returned as a Python float: one a kept nest leaves, or a
+    Python number in the reference (`lower.Lowered.outputs_number`: `float(x[0])`, whose
+    float32 value is exact in float64)."""
+    numbers = plan.lowered.outputs_number
+    return number_output(plan, plan.roots[i]) or (i < len(numbers) and numbers[i])
+
+
 class Runner:
     def __init__(self, plan, args: list, scalars: dict, xp=DIRECT):
         self.np = xp
@@ -663,13 +671,13 @@ def run(plan, args: list, scalars: dict, xp=DIRECT):
     for k in plan.kernels:
         r.run_kernel(k)
     outs = []
-    for root, is_scalar in zip(plan.roots, plan.lowered.outputs_scalar):
+    for i, (root, is_scalar) in enumerate(zip(plan.roots, plan.lowered.outputs_scalar)):
         v = r.tensor(root)
         if root not in r.values and root.op != "Ten.opaque":
             # a view (of an input, say): the caller gets its own copy (a loop nest's output
             # is already its own: the nest wrote a copy or a fresh buffer)
             v = xp.array(v, dtype=np.float32, copy=True)
-        outs.append(xp.call(_number_out if number_output(plan, root) else _scalar_out, v) if is_scalar else v)
+        outs.append(xp.call(_number_out if returns_number(plan, i) else _scalar_out, v) if is_scalar else v)
     for i, dtype in enumerate(plan.program.out_dtypes):
         if dtype is not lang.f32:  # a narrower declared dtype (computed in f32)
             outs[i] = xp.call(lang.as_dtype, outs[i], dtype)

@@ -186,6 +186,9 @@ class Lowered:
     # (from there nests are kept as written, statements in a row grouped as one nest), or
     # None; `lower(..., out_of_time_from=)` lowers the program the same way again
     out_of_time_from: int | None = None
+    # whether each output is a Python number in the reference (`terms.python_number` of its
+    # term: `float(x[0])`, arithmetic of Python floats), returned as a Python float
+    outputs_number: list = field(default_factory=list)
 
 
 class _Lowerer:
@@ -304,14 +307,16 @@ class _Lowerer:
             if is_nest[k] and not self.out_of_time:
                 times.append(clock() - t)
             k = last + 1
-        roots, scal = [], []
+        roots, scal, numbers = [], [], []
         for k, r in enumerate(self.prog.returns):
+            numbers.append(False)
             if r.ty is None:
                 try:
                     v = self.scalar_top(r)
                 except NotFunctional as why:  # (`return s // t`: a number with no term, run as written)
                     v = self.returned_as_written(k, r, str(why))
                 else:
+                    numbers[-1] = T.python_number(v)
                     if T.python_number(v) and not (v.op == "Sc.fn" and v.args[0] == "float"):
                         # arithmetic of Python floats (`return s * 1e-200` after a kept loop
                         # summed `s`; `N / 3`, a literal by now): in float64, as Python does,
@@ -333,7 +338,7 @@ class _Lowerer:
         unions = [(weak_casts(T.narrow_floats(a)), weak_casts(T.narrow_floats(b))) for a, b in self.unions]
         return Lowered(roots, scal, unions, self.nests, dict(self.shapes),
                        [p.name for p in self.prog.params if p.shape is None and p.dtype is not int], self.var_extent,
-                       dict(self.shapes), frozenset(self.kept_for_time), self.first_out_of_time)
+                       dict(self.shapes), frozenset(self.kept_for_time), self.first_out_of_time, numbers)
 
     def top(self, s):
         # once lifting more is predicted to pass the time limit, a nest is kept as written at

@@ -348,6 +348,31 @@ def p(x: f32["N"]):
         assert all(type(g) is float for g in got) and got == want, (backend, got, want)
 
 
+@pytest.mark.parametrize("target", ["cpu", "h100"])
+def test_returned_numbers_have_the_references_types(tmp_program, target):
+    """`float(x[0])` and functions of it are Python floats, `x[1] * 2.0` and a float32 sum
+    float32, on every backend: `float(e)` came back as np.float32 (a probe's, 2026-11-28)."""
+    prog = tmp_program('''import math
+import numpy as np
+
+@program
+def p(x: f32["N"]):
+    s = 0.0
+    for i in range(N):
+        s += x[i]
+    return float(x[0]), float(np.float32(s)), s, x[1] * 2.0, math.exp(float(x[2]))
+''')
+    x = np.random.default_rng(6).standard_normal(5).astype(np.float32)
+    want = eqsat.reference(prog, x)
+    assert [type(w) for w in want] == [float, float, np.float32, np.float32, float]
+    plan = eqsat.optimize(prog, {"N": 5}, target=target)
+    for backend in ("numpy", "triton"):
+        got = plan.run(x, backend=backend)
+        assert [type(g) for g in got] == [type(w) for w in want], (backend, got, want)
+        # (exact but for the sum's order: a kernel sums as a tree)
+        assert got[0] == want[0] and got[3] == want[3] and np.allclose(got, want, rtol=1e-6), (backend, got, want)
+
+
 def test_casts_that_compute_nothing_leave_the_forms_rules_match(tmp_program):
     """`acc = np.float32(0.0)`, a factor `np.float32(0.5)` and `np.maximum(acc,
     np.float32(0.0))` are the sum, the literal and the relu the rules know (`weak_casts`):
