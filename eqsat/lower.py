@@ -541,6 +541,13 @@ class _Lowerer:
             return ctx.read_scalar(e.name, e)
         if isinstance(e, Index):
             return ctx.load(e.base, [self.ix(i, ctx.loopvars, e.loc) for i in e.idx], e)
+        if isinstance(e, Bin) and e.op == "**" and isinstance(e.b, Const) and e.b.value == 0.5:
+            x = self.scalar(e.a, ctx)
+            if not T.python_number(x):  # (a Python number's `** 0.5` of a negative is complex)
+                # a float32's `x ** 0.5` is C's powf: sqrt, but +0.0 at -0.0 and +inf at -inf
+                # (the front end makes an array's `** 0.5` numpy's sqrt, which is not)
+                return T.select("==", x, T.lit(-math.inf), T.lit(math.inf),
+                                T.binop("Sc.add", Node("Sc.fn", "sqrt", x), T.lit(0.0)))
         if isinstance(e, Bin) and _has_power(e):
             got = self.power(e)
             if got is not None:

@@ -586,3 +586,27 @@ def test_python_floats_from_elements_compile_for_a_gpu(tmp_program):
     prog = tmp_program(WIDE["ratio"][0])
     ptx = triton_backend.ptx(eqsat.optimize(prog, {"N": 1024}, target="h100"), 0)
     assert "__nv_exp" in ptx and ".f64" in ptx
+
+
+def test_a_float32_to_the_half_is_cs_pow(tmp_program):
+    """`x[i] ** 0.5` of a float32 is C's powf: sqrt, but +0.0 at -0.0 and +inf at -inf; it
+    kept its nest as written (no functional form), now it is lifted (a probe's slowest
+    kernel, 5.6x numba as a kept loop)."""
+    prog = tmp_program('''
+@program
+def p(x: f32["N"]) -> f32["N"]:
+    y = empty((N,))
+    for i in range(N):
+        y[i] = (x[i] - 0.5) ** 0.5 + x[i] ** 3 + x[i] ** 0.5
+    return y
+''')
+    x = np.array([-0.0, 0.0, -np.inf, np.inf, np.nan, -2.0, 2.0, 0.5, 0.7, 1e-45], np.float32)
+    with np.errstate(all="ignore"):
+        want = eqsat.reference(prog, x)
+        plan = eqsat.optimize(prog, {"N": 10}, target="h100")
+        assert [k.kind for k in plan.kernels] == ["pointwise"], plan
+        for backend in ("numpy", "triton"):
+            got = plan.run(x, backend=backend)
+            real = ~np.isnan(want)
+            assert np.array_equal(got, want, equal_nan=True) and \
+                np.array_equal(np.signbit(got[real]), np.signbit(want[real])), (backend, got, want)
