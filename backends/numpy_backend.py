@@ -67,6 +67,10 @@ def _number_out(v):
     return float(v.reshape(()))
 
 
+def _int_out(v):
+    return int(v.reshape(()))
+
+
 def number_output(plan, t) -> bool:
     """Whether tensor term `t` is a scalar a kept nest leaves holding a Python number
     (`lower.Nest.numbers`: kept in float64, returned as the Python float it is, as
@@ -74,12 +78,19 @@ def number_output(plan, t) -> bool:
     return t.op == "Ten.opaque" and t.args[1] in plan.lowered.nests[t.args[0]].numbers
 
 
-def returns_number(plan, i: int) -> bool:
-    """Whether output `i` is returned as a Python float: one a kept nest leaves, or a
+def returns_number(plan, i: int):
+    """The Python type output `i` is returned in (float, int), or None (a float32): a
     Python number in the reference (`lower.Lowered.outputs_number`: `float(x[0])`, whose
-    float32 value is exact in float64)."""
+    float32 value is exact in float64; `N // 2`), or one a kept nest leaves (a float)."""
     numbers = plan.lowered.outputs_number
-    return number_output(plan, plan.roots[i]) or (i < len(numbers) and numbers[i])
+    got = numbers[i] if i < len(numbers) else None
+    return got or (float if number_output(plan, plan.roots[i]) else None)
+
+
+def number_out(kind):
+    """The function that makes a 0-d result the Python number `kind` (float, int) is, or
+    np.float32 (None)."""
+    return _int_out if kind is int else _number_out if kind is float else _scalar_out
 
 
 class Runner:
@@ -677,7 +688,7 @@ def run(plan, args: list, scalars: dict, xp=DIRECT):
             # a view (of an input, say): the caller gets its own copy (a loop nest's output
             # is already its own: the nest wrote a copy or a fresh buffer)
             v = xp.array(v, dtype=np.float32, copy=True)
-        outs.append(xp.call(_number_out if returns_number(plan, i) else _scalar_out, v) if is_scalar else v)
+        outs.append(xp.call(number_out(returns_number(plan, i)), v) if is_scalar else v)
     for i, dtype in enumerate(plan.program.out_dtypes):
         if dtype is not lang.f32:  # a narrower declared dtype (computed in f32)
             outs[i] = xp.call(lang.as_dtype, outs[i], dtype)

@@ -127,8 +127,8 @@ class TritonCompiled:
                 v = v.reshape(())
             outs.append(v.to(out_device) if as_torch else self._to_host(v))
         if not as_torch:
-            outs = [(float(o) if numpy_backend.returns_number(plan, i) else np.float32(o)) if o.ndim == 0 else o
-                    for i, o in enumerate(outs)]
+            outs = [numpy_backend.number_out(numpy_backend.returns_number(plan, i))(np.asarray(o)) if o.ndim == 0
+                    else o for i, o in enumerate(outs)]
         for i, dtype in enumerate(plan.program.out_dtypes):
             # computed in f32 (an input returned as it is: in its own dtype), returned in the
             # declared dtype

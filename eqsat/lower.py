@@ -186,8 +186,9 @@ class Lowered:
     # (from there nests are kept as written, statements in a row grouped as one nest), or
     # None; `lower(..., out_of_time_from=)` lowers the program the same way again
     out_of_time_from: int | None = None
-    # whether each output is a Python number in the reference (`terms.python_number` of its
-    # term: `float(x[0])`, arithmetic of Python floats), returned as a Python float
+    # per output, the Python type the reference returns it in where it is a Python number
+    # (`terms.python_number` of its term: float for `float(x[0])` and arithmetic of Python
+    # floats, int for arithmetic of sizes and int literals, `_python_int`), else None
     outputs_number: list = field(default_factory=list)
 
 
@@ -309,14 +310,17 @@ class _Lowerer:
             k = last + 1
         roots, scal, numbers = [], [], []
         for k, r in enumerate(self.prog.returns):
-            numbers.append(False)
+            numbers.append(None)
             if r.ty is None:
+                if _python_int(getattr(r, "node", None), self.dims):
+                    numbers[-1] = int  # (`return N // 2`: an int, as Python's)
                 try:
                     v = self.scalar_top(r)
                 except NotFunctional as why:  # (`return s // t`: a number with no term, run as written)
                     v = self.returned_as_written(k, r, str(why))
                 else:
-                    numbers[-1] = T.python_number(v)
+                    if numbers[-1] is None and T.python_number(v):
+                        numbers[-1] = float
                     if T.python_number(v) and not (v.op == "Sc.fn" and v.args[0] == "float"):
                         # arithmetic of Python floats (`return s * 1e-200` after a kept loop
                         # summed `s`; `N / 3`, a literal by now): in float64, as Python does,
@@ -1701,6 +1705,24 @@ def _load(t: Node, idx) -> Node:
         if len(dims) == len(idx):
             return T.substitute(t.args[1], {v: ix for (v, _), ix in zip(dims, idx)})
     return T.load(t, idx)
+
+
+def _python_int(node, ints) -> bool:
+    """Whether expression source `node` is a Python int as Python computes it: int literals,
+    sizes and integer parameters (`ints`), `len(x)`, `x.shape[k]`, and + - * // % of those."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.Name):
+        return node.id in ints
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _python_int(node.operand, ints)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
+        return _python_int(node.left, ints) and _python_int(node.right, ints)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and \
+            len(node.args) == 1 and not node.keywords:
+        return True
+    return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and \
+        node.value.attr == "shape" and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int
 
 
 def _has_power(e) -> bool:

@@ -610,3 +610,21 @@ def p(x: f32["N"]) -> f32["N"]:
             real = ~np.isnan(want)
             assert np.array_equal(got, want, equal_nan=True) and \
                 np.array_equal(np.signbit(got[real]), np.signbit(want[real])), (backend, got, want)
+
+
+@pytest.mark.parametrize("target", ["cpu", "h100"])
+def test_returned_ints_are_ints(tmp_program, target):
+    """Arithmetic of sizes, integer parameters and int literals is a Python int in the
+    reference, and comes back as one (it came back as a float: 2.0 for `N // 2`)."""
+    prog = tmp_program('''
+@program
+def p(x: f32["N"], n: int):
+    return N // 2, n * 2, len(x) - 1, x.shape[0] % 4, N / 2, float(x[0])
+''')
+    x = np.arange(5, dtype=np.float32)
+    want = eqsat.reference(prog, x, 4)
+    assert [type(w) for w in want] == [int, int, int, int, float, float]
+    plan = eqsat.optimize(prog, {"N": 5, "n": 4}, target=target)
+    for backend in ("numpy", "triton"):
+        got = plan.run(x, 4, backend=backend)
+        assert [type(g) for g in got] == [type(w) for w in want] and got == want, (backend, got, want)
