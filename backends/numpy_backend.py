@@ -82,9 +82,7 @@ def returns_number(plan, i: int):
     """The Python type output `i` is returned in (float, int), or None (a float32): a
     Python number in the reference (`lower.Lowered.outputs_number`: `float(x[0])`, whose
     float32 value is exact in float64; `N // 2`), or one a kept nest leaves (a float)."""
-    numbers = plan.lowered.outputs_number
-    got = numbers[i] if i < len(numbers) else None
-    return got or (float if number_output(plan, plan.roots[i]) else None)
+    return plan.lowered.outputs_number[i] or (float if number_output(plan, plan.roots[i]) else None)
 
 
 def number_out(kind):

@@ -2295,18 +2295,16 @@ def _last_values(fdef, sizes: set, resolve) -> None:
             step = _number(args[2])
             if type(step) is not int or step == 0:
                 return None
-        if step > 0:  # start + ((stop - start - 1) // step) * step, where stop > start
-            runs = ast.Compare(left=copy.deepcopy(stop), ops=[ast.Gt()], comparators=[copy.deepcopy(start)])
-            span = ast.BinOp(ast.BinOp(copy.deepcopy(stop), ast.Sub(), copy.deepcopy(start)), ast.Sub(), ast.Constant(1))
-            value = ast.BinOp(copy.deepcopy(start), ast.Add(), ast.BinOp(
-                ast.BinOp(span, ast.FloorDiv(), ast.Constant(step)), ast.Mult(), ast.Constant(step)))
-        else:  # start - ((start - stop - 1) // -step) * -step, where start > stop
-            runs = ast.Compare(left=copy.deepcopy(start), ops=[ast.Gt()], comparators=[copy.deepcopy(stop)])
-            span = ast.BinOp(ast.BinOp(copy.deepcopy(start), ast.Sub(), copy.deepcopy(stop)), ast.Sub(), ast.Constant(1))
-            value = ast.BinOp(copy.deepcopy(start), ast.Sub(), ast.BinOp(
-                ast.BinOp(span, ast.FloorDiv(), ast.Constant(-step)), ast.Mult(), ast.Constant(-step)))
-        if len(args) == 1 or (len(args) == 2 and _number(start) == 0):
-            value = ast.BinOp(copy.deepcopy(stop), ast.Sub(), ast.Constant(1))  # (`range(N)`: N - 1)
+        # the loop runs where it moves from start toward stop; its last value is start moved
+        # by the whole steps that fit (`stop - 1` for a step of 1)
+        far, near = (stop, start) if step > 0 else (start, stop)
+        runs = ast.Compare(left=copy.deepcopy(far), ops=[ast.Gt()], comparators=[copy.deepcopy(near)])
+        if step == 1:
+            value = ast.BinOp(copy.deepcopy(stop), ast.Sub(), ast.Constant(1))
+        else:
+            span = ast.BinOp(ast.BinOp(copy.deepcopy(far), ast.Sub(), copy.deepcopy(near)), ast.Sub(), ast.Constant(1))
+            moved = ast.BinOp(ast.BinOp(span, ast.FloorDiv(), ast.Constant(abs(step))), ast.Mult(), ast.Constant(abs(step)))
+            value = ast.BinOp(copy.deepcopy(start), ast.Add() if step > 0 else ast.Sub(), moved)
         return runs, value
 
     def block(stmts: list, around: set) -> list:
